@@ -1,0 +1,133 @@
+// CPU benchmark: the Fashion-MNIST MLP (784-256-256-10, Adam) at batch 32 and 256 with a fixed thread
+// count, kx's GEMM kernels side by side, and the same loop in PyTorch when python3 has torch (with
+// the environment it is given, and in its best configuration).
+//
+//   bench_mlp_cpu [--data DIR] [--threads N] [--steps N] [--no-torch]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kx/kx.hpp"
+
+namespace {
+
+struct Result {
+  double ms_per_step = 0;
+  double samples_per_s = 0;
+  std::string kernel;
+};
+
+Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps, kx::CpuGemm gemm) {
+  kx::Strategy s = kx::Strategy::default_strategy();
+  s.set_num_threads(threads);
+  s.set_cpu_gemm(gemm);
+  kx::Model model = kx::Model::sequential(s, {784});
+  model.add_dense(256, kx::Activation::Relu);
+  model.add_dense(256, kx::Activation::Relu);
+  model.add_dense(10, kx::Activation::Softmax);
+  kx::CompileOptions co;
+  co.accuracy = true;
+  model.compile(co);
+  kx::Dataset train = data;
+  train.shuffle(train.num_samples(), 1);
+  train.batch(batch, true);
+  kx::FitOptions warm;
+  warm.steps_per_epoch = 50;
+  model.fit(train, warm, nullptr, nullptr);
+  kx::FitOptions fo;
+  fo.steps_per_epoch = steps;
+  const auto t0 = std::chrono::steady_clock::now();
+  model.fit(train, fo, nullptr, nullptr);
+  const double s_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  Result r;
+  r.ms_per_step = s_total * 1e3 / static_cast<double>(steps);
+  r.samples_per_s = static_cast<double>(batch * steps) / s_total;
+  r.kernel = model.gemm_kernel();
+  return r;
+}
+
+// Runs the PyTorch peer; returns ms/step per batch size, or empty when torch is missing.
+std::vector<double> run_torch(const std::string& env, const std::string& data, int threads, int64_t steps) {
+  const std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_mlp_cpu.py --data " + data +
+                          " --threads " + std::to_string(threads) + " --steps " + std::to_string(steps) + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {};
+  std::vector<double> out;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) {
+    double batch = 0, ms = 0;
+    if (std::sscanf(line, "torch batch=%lf ms_per_step=%lf", &batch, &ms) == 2)
+      out.push_back(ms);
+    else if (std::strncmp(line, "torch ", 6) == 0)
+      std::printf("  %s", line);
+  }
+  pclose(p);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  int threads = 2;
+  int64_t steps = 1000;
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--data" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--steps" && i + 1 < argc) steps = std::atoll(argv[++i]);
+    else if (a == "--no-torch") torch = false;
+    else {
+      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--no-torch]\n", argv[0]);
+      return 2;
+    }
+  }
+  const kx::Dataset data =
+      kx::Dataset::from_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz");
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  std::printf("kx CPU MLP benchmark: 784-256-256-10, Adam, %d threads, %lld timed steps (OPENBLAS_CORETYPE=%s)\n",
+              threads, static_cast<long long>(steps), coretype ? coretype : "(unset)");
+  const int64_t batches[] = {32, 256};
+  std::vector<Result> best;
+  for (int64_t b : batches) {
+    Result a = run_kx(data, b, threads, steps, kx::CpuGemm::Auto);
+    std::printf("kx    batch=%-4lld %8.3f ms/step %10.0f samples/s  gemm: %s (default)\n", static_cast<long long>(b),
+                a.ms_per_step, a.samples_per_s, a.kernel.c_str());
+    best.push_back(a);
+    for (kx::CpuGemm g : {kx::CpuGemm::Builtin, kx::CpuGemm::Blas}) {
+      try {
+        Result r = run_kx(data, b, threads, steps, g);
+        if (r.kernel == a.kernel) continue;
+        std::printf("kx    batch=%-4lld %8.3f ms/step %10.0f samples/s  gemm: %s\n", static_cast<long long>(b),
+                    r.ms_per_step, r.samples_per_s, r.kernel.c_str());
+      } catch (const kx::Error&) {
+        // this build has no such kernel
+      }
+    }
+  }
+  if (!torch) return 0;
+  const std::string default_env = "env";
+  // PyTorch's best configuration here: OpenBLAS single-threaded (its threads fight PyTorch's OpenMP
+  // threads), glibc's malloc thresholds raised (page faults otherwise), OPENBLAS_CORETYPE unset.
+  const std::string best_env =
+      "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1000000000000 "
+      "MALLOC_TRIM_THRESHOLD_=1000000000000 MALLOC_TOP_PAD_=1073741824";
+  const std::vector<double> t_default = run_torch(default_env, dir, threads, steps);
+  const std::vector<double> t_best = run_torch(best_env, dir, threads, steps);
+  if (t_default.size() != 2 || t_best.size() != 2) {
+    std::printf("PyTorch: not available (/usr/bin/python3 -c 'import torch' failed); no comparison\n");
+    return 0;
+  }
+  std::printf("\n%-6s %14s %18s %18s %14s\n", "batch", "kx ms/step", "torch default", "torch best", "kx speed-up");
+  for (size_t i = 0; i < 2; ++i)
+    std::printf("%-6lld %14.3f %18.3f %18.3f %13.2fx\n", static_cast<long long>(batches[i]), best[i].ms_per_step,
+                t_default[i], t_best[i], t_best[i] / best[i].ms_per_step);
+  return 0;
+} catch (const kx::Error& e) {
+  std::fprintf(stderr, "error %d: %s\n", static_cast<int>(e.status()), e.what());
+  return 1;
+}

@@ -1,0 +1,319 @@
+/*
+ * kx.h — the stable C ABI of kx, a training SDK for deep-learning models.
+ *
+ * Conventions that hold for every function below:
+ *
+ *  Errors    Every fallible function returns kx_status: KX_OK (0) on success, KX_STOPPED (1) when a
+ *            user callback asked kx_fit to stop, a negative KX_E_* code on failure. After a failure,
+ *            kx_last_error_message() returns a one-line description for the calling thread.
+ *            Out-parameters are left untouched when a function fails. No exception, abort() or
+ *            assert ever escapes the library, whatever the input.
+ *  Ownership Objects made by kx_*_create / kx_*_from_* / kx_*_load belong to the caller and are
+ *            released with the matching kx_*_destroy, which accepts NULL. Strings that kx allocates
+ *            for the caller are released with kx_free. Functions that take a handle only borrow it
+ *            for the duration of the call, unless said otherwise.
+ *  Threading A handle may be used by one thread at a time. Different handles may be used on
+ *            different threads at the same time. kx_last_error_message is per thread.
+ *  Options   Option structs start with struct_size and are initialised with kx_X_options_init(&o,
+ *            sizeof o). A zero field means "the default" (given per field).
+ *  Strings   UTF-8, NUL-terminated.
+ */
+#ifndef KX_KX_H
+#define KX_KX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#  if defined(KX_BUILDING_LIBRARY)
+#    define KX_API __declspec(dllexport)
+#  else
+#    define KX_API __declspec(dllimport)
+#  endif
+#else
+#  define KX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Status codes and library information                                                           */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef int32_t kx_status;
+
+#define KX_OK 0
+#define KX_STOPPED 1                 /* a callback returned non-zero and kx_fit stopped early */
+#define KX_E_INVALID_ARGUMENT (-1)   /* NULL pointer, bad size, bad shape, unknown name ...  */
+#define KX_E_MISUSE (-2)             /* call out of order: fit before compile, add after compile */
+#define KX_E_OUT_OF_MEMORY (-3)
+#define KX_E_DEVICE (-4)             /* a device is missing or failed */
+#define KX_E_IO (-5)                 /* a file could not be opened, read or written */
+#define KX_E_CORRUPT (-6)            /* a file is malformed, truncated or fails its checksum */
+#define KX_E_UNSUPPORTED (-7)        /* valid request that this build of kx cannot do (yet) */
+#define KX_E_DIVERGED (-8)           /* training produced NaN or infinity */
+#define KX_E_COMM (-9)               /* a collective with another replica or worker failed */
+#define KX_E_INTERNAL (-100)         /* a bug in kx: please report it with the message */
+
+/* The message of the last failed kx call on this thread ("" if none). The pointer stays valid until
+ * the next kx call on this thread. Never NULL. */
+KX_API const char* kx_last_error_message(void);
+
+/* MAJOR*10000 + MINOR*100 + PATCH of the library that is loaded (may differ from KX_VERSION_*). */
+KX_API uint32_t kx_version_number(void);
+/* "MAJOR.MINOR.PATCH"; static storage, never freed. */
+KX_API const char* kx_version_string(void);
+
+/* Frees a string or buffer that kx allocated for the caller (e.g. kx_model_to_json). NULL is fine. */
+KX_API void kx_free(void* p);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Devices                                                                                        */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef enum kx_device_kind { KX_DEVICE_CPU = 0, KX_DEVICE_CUDA = 1 } kx_device_kind;
+
+/* Number of devices of a kind: 1 for the CPU, 0 for CUDA when no GPU, driver or CUDA module is
+ * present. Returns -1 (and sets the error message) for an unknown kind. */
+KX_API int32_t kx_device_count(kx_device_kind kind);
+
+/* Writes the device's name ("cpu", "cuda:0" ...) into buf, NUL-terminated. Errors:
+ * KX_E_INVALID_ARGUMENT for a bad kind, index out of range, NULL buf or a buf_len too small. */
+KX_API kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Strategies: which devices train and how replicas stay in sync                                  */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct kx_strategy kx_strategy;
+
+/* The first GPU if there is one, else the CPU. */
+KX_API kx_status kx_strategy_create_default(kx_strategy** out);
+
+/* Synchronous replicas on the named devices ("cpu", "cuda:0", ...; a name may repeat to make several
+ * logical replicas on one device). devices == NULL and n_devices == 0 means every GPU, or one CPU
+ * replica when there is none. Errors: KX_E_INVALID_ARGUMENT for an unknown name or a NULL entry,
+ * KX_E_DEVICE for a device that is not present, KX_E_UNSUPPORTED for several replicas in this
+ * version. */
+KX_API kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,
+                                             kx_strategy** out);
+
+/* Number of replicas that train in sync (TensorFlow's num_replicas_in_sync); -1 for NULL. */
+KX_API int32_t kx_strategy_num_replicas(const kx_strategy* s);
+
+/* CPU threads used by the kernels of models created from s afterwards: 0 = every core (the
+ * default). Independent of OMP_NUM_THREADS. Errors: NULL s, negative n. */
+KX_API kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n);
+
+/* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
+ * made from it. */
+KX_API void kx_strategy_destroy(kx_strategy* s);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Models                                                                                         */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct kx_model kx_model;
+
+typedef enum kx_activation {
+  KX_ACT_NONE = 0,
+  KX_ACT_RELU = 1,
+  KX_ACT_SIGMOID = 2,
+  KX_ACT_TANH = 3,
+  KX_ACT_SOFTMAX = 4
+} kx_activation;
+
+typedef enum kx_padding { KX_PADDING_VALID = 0, KX_PADDING_SAME = 1 } kx_padding;
+
+/* A Sequential model on strategy s whose samples have the shape input_shape[0..rank) (no batch
+ * dimension; e.g. {784} or {28, 28}). */
+KX_API kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank,
+                                            kx_model** out);
+
+/* Layers are appended in order; each returns KX_E_MISUSE once the model is compiled. */
+/* Dense: y = act(x W + b); x must be rank 1 per sample (add a Flatten first). Glorot-uniform W,
+ * zero b, as Keras. */
+KX_API kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act);
+KX_API kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
+                                     int32_t stride, kx_padding padding, kx_activation act);
+KX_API kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w);
+/* Flatten: reshapes each sample to rank 1 (no copy). */
+KX_API kx_status kx_model_add_flatten(kx_model* m);
+/* Dropout: during training zeroes each value with probability rate (0 <= rate < 1) and scales the
+ * rest by 1/(1-rate); the identity in evaluate and predict. */
+KX_API kx_status kx_model_add_dropout(kx_model* m, float rate);
+
+/* A model from a JSON config as written by kx_model_to_json. */
+KX_API kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);
+/* The model's architecture as JSON (Keras-like config); free *out_json with kx_free. */
+KX_API kx_status kx_model_to_json(const kx_model* m, char** out_json);
+
+typedef enum kx_optimizer { KX_OPTIMIZER_ADAM = 0, KX_OPTIMIZER_SGD = 1 } kx_optimizer;
+
+typedef enum kx_loss {
+  KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0, /* y: one integer class index per sample */
+  KX_LOSS_CATEGORICAL_CROSSENTROPY = 1,        /* y: one-hot (or probabilities) per sample */
+  KX_LOSS_BINARY_CROSSENTROPY = 2,             /* y: 0/1 (or probabilities) per output */
+  KX_LOSS_MEAN_SQUARED_ERROR = 3
+} kx_loss;
+
+#define KX_METRIC_ACCURACY 1u /* chosen as Keras chooses "accuracy" for the loss and output */
+
+typedef struct kx_compile_options {
+  uint32_t struct_size;   /* sizeof(kx_compile_options), set by kx_compile_options_init */
+  kx_optimizer optimizer; /* default Adam */
+  double learning_rate;   /* default 1e-3 (Adam), 1e-2 (SGD), as Keras */
+  double beta1;           /* Adam; default 0.9 */
+  double beta2;           /* Adam; default 0.999 */
+  double epsilon;         /* Adam; default 1e-7 */
+  double momentum;        /* SGD; default 0 (plain SGD) */
+  kx_loss loss;           /* default sparse categorical cross-entropy */
+  int32_t from_logits;    /* non-zero: the model's output is logits, not probabilities */
+  uint32_t metrics;       /* bit set of KX_METRIC_*; default none (loss only) */
+  uint64_t seed;          /* weight init and dropout; 0 = a fixed default, so runs repeat */
+} kx_compile_options;
+
+/* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */
+KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);
+
+/* Plans the training step for the model's layers, allocates every buffer once and initialises the
+ * weights. o may be NULL for all defaults. Errors: KX_E_MISUSE if already compiled or there are no
+ * layers, KX_E_INVALID_ARGUMENT for bad options or a loss that does not fit the output. */
+KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
+
+/* Number of trainable parameters (known as soon as layers are added); -1 for NULL. */
+KX_API int64_t kx_model_num_params(const kx_model* m);
+
+/* Copies all parameters, layer by layer (kernel then bias), into out (out_len floats, at least
+ * kx_model_num_params). Errors: NULL, out_len too small, KX_E_MISUSE before compile. */
+KX_API kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len);
+/* Replaces all parameters from w (w_len == kx_model_num_params floats, same order). */
+KX_API kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len);
+
+KX_API kx_status kx_model_save(kx_model* m, const char* path);
+KX_API kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out);
+KX_API void kx_model_destroy(kx_model* m);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Datasets                                                                                       */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct kx_dataset kx_dataset;
+
+typedef enum kx_dtype { KX_DTYPE_F32 = 0, KX_DTYPE_I32 = 1, KX_DTYPE_I64 = 2, KX_DTYPE_U8 = 3 } kx_dtype;
+
+/* A dataset of (x, y) pairs, copied from the caller's arrays (row-major, shape[0] = samples; x and y
+ * must have the same number of samples). u8 x is scaled to [0, 1]; other x and all y are converted to
+ * float32 (y integers must be exactly representable). Errors: NULL pointers, rank 0, zero or
+ * negative dimensions, mismatched sample counts, unknown dtype. */
+KX_API kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
+                                        const void* y, kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank,
+                                        kx_dataset** out);
+
+/* Images and labels from IDX files (MNIST's format), gzip-compressed or not; images are scaled to
+ * [0, 1]. Errors: KX_E_IO (cannot open/read), KX_E_CORRUPT (bad magic, truncated, counts differ). */
+KX_API kx_status kx_dataset_from_idx(const char* images_path, const char* labels_path, kx_dataset** out);
+
+/* The first n samples of d (in storage order), or all but the first n. The result shares d's storage
+ * (d may be destroyed first) and copies d's shuffle and batch settings. n larger than the dataset is
+ * clipped, as tf.data does. Errors: NULL, n < 0. */
+KX_API kx_status kx_dataset_take(const kx_dataset* d, int64_t n, kx_dataset** out);
+KX_API kx_status kx_dataset_skip(const kx_dataset* d, int64_t n, kx_dataset** out);
+
+/* Shuffles sample order with a buffer of buffer_size samples (>= the sample count = a uniform
+ * shuffle), reshuffled every epoch from seed; the same seed repeats the same orders. */
+KX_API kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t seed);
+/* Groups samples into batches of global_batch_size (split across replicas by kx_fit). The last
+ * partial batch is kept unless drop_remainder is non-zero. Without this call, kx_fit uses 32. */
+KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder);
+/* Datasets of this version are held in memory as float32 once created, so they are already cached:
+ * this records the request and checks that path (if given) is not empty. */
+KX_API kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
+/* Batches to prepare ahead of the step (0 = none). Errors: NULL, negative. */
+KX_API kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
+/* Samples in d; -1 for NULL. */
+KX_API int64_t kx_dataset_num_samples(const kx_dataset* d);
+KX_API void kx_dataset_destroy(kx_dataset* d);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Callbacks, fit, evaluate, predict                                                              */
+/* ---------------------------------------------------------------------------------------------- */
+
+typedef struct kx_callbacks kx_callbacks;
+typedef struct kx_history kx_history;
+
+typedef enum kx_event_kind {
+  KX_EVENT_TRAIN_BEGIN = 0,
+  KX_EVENT_EPOCH_BEGIN = 1,
+  KX_EVENT_BATCH_END = 2,
+  KX_EVENT_EPOCH_END = 3,
+  KX_EVENT_TRAIN_END = 4,
+  KX_EVENT_CHECKPOINT_SAVED = 5
+} kx_event_kind;
+
+/* What a callback sees. Values not known at that event are NaN (metrics) or -1 (counters). */
+typedef struct kx_event {
+  uint32_t struct_size;
+  kx_event_kind kind;
+  int32_t epoch;        /* 0-based */
+  int64_t step;         /* batches done in this epoch (BATCH_END: including this one) */
+  double loss;          /* running mean over the epoch so far */
+  double accuracy;      /* running mean, NaN without KX_METRIC_ACCURACY */
+  double val_loss;      /* EPOCH_END with validation data */
+  double val_accuracy;
+  const char* path;     /* CHECKPOINT_SAVED: the file written; else NULL */
+  int64_t steps_per_epoch;
+} kx_event;
+
+/* Called on the thread that called kx_fit. Return 0 to go on, non-zero to stop (kx_fit then returns
+ * KX_STOPPED). The event is valid only during the call. */
+typedef int32_t (*kx_callback_fn)(const kx_event* ev, void* user_data);
+
+KX_API kx_status kx_callbacks_create(kx_callbacks** out);
+KX_API kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_template,
+                                                   int64_t every_n_batches, int32_t keep_last);
+/* fn is called for every event, in the order functions were added; user_data is passed through. */
+KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
+KX_API void kx_callbacks_destroy(kx_callbacks* c);
+
+typedef struct kx_fit_options {
+  uint32_t struct_size;
+  int32_t epochs;             /* default 1 */
+  int32_t initial_epoch;      /* epoch to start counting from (default 0) */
+  int64_t steps_per_epoch;    /* default: one pass over the dataset */
+  kx_dataset* validation;     /* evaluated after each epoch; borrowed */
+  int64_t validation_steps;   /* default: the whole validation dataset */
+  int32_t verbose;            /* 0 silent (default), 1 progress bar, 2 one line per epoch */
+  const char* resume_from;    /* checkpoint file or directory */
+} kx_fit_options;
+
+KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
+
+/* Trains m on train. o and cb may be NULL. On KX_OK or KX_STOPPED, *out (if out is not NULL)
+ * receives the per-epoch history. Errors: KX_E_MISUSE before compile; KX_E_INVALID_ARGUMENT when the
+ * dataset does not fit the model (sample shape, label range) or options are bad. */
+KX_API kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb,
+                        kx_history** out);
+
+/* Epochs recorded; -1 for NULL. */
+KX_API int32_t kx_history_epochs(const kx_history* h);
+/* One value ("loss", "accuracy", "val_loss", "val_accuracy") of the epoch-th recorded epoch.
+ * Errors: unknown name, name not recorded, epoch out of range. */
+KX_API kx_status kx_history_get(const kx_history* h, const char* name, int32_t epoch, double* out);
+KX_API void kx_history_destroy(kx_history* h);
+
+/* Mean loss and accuracy over d (in storage order, its batch size or 32). Either out-pointer may be
+ * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. */
+KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
+
+/* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)
+ * into out (out_len floats, at least n_samples * outputs per sample). */
+KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* KX_KX_H */

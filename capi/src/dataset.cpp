@@ -1,0 +1,110 @@
+// kx_dataset_*: construction and the pipeline settings.
+#include "capi/src/handles.hpp"
+
+using kx::capi::guarded;
+using kx::capi::require_arg;
+
+namespace {
+
+kx::Shape checked_shape(const int64_t* shape, size_t rank, const char* name, const char* function) {
+  require_arg(shape, name, function);
+  kx::require(rank >= 1 && rank <= 8, kx::Status::InvalidArgument,
+              std::string(function) + ": " + name + " rank must be 1..8, got " + std::to_string(rank));
+  return kx::Shape(shape, shape + rank);
+}
+
+kx::DType checked_dtype(kx_dtype t, const char* name, const char* function) {
+  kx::require(t >= KX_DTYPE_F32 && t <= KX_DTYPE_U8, kx::Status::InvalidArgument,
+              std::string(function) + ": unknown " + name + " dtype " + std::to_string(t));
+  return static_cast<kx::DType>(t);
+}
+
+}  // namespace
+
+extern "C" {
+
+kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank, const void* y,
+                                 kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank, kx_dataset** out) {
+  return guarded([&] {
+    constexpr const char* fn = "kx_dataset_from_arrays";
+    require_arg(x, "x", fn);
+    require_arg(y, "y", fn);
+    require_arg(out, "out", fn);
+    const kx::Shape xs = checked_shape(x_shape, x_rank, "x_shape", fn);
+    const kx::Shape ys = checked_shape(y_shape, y_rank, "y_shape", fn);
+    auto d = kx::Dataset::from_arrays(x, checked_dtype(x_dtype, "x", fn), xs, y, checked_dtype(y_dtype, "y", fn), ys);
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{std::move(d)}), out);
+  });
+}
+
+kx_status kx_dataset_from_idx(const char* images_path, const char* labels_path, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(images_path, "images_path", "kx_dataset_from_idx");
+    require_arg(labels_path, "labels_path", "kx_dataset_from_idx");
+    require_arg(out, "out", "kx_dataset_from_idx");
+    return kx::capi::hand_out(
+        std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_idx(images_path, labels_path)}), out);
+  });
+}
+
+kx_status kx_dataset_take(const kx_dataset* d, int64_t n, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_take");
+    require_arg(out, "out", "kx_dataset_take");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{d->dataset.take(n)}), out);
+  });
+}
+
+kx_status kx_dataset_skip(const kx_dataset* d, int64_t n, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_skip");
+    require_arg(out, "out", "kx_dataset_skip");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{d->dataset.skip(n)}), out);
+  });
+}
+
+kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t seed) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_shuffle");
+    d->dataset.shuffle(buffer_size, seed);
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_batch");
+    d->dataset.batch(global_batch_size, drop_remainder != 0);
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_cache");
+    kx::require(!path_or_null || path_or_null[0] != '\0', kx::Status::InvalidArgument,
+                "kx_dataset_cache: path is empty (pass NULL to cache in memory)");
+    d->dataset.cache(path_or_null ? path_or_null : "");
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_prefetch");
+    d->dataset.prefetch(batches);
+    return KX_OK;
+  });
+}
+
+int64_t kx_dataset_num_samples(const kx_dataset* d) {
+  if (!d) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_dataset_num_samples: d is NULL");
+    return -1;
+  }
+  return d->dataset.num_samples();
+}
+
+void kx_dataset_destroy(kx_dataset* d) { std::unique_ptr<kx_dataset> owned(d); }
+
+}  // extern "C"

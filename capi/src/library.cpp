@@ -1,0 +1,108 @@
+// Library information, the thread-local error message, kx_free and devices.
+#include <cstdlib>
+#include <cstring>
+
+#include "capi/src/handles.hpp"
+#include "kx/version.hpp"
+
+namespace kx::capi {
+namespace {
+// The C ABI's one piece of mutable global state: the last error message, per thread.
+thread_local std::string t_last_error;
+}  // namespace
+
+kx_status set_error(kx_status status, const std::string& message) noexcept {
+  try {
+    // One line: callers print it as is.
+    std::string line = message;
+    for (char& c : line)
+      if (c == '\n' || c == '\r') c = ' ';
+    t_last_error = std::move(line);
+  } catch (...) {
+    t_last_error.clear();
+  }
+  return status;
+}
+
+}  // namespace kx::capi
+
+using kx::capi::guarded;
+using kx::capi::require_arg;
+
+extern "C" {
+
+const char* kx_last_error_message(void) { return kx::capi::t_last_error.c_str(); }
+
+uint32_t kx_version_number(void) { return KX_VERSION_MAJOR * 10000 + KX_VERSION_MINOR * 100 + KX_VERSION_PATCH; }
+
+const char* kx_version_string(void) { return KX_VERSION_STRING; }
+
+void kx_free(void* p) { std::free(p); }
+
+int32_t kx_device_count(kx_device_kind kind) {
+  if (kind != KX_DEVICE_CPU && kind != KX_DEVICE_CUDA) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_device_count: unknown device kind " + std::to_string(kind));
+    return -1;
+  }
+  return kx::device_count(static_cast<kx::DeviceKind>(kind));
+}
+
+kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len) {
+  return guarded([&] {
+    require_arg(buf, "buf", "kx_device_name");
+    kx::require(kind == KX_DEVICE_CPU || kind == KX_DEVICE_CUDA, kx::Status::InvalidArgument,
+                "kx_device_name: unknown device kind " + std::to_string(kind));
+    const int count = kx::device_count(static_cast<kx::DeviceKind>(kind));
+    kx::require(index >= 0 && index < count, kx::Status::InvalidArgument,
+                "kx_device_name: index " + std::to_string(index) + " out of range [0, " + std::to_string(count) + ")");
+    const std::string name = kx::Device{static_cast<kx::DeviceKind>(kind), index}.name();
+    kx::require(buf_len > name.size(), kx::Status::InvalidArgument,
+                "kx_device_name: buffer of " + std::to_string(buf_len) + " bytes is too small for \"" + name + "\"");
+    std::memcpy(buf, name.c_str(), name.size() + 1);
+    return KX_OK;
+  });
+}
+
+kx_status kx_strategy_create_default(kx_strategy** out) {
+  return guarded([&] {
+    require_arg(out, "out", "kx_strategy_create_default");
+    return kx::capi::hand_out(std::make_unique<kx_strategy>(kx_strategy{kx::Strategy::default_strategy()}), out);
+  });
+}
+
+kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices, kx_strategy** out) {
+  return guarded([&] {
+    require_arg(out, "out", "kx_strategy_create_mirrored");
+    kx::require(devices || n_devices == 0, kx::Status::InvalidArgument,
+                "kx_strategy_create_mirrored: devices is NULL but n_devices is " + std::to_string(n_devices));
+    kx::require(devices == nullptr || n_devices > 0, kx::Status::InvalidArgument,
+                "kx_strategy_create_mirrored: n_devices is 0 (pass NULL, 0 for every GPU)");
+    std::vector<std::string> names;
+    for (size_t i = 0; i < n_devices; ++i) {
+      kx::require(devices[i] != nullptr, kx::Status::InvalidArgument,
+                  "kx_strategy_create_mirrored: devices[" + std::to_string(i) + "] is NULL");
+      names.emplace_back(devices[i]);
+    }
+    return kx::capi::hand_out(std::make_unique<kx_strategy>(kx_strategy{kx::Strategy::mirrored(names)}), out);
+  });
+}
+
+int32_t kx_strategy_num_replicas(const kx_strategy* s) {
+  if (!s) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_strategy_num_replicas: s is NULL");
+    return -1;
+  }
+  return s->strategy.num_replicas();
+}
+
+kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_num_threads");
+    s->strategy.set_num_threads(n);
+    return KX_OK;
+  });
+}
+
+void kx_strategy_destroy(kx_strategy* s) { std::unique_ptr<kx_strategy> owned(s); }
+
+}  // extern "C"

@@ -1,0 +1,190 @@
+// kx_model_*: building, compiling, JSON, weights.
+#include <cstdlib>
+#include <cstring>
+
+#include "capi/src/handles.hpp"
+
+using kx::capi::guarded;
+using kx::capi::require_arg;
+
+namespace {
+
+kx::Activation checked_activation(kx_activation act, const char* function) {
+  kx::require(act >= KX_ACT_NONE && act <= KX_ACT_SOFTMAX, kx::Status::InvalidArgument,
+              std::string(function) + ": unknown activation " + std::to_string(act));
+  return static_cast<kx::Activation>(act);
+}
+
+void require_not_compiled(const kx_model* m, const char* function) {
+  kx::require(!m->model.compiled(), kx::Status::Misuse,
+              std::string(function) + ": cannot add a layer to a compiled model");
+}
+
+}  // namespace
+
+extern "C" {
+
+kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank, kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_create_sequential");
+    require_arg(input_shape, "input_shape", "kx_model_create_sequential");
+    require_arg(out, "out", "kx_model_create_sequential");
+    kx::require(rank > 0 && rank <= 8, kx::Status::InvalidArgument,
+                "kx_model_create_sequential: rank must be 1..8, got " + std::to_string(rank));
+    kx::Shape shape(input_shape, input_shape + rank);
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::sequential(s->strategy, shape)}), out);
+  });
+}
+
+kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_dense");
+    require_not_compiled(m, "kx_model_add_dense");
+    m->model.add_dense(units, checked_activation(act, "kx_model_add_dense"));
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w, int32_t stride,
+                              kx_padding padding, kx_activation act) {
+  (void)filters, (void)kernel_h, (void)kernel_w, (void)stride, (void)padding, (void)act;
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_conv2d");
+    require_not_compiled(m, "kx_model_add_conv2d");
+    kx::fail(kx::Status::Unsupported, "kx_model_add_conv2d: Conv2D is not implemented yet in this version of kx");
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w) {
+  (void)pool_h, (void)pool_w;
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_max_pool2d");
+    require_not_compiled(m, "kx_model_add_max_pool2d");
+    kx::fail(kx::Status::Unsupported,
+             "kx_model_add_max_pool2d: MaxPooling2D is not implemented yet in this version of kx");
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_flatten(kx_model* m) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_flatten");
+    require_not_compiled(m, "kx_model_add_flatten");
+    m->model.add_flatten();
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_dropout(kx_model* m, float rate) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_dropout");
+    require_not_compiled(m, "kx_model_add_dropout");
+    m->model.add_dropout(rate);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_from_json");
+    require_arg(json, "json", "kx_model_from_json");
+    require_arg(out, "out", "kx_model_from_json");
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::from_json(s->strategy, json)}), out);
+  });
+}
+
+kx_status kx_model_to_json(const kx_model* m, char** out_json) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_to_json");
+    require_arg(out_json, "out_json", "kx_model_to_json");
+    const std::string text = m->model.to_json();
+    char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+    if (!copy) throw std::bad_alloc();
+    std::memcpy(copy, text.c_str(), text.size() + 1);
+    *out_json = copy;
+    return KX_OK;
+  });
+}
+
+void kx_compile_options_init(kx_compile_options* o, size_t struct_size) { kx::capi::init_options(o, struct_size); }
+
+kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_compile");
+    const kx_compile_options opt = kx::capi::read_options(o, "kx_model_compile");
+    kx::require(opt.optimizer == KX_OPTIMIZER_ADAM || opt.optimizer == KX_OPTIMIZER_SGD, kx::Status::InvalidArgument,
+                "kx_model_compile: unknown optimizer " + std::to_string(opt.optimizer));
+    kx::require(opt.loss >= KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && opt.loss <= KX_LOSS_MEAN_SQUARED_ERROR,
+                kx::Status::InvalidArgument, "kx_model_compile: unknown loss " + std::to_string(opt.loss));
+    kx::require((opt.metrics & ~KX_METRIC_ACCURACY) == 0, kx::Status::InvalidArgument,
+                "kx_model_compile: unknown metric bits " + std::to_string(opt.metrics & ~KX_METRIC_ACCURACY));
+    kx::CompileOptions c;
+    c.optimizer.kind = static_cast<kx::OptimizerKind>(opt.optimizer);
+    c.optimizer.learning_rate = opt.learning_rate;
+    c.optimizer.beta1 = opt.beta1;
+    c.optimizer.beta2 = opt.beta2;
+    c.optimizer.epsilon = opt.epsilon;
+    c.optimizer.momentum = opt.momentum;
+    c.loss.kind = static_cast<kx::LossKind>(opt.loss);
+    c.loss.from_logits = opt.from_logits != 0;
+    c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;
+    c.seed = opt.seed;
+    m->model.compile(c);
+    return KX_OK;
+  });
+}
+
+int64_t kx_model_num_params(const kx_model* m) {
+  if (!m) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_num_params: m is NULL");
+    return -1;
+  }
+  return m->model.num_params();
+}
+
+kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_get_weights");
+    require_arg(out, "out", "kx_model_get_weights");
+    const size_t n = static_cast<size_t>(m->model.num_params());
+    kx::require(out_len >= n, kx::Status::InvalidArgument,
+                "kx_model_get_weights: out_len " + std::to_string(out_len) + " is less than the " + std::to_string(n) +
+                    " parameters");
+    const std::vector<float> w = m->model.get_weights();
+    std::memcpy(out, w.data(), n * sizeof(float));
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_set_weights");
+    require_arg(w, "w", "kx_model_set_weights");
+    m->model.set_weights(std::vector<float>(w, w + w_len));
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_save(kx_model* m, const char* path) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_save");
+    require_arg(path, "path", "kx_model_save");
+    kx::fail(kx::Status::Unsupported, "kx_model_save: model files are not implemented yet in this version of kx");
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_load");
+    require_arg(path, "path", "kx_model_load");
+    require_arg(out, "out", "kx_model_load");
+    kx::fail(kx::Status::Unsupported, "kx_model_load: model files are not implemented yet in this version of kx");
+    return KX_OK;
+  });
+}
+
+void kx_model_destroy(kx_model* m) { std::unique_ptr<kx_model> owned(m); }
+
+}  // extern "C"

@@ -1,0 +1,124 @@
+// kx_callbacks_*, kx_fit, kx_history_*, kx_evaluate, kx_predict.
+#include <cmath>
+
+#include "capi/src/handles.hpp"
+
+using kx::capi::guarded;
+using kx::capi::require_arg;
+
+extern "C" {
+
+kx_status kx_callbacks_create(kx_callbacks** out) {
+  return guarded([&] {
+    require_arg(out, "out", "kx_callbacks_create");
+    return kx::capi::hand_out(std::make_unique<kx_callbacks>(), out);
+  });
+}
+
+kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_template, int64_t every_n_batches,
+                                            int32_t keep_last) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_model_checkpoint");
+    require_arg(path_template, "path_template", "kx_callbacks_add_model_checkpoint");
+    kx::require(every_n_batches >= 0 && keep_last >= 0, kx::Status::InvalidArgument,
+                "kx_callbacks_add_model_checkpoint: every_n_batches and keep_last must be >= 0");
+    kx::fail(kx::Status::Unsupported,
+             "kx_callbacks_add_model_checkpoint: checkpoints are not implemented yet in this version of kx");
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_function");
+    kx::require(fn != nullptr, kx::Status::InvalidArgument, "kx_callbacks_add_function: fn is NULL");
+    c->callbacks.add([fn, user_data](const kx::Event& e) {
+      kx_event ev;
+      ev.struct_size = sizeof ev;
+      ev.kind = static_cast<kx_event_kind>(e.kind);
+      ev.epoch = e.epoch;
+      ev.step = e.step;
+      ev.loss = e.loss;
+      ev.accuracy = e.accuracy;
+      ev.val_loss = e.val_loss;
+      ev.val_accuracy = e.val_accuracy;
+      ev.path = e.path.empty() ? nullptr : e.path.c_str();
+      ev.steps_per_epoch = e.steps_per_epoch;
+      return fn(&ev, user_data) != 0;
+    });
+    return KX_OK;
+  });
+}
+
+void kx_callbacks_destroy(kx_callbacks* c) { std::unique_ptr<kx_callbacks> owned(c); }
+
+void kx_fit_options_init(kx_fit_options* o, size_t struct_size) { kx::capi::init_options(o, struct_size); }
+
+kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb, kx_history** out) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_fit");
+    require_arg(train, "train", "kx_fit");
+    const kx_fit_options opt = kx::capi::read_options(o, "kx_fit");
+    kx::FitOptions f;
+    f.epochs = opt.epochs == 0 ? 1 : opt.epochs;
+    f.initial_epoch = opt.initial_epoch;
+    f.steps_per_epoch = opt.steps_per_epoch;
+    f.validation = opt.validation ? &opt.validation->dataset : nullptr;
+    f.validation_steps = opt.validation_steps;
+    f.verbose = opt.verbose;
+    if (opt.resume_from) f.resume_from = opt.resume_from;
+    auto history = std::make_unique<kx_history>();
+    const kx::Status s = m->model.fit(train->dataset, f, cb ? &cb->callbacks : nullptr, &history->history);
+    if (out) *out = history.release();
+    return static_cast<kx_status>(s);
+  });
+}
+
+int32_t kx_history_epochs(const kx_history* h) {
+  if (!h) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_history_epochs: h is NULL");
+    return -1;
+  }
+  return h->history.num_epochs();
+}
+
+kx_status kx_history_get(const kx_history* h, const char* name, int32_t epoch, double* out) {
+  return guarded([&] {
+    require_arg(h, "h", "kx_history_get");
+    require_arg(name, "name", "kx_history_get");
+    require_arg(out, "out", "kx_history_get");
+    *out = h->history.get(name, epoch);
+    return KX_OK;
+  });
+}
+
+void kx_history_destroy(kx_history* h) { std::unique_ptr<kx_history> owned(h); }
+
+kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_evaluate");
+    require_arg(d, "d", "kx_evaluate");
+    const kx::EvalResult r = m->model.evaluate(d->dataset);
+    if (loss) *loss = r.loss;
+    if (accuracy) *accuracy = r.accuracy;
+    return KX_OK;
+  });
+}
+
+kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_predict");
+    require_arg(x, "x", "kx_predict");
+    require_arg(out, "out", "kx_predict");
+    kx::require(n_samples > 0, kx::Status::InvalidArgument,
+                "kx_predict: n_samples must be positive, got " + std::to_string(n_samples));
+    kx::require(m->model.compiled(), kx::Status::Misuse, "kx_predict: the model is not compiled");
+    const int64_t per = kx::num_elements(m->model.output_shape());
+    kx::require(static_cast<uint64_t>(n_samples) <= out_len / static_cast<uint64_t>(per), kx::Status::InvalidArgument,
+                "kx_predict: out_len " + std::to_string(out_len) + " is less than n_samples * " + std::to_string(per));
+    m->model.predict_into(x, n_samples, out);
+    return KX_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,20 @@
+// Optimizer settings (Keras defaults when a field is 0).
+#pragma once
+
+namespace kx {
+
+enum class OptimizerKind { Adam = 0, Sgd = 1 };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::Adam;
+  double learning_rate = 0;  // 0: 1e-3 for Adam, 1e-2 for SGD
+  double beta1 = 0;          // 0: 0.9
+  double beta2 = 0;          // 0: 0.999
+  double epsilon = 0;        // 0: 1e-7
+  double momentum = 0;       // SGD only
+
+  // The same settings with every default filled in; throws InvalidArgument for values out of range.
+  OptimizerConfig resolved() const;
+};
+
+}  // namespace kx

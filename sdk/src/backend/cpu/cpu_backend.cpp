@@ -1,0 +1,392 @@
+// The CPU backend: OpenMP kernels with an explicit thread count (never OMP_NUM_THREADS alone).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backend/backend.hpp"
+#include "backend/cpu/gemm.hpp"
+#include "kx/error.hpp"
+#include "kx/tensor.hpp"
+
+namespace kx::backend {
+namespace cpu {
+namespace {
+
+// Below this much work a parallel region costs more than it saves.
+constexpr int64_t kParallelElements = 1 << 15;
+constexpr int64_t kParallelFlops = 1 << 16;
+
+// Counter-based RNG (splitmix64 finaliser over seed and index): the value of element i does not
+// depend on thread count or order.
+inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+inline float uniform01(uint64_t seed, uint64_t i) {
+  return static_cast<float>(mix64(seed ^ mix64(i)) >> 40) * (1.0f / 16777216.0f);
+}
+
+template <class T>
+inline int argmax_row(const T* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t j = 1; j < n; ++j)
+    if (v[j] > v[best]) best = j;
+  return static_cast<int>(best);
+}
+
+inline float sigmoid(float x) { return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x)); }
+// log(1 + exp(x)) without overflow.
+inline double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+
+constexpr double kProbEpsilon = 1e-7;  // Keras's backend epsilon, used to clip probabilities
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(int threads, CpuGemm choice) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
+    if (choice == CpuGemm::Blas) {
+      require(cblas_available(), Status::Unsupported, "this build of kx has no CBLAS");
+      use_blas_ = true;
+    } else if (choice == CpuGemm::Auto) {
+      // The built-in AVX-512 kernel beats OpenBLAS on kx's step shapes; else prefer a tuned BLAS.
+      tile_ = tile_avx512();
+      use_blas_ = !tile_ && cblas_available();
+    }
+    if (!tile_) tile_ = tile_avx512();
+    if (!tile_) tile_ = &tile_portable;
+  }
+
+  std::string gemm_kernel_name() const override {
+    if (use_blas_) return std::string("cblas (") + cblas_core_name() + ")";
+    return tile_ == &tile_portable ? "builtin portable" : "builtin avx512";
+  }
+
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
+    if (M <= 0 || N <= 0) return;
+    const bool relu = ep.activation == Activation::Relu;
+    if (use_blas_) {
+      cblas_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+      if (ep.bias || relu) apply_epilogue(M, N, C, ldc, ep.bias, relu);
+      return;
+    }
+    if (tb == Trans::Yes) {  // the tile kernel needs rows of B contiguous: transpose B once
+      transposed_.resize(static_cast<size_t>(K * N));
+      transpose(N, K, B, ldb, transposed_.data());
+      B = transposed_.data();
+      ldb = N;
+    }
+    const int64_t rsa = ta == Trans::No ? lda : 1;
+    const int64_t csa = ta == Trans::No ? 1 : lda;
+    const int64_t row_blocks = (M + kTileRows - 1) / kTileRows;
+    const int64_t panels = (N + kTileCols - 1) / kTileCols;
+    const int64_t tiles = row_blocks * panels;
+    const int nt = M * N * K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads_, tiles)) : 1;
+    const TileKernel kernel = tile_;
+    // Panel-major tile order: each thread's contiguous share of tiles reuses the same B panels.
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t p = t / row_blocks, rb = t % row_blocks;
+      const int64_t i0 = rb * kTileRows, j0 = p * kTileCols;
+      Tile tile{K,
+                A + i0 * rsa,
+                rsa,
+                csa,
+                B + j0,
+                ldb,
+                C + i0 * ldc + j0,
+                ldc,
+                static_cast<int>(std::min<int64_t>(kTileRows, M - i0)),
+                static_cast<int>(std::min<int64_t>(kTileCols, N - j0)),
+                beta,
+                ep.bias ? ep.bias + j0 : nullptr,
+                relu};
+      kernel(tile);
+    }
+  }
+
+  void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
+    const int64_t n = rows * cols;
+    switch (act) {
+      case Activation::None: return;
+      case Activation::Relu:
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.0f);
+        return;
+      case Activation::Sigmoid:
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) y[i] = sigmoid(y[i]);
+        return;
+      case Activation::Tanh:
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
+        return;
+      case Activation::Softmax:
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t r = 0; r < rows; ++r) {
+          float* v = y + r * cols;
+          const float mx = *std::max_element(v, v + cols);
+          float sum = 0;
+          for (int64_t j = 0; j < cols; ++j) sum += (v[j] = std::exp(v[j] - mx));
+          const float inv = 1.0f / sum;
+          for (int64_t j = 0; j < cols; ++j) v[j] *= inv;
+        }
+        return;
+    }
+  }
+
+  void activation_backward(Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
+                           float* dz) override {
+    const int64_t n = rows * cols;
+    switch (act) {
+      case Activation::None:
+        if (dz != dy) copy(n, dy, dz);
+        return;
+      case Activation::Relu:
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        return;
+      case Activation::Sigmoid:
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i] * (1.0f - y[i]);
+        return;
+      case Activation::Tanh:
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (1.0f - y[i] * y[i]);
+        return;
+      case Activation::Softmax:
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
+        for (int64_t r = 0; r < rows; ++r) {
+          const float* yr = y + r * cols;
+          const float* dyr = dy + r * cols;
+          float* dzr = dz + r * cols;
+          float dot = 0;
+          for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+          for (int64_t j = 0; j < cols; ++j) dzr[j] = yr[j] * (dyr[j] - dot);
+        }
+        return;
+    }
+  }
+
+  void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
+    // Column blocks per thread; each column summed in row order, so the result does not depend on
+    // the thread count.
+    constexpr int64_t kBlock = 64;
+    const int64_t blocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads_) if (rows * cols >= kParallelElements)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t j0 = b * kBlock, j1 = std::min(cols, j0 + kBlock);
+      for (int64_t j = j0; j < j1; ++j) db[j] = 0.0f;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = dz + r * cols;
+#pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) db[j] += row[j];
+      }
+    }
+  }
+
+  void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
+            float grad_scale, float* dout, LossSums* sums) override {
+    double loss_sum = 0, correct = 0;
+    // Rows in a fixed order on one thread: the sums are bitwise repeatable. The work is O(rows * cols),
+    // small next to the GEMMs that produced `out`.
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* o = out + r * cols;
+      const float* t = y + r * y_cols;
+      float* d = dout ? dout + r * cols : nullptr;
+      loss_sum += row_loss(spec, cols, o, t, grad_scale, d);
+      correct += row_correct(spec, cols, o, t, y_cols);
+    }
+    sums->loss += loss_sum;
+    sums->correct += correct;
+  }
+
+  void dropout_forward(float rate, uint64_t seed, int64_t n, const float* x, float* mask, float* y) override {
+    const float keep_scale = 1.0f / (1.0f - rate);
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      mask[i] = uniform01(seed, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.0f;
+      y[i] = x[i] * mask[i];
+    }
+  }
+
+  void multiply(int64_t n, const float* a, const float* b, float* out) override {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+  }
+
+  void copy(int64_t n, const float* src, float* dst) override {
+    if (src != dst) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  }
+
+  void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {
+    if (v && momentum != 0.0f) {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) {
+        v[i] = momentum * v[i] - lr * g[i];
+        p[i] += v[i];
+      }
+    } else {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+      for (int64_t i = 0; i < n; ++i) p[i] -= lr * g[i];
+    }
+  }
+
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
+                   float epsilon) override {
+    const float one_minus_b1 = 1.0f - beta1, one_minus_b2 = 1.0f - beta2;
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gi = g[i];
+      const float mi = m[i] + one_minus_b1 * (gi - m[i]);
+      const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
+      m[i] = mi;
+      v[i] = vi;
+      p[i] -= lr_t * mi / (std::sqrt(vi) + epsilon);
+    }
+  }
+
+  void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
+#pragma omp parallel for num_threads(threads_) if (n * row_len >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * row_len, src + idx[i] * row_len, static_cast<size_t>(row_len) * sizeof(float));
+  }
+
+ private:
+  void apply_epilogue(int64_t M, int64_t N, float* C, int64_t ldc, const float* bias, bool relu) {
+#pragma omp parallel for num_threads(threads_) if (M * N >= kParallelElements)
+    for (int64_t i = 0; i < M; ++i) {
+      float* c = C + i * ldc;
+      for (int64_t j = 0; j < N; ++j) {
+        float v = c[j] + (bias ? bias[j] : 0.0f);
+        c[j] = relu ? std::max(v, 0.0f) : v;
+      }
+    }
+  }
+
+  void transpose(int64_t rows, int64_t cols, const float* src, int64_t ld, float* dst) {
+    // dst[cols, rows] = src[rows, cols]^T, in 32x32 blocks to stay in cache.
+    constexpr int64_t kB = 32;
+    const int64_t rb = (rows + kB - 1) / kB, cb = (cols + kB - 1) / kB;
+#pragma omp parallel for num_threads(threads_) if (rows * cols >= kParallelElements)
+    for (int64_t b = 0; b < rb * cb; ++b) {
+      const int64_t i0 = (b / cb) * kB, j0 = (b % cb) * kB;
+      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * ld + j];
+    }
+  }
+
+  // One sample's loss; writes d(loss * grad_scale)/d(out) into d when d is not null.
+  static double row_loss(const LossSpec& spec, int64_t cols, const float* o, const float* t, float scale, float* d) {
+    switch (spec.kind) {
+      case LossKind::SparseCategoricalCrossentropy:
+      case LossKind::CategoricalCrossentropy: {
+        const bool sparse = spec.kind == LossKind::SparseCategoricalCrossentropy;
+        const int64_t label = sparse ? static_cast<int64_t>(t[0]) : -1;
+        auto target = [&](int64_t j) -> double { return sparse ? (j == label ? 1.0 : 0.0) : t[j]; };
+        if (spec.logits) {
+          // Stable log-softmax; gradient softmax(o) * sum(t) - t.
+          double mx = o[0];
+          for (int64_t j = 1; j < cols; ++j) mx = std::max<double>(mx, o[j]);
+          double se = 0;
+          for (int64_t j = 0; j < cols; ++j) se += std::exp(o[j] - mx);
+          const double lse = mx + std::log(se);
+          double loss = 0, tsum = 0;
+          for (int64_t j = 0; j < cols; ++j) {
+            const double tj = target(j);
+            loss -= tj * (o[j] - lse);
+            tsum += tj;
+          }
+          if (d)
+            for (int64_t j = 0; j < cols; ++j)
+              d[j] = static_cast<float>(scale * (std::exp(o[j] - lse) * tsum - target(j)));
+          return loss;
+        }
+        // Probabilities: normalised to sum 1 and clipped to [eps, 1 - eps], as Keras does.
+        double s = 0;
+        for (int64_t j = 0; j < cols; ++j) s += o[j];
+        double loss = 0, tsum = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const double tj = target(j);
+          tsum += tj;
+          const double p = o[j] / s;
+          loss -= tj * std::log(std::clamp(p, kProbEpsilon, 1 - kProbEpsilon));
+        }
+        if (d)
+          for (int64_t j = 0; j < cols; ++j) {
+            const double p = o[j] / s;
+            const bool clipped = p < kProbEpsilon || p > 1 - kProbEpsilon;
+            // d/do_j of -sum_k t_k log(o_k / s) = -t_j / o_j + sum(t) / s (zero where clipped).
+            const double g = (clipped ? 0.0 : -target(j) / o[j]) + tsum / s;
+            d[j] = static_cast<float>(scale * g);
+          }
+        return loss;
+      }
+      case LossKind::BinaryCrossentropy: {
+        double loss = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const double tj = t[j], x = o[j];
+          if (spec.logits) {
+            loss += softplus(x) - tj * x;  // = -t log s(x) - (1-t) log(1-s(x))
+            if (d) d[j] = static_cast<float>(scale * (sigmoid(o[j]) - tj) / cols);
+          } else {
+            const double p = std::clamp(x, kProbEpsilon, 1 - kProbEpsilon);
+            loss -= tj * std::log(p) + (1 - tj) * std::log(1 - p);
+            if (d) {
+              const bool clipped = x < kProbEpsilon || x > 1 - kProbEpsilon;
+              d[j] = clipped ? 0.0f : static_cast<float>(scale * (-tj / p + (1 - tj) / (1 - p)) / cols);
+            }
+          }
+        }
+        return loss / cols;  // Keras: mean over the last axis
+      }
+      case LossKind::MeanSquaredError: {
+        double loss = 0;
+        for (int64_t j = 0; j < cols; ++j) {
+          const double e = static_cast<double>(o[j]) - t[j];
+          loss += e * e;
+          if (d) d[j] = static_cast<float>(scale * 2.0 * e / cols);
+        }
+        return loss / cols;
+      }
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+
+  static double row_correct(const LossSpec& spec, int64_t cols, const float* o, const float* t, int64_t y_cols) {
+    switch (spec.accuracy) {
+      case AccuracyKind::SparseCategorical:
+        return argmax_row(o, cols) == static_cast<int64_t>(t[0]) ? 1.0 : 0.0;
+      case AccuracyKind::Categorical:
+        return argmax_row(o, cols) == argmax_row(t, y_cols) ? 1.0 : 0.0;
+      case AccuracyKind::Binary: {
+        // Logits are thresholded at 0, probabilities at 0.5: the same decision.
+        const float threshold = spec.logits ? 0.0f : 0.5f;
+        double hits = 0;
+        for (int64_t j = 0; j < cols; ++j) hits += ((o[j] > threshold) == (t[j] > 0.5f)) ? 1.0 : 0.0;
+        return hits / cols;
+      }
+    }
+    return 0;
+  }
+
+  int threads_;
+  bool use_blas_ = false;
+  TileKernel tile_ = nullptr;
+  FloatBuffer transposed_;
+};
+
+}  // namespace
+}  // namespace cpu
+
+std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm) {
+  return std::make_unique<cpu::CpuBackend>(num_threads, gemm);
+}
+
+}  // namespace kx::backend

@@ -1,0 +1,40 @@
+// CPU GEMM: a blocked, OpenMP-parallel driver over register-tile kernels, and CBLAS when built with it.
+#pragma once
+#include <cstdint>
+
+#include "backend/backend.hpp"
+
+namespace kx::backend::cpu {
+
+// One register tile: C[rows, cols] = A-block * B-panel over the full K, rows <= kTileRows and
+// cols <= kTileCols. A(i, k) = A[i * rsa + k * csa]; B(k, j) = B[k * ldb + j] (rows of B contiguous).
+struct Tile {
+  int64_t K;
+  const float* A;
+  int64_t rsa, csa;
+  const float* B;
+  int64_t ldb;
+  float* C;
+  int64_t ldc;
+  int rows, cols;
+  float beta;
+  const float* bias;  // offset to this tile's first column, or null
+  bool relu;
+};
+
+inline constexpr int kTileRows = 8;
+inline constexpr int kTileCols = 32;
+
+using TileKernel = void (*)(const Tile&);
+
+void tile_portable(const Tile& t);
+// Null when this build or this CPU has no AVX-512.
+TileKernel tile_avx512();
+
+bool cblas_available();
+// C = op(A) op(B) + beta C through CBLAS (no epilogue); only when cblas_available().
+void cblas_gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                int64_t ldb, float beta, float* C, int64_t ldc);
+const char* cblas_core_name();
+
+}  // namespace kx::backend::cpu

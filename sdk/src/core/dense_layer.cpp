@@ -1,0 +1,73 @@
+// Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b.
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+using backend::Epilogue;
+using backend::Trans;
+
+class DenseLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Dense"; }
+
+  Shape build(const Shape& in) override {
+    require(in.size() == 1, Status::InvalidArgument,
+            "Dense layer \"" + name() + "\" needs rank-1 samples but gets " + to_string(in) +
+                "; add a Flatten layer before it");
+    in_ = in[0];
+    return {spec_.units};
+  }
+
+  std::vector<ParamSpec> params() const override {
+    return {{"kernel", {in_, spec_.units}, Init::GlorotUniform, in_, spec_.units},
+            {"bias", {spec_.units}, Init::Zeros, 0, 0}};
+  }
+
+  Activation output_activation() const override { return spec_.activation; }
+
+  void forward(const LayerContext& c) const override {
+    const int64_t units = spec_.units;
+    const Activation act = c.fold_activation ? Activation::None : spec_.activation;
+    const float* kernel = c.w;
+    const float* bias = c.w + in_ * units;
+    Epilogue ep{bias, act == Activation::Relu ? Activation::Relu : Activation::None};
+    c.be->gemm(Trans::No, Trans::No, c.rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
+    if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, c.rows, units, c.y);
+  }
+
+  void backward(const LayerContext& c) const override {
+    const int64_t units = spec_.units;
+    if (!c.fold_activation && spec_.activation != Activation::None)
+      c.be->activation_backward(spec_.activation, c.rows, units, c.y, c.dy, c.dy);
+    float* dkernel = c.dw;
+    float* dbias = c.dw + in_ * units;
+    c.be->bias_grad(c.rows, units, c.dy, dbias);
+    c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, {});
+    if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, {});
+  }
+
+ protected:
+  void add_config(json::Value& config) const override {
+    config.set("units", spec_.units);
+    config.set("activation", activation_name(spec_.activation));
+    config.set("use_bias", true);
+  }
+
+ private:
+  int64_t in_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dense_layer(const LayerSpec& spec) {
+  require(spec.units > 0, Status::InvalidArgument,
+          "Dense units must be positive (got " + std::to_string(spec.units) + ")");
+  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+          "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
+  return std::make_unique<DenseLayer>(spec);
+}
+
+}  // namespace kx::core

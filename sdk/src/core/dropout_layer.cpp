@@ -1,0 +1,50 @@
+// Dropout (inverted): in training y = x * mask, mask = 0 or 1/(1-rate); the identity otherwise.
+#include <cmath>
+
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+class DropoutLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Dropout"; }
+  Shape build(const Shape& in) override {
+    n_ = num_elements(in);
+    return in;
+  }
+  int64_t scratch_per_sample() const override { return n_; }  // the mask
+
+  void forward(const LayerContext& c) const override {
+    if (c.training && spec_.rate > 0.0f)
+      c.be->dropout_forward(spec_.rate, c.seed, c.rows * n_, c.x, c.scratch, c.y);
+    else
+      c.be->copy(c.rows * n_, c.x, c.y);
+  }
+
+  void backward(const LayerContext& c) const override {
+    if (!c.dx) return;
+    if (spec_.rate > 0.0f)
+      c.be->multiply(c.rows * n_, c.dy, c.scratch, c.dx);
+    else
+      c.be->copy(c.rows * n_, c.dy, c.dx);
+  }
+
+ protected:
+  void add_config(json::Value& config) const override { config.set("rate", static_cast<double>(spec_.rate)); }
+
+ private:
+  int64_t n_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dropout_layer(const LayerSpec& spec) {
+  require(std::isfinite(spec.rate) && spec.rate >= 0.0f && spec.rate < 1.0f, Status::InvalidArgument,
+          "Dropout rate must be in [0, 1) (got " + std::to_string(spec.rate) + ")");
+  return std::make_unique<DropoutLayer>(spec);
+}
+
+}  // namespace kx::core

@@ -1,0 +1,226 @@
+// fit, evaluate and predict: the loops around the static step plan.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/model_impl.hpp"
+#include "core/progress_bar.hpp"
+#include "kx/error.hpp"
+
+namespace kx {
+
+namespace {
+
+bool is_integral(float v) { return std::isfinite(v) && v == std::floor(v); }
+
+double safe_ratio(double num, double den) { return den > 0 ? num / den : std::nan(""); }
+
+}  // namespace
+
+void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
+  const std::string who = std::string(role) + " dataset";
+  require(d.num_samples() > 0, Status::InvalidArgument, who + " is empty");
+  const int64_t in = net.input_size();
+  require(num_elements(d.x_shape()) == in, Status::InvalidArgument,
+          who + " samples have shape " + to_string(d.x_shape()) + " (" + std::to_string(num_elements(d.x_shape())) +
+              " values) but the model's input is " + to_string(net.shapes.front()) + " (" + std::to_string(in) +
+              " values)");
+  const int64_t outputs = net.output_size();
+  const int64_t y_size = num_elements(d.y_shape());
+  const DatasetStorage& s = d.storage();
+  const std::vector<int64_t> idx = d.in_storage_order();
+  if (loss_spec.kind == LossKind::SparseCategoricalCrossentropy) {
+    require(y_size == 1, Status::InvalidArgument,
+            who + ": sparse categorical cross-entropy needs one integer label per sample, labels have shape " +
+                to_string(d.y_shape()));
+    for (int64_t i : idx) {
+      const float label = s.y[static_cast<size_t>(i)];
+      require(is_integral(label) && label >= 0 && label < static_cast<float>(outputs), Status::InvalidArgument,
+              who + ": label " + std::to_string(label) + " of sample " + std::to_string(i) + " is not a class in [0, " +
+                  std::to_string(outputs) + ")");
+    }
+  } else {
+    require(y_size == outputs, Status::InvalidArgument,
+            who + ": " + loss_name(loss_spec.kind) + " needs " + std::to_string(outputs) +
+                " target values per sample (the model's output), labels have shape " + to_string(d.y_shape()));
+    for (int64_t i : idx)
+      for (int64_t j = 0; j < y_size; ++j)
+        require(std::isfinite(s.y[static_cast<size_t>(i * y_size + j)]), Status::InvalidArgument,
+                who + ": sample " + std::to_string(i) + " has a non-finite target");
+  }
+}
+
+void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums) {
+  const int64_t ls = label_size();
+  be->gather_rows(data.x.data(), net.input_size(), idx, rows, plan.input());
+  be->gather_rows(data.y.data(), ls, idx, rows, plan.labels());
+  const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
+  plan.forward(*be, net, params.data(), rows, true, step_seed);
+  // The loss is the mean over the batch: every sample's gradient is scaled by 1/rows.
+  be->loss(loss_spec, rows, net.output_size(), plan.output(), plan.labels(), ls, 1.0f / static_cast<float>(rows),
+           plan.output_grad(), sums);
+  plan.backward(*be, net, params.data(), grads.data(), rows);
+  apply_optimizer();
+}
+
+void Model::Impl::apply_optimizer() {
+  ++optimizer_steps;
+  const int64_t n = net.num_params;
+  if (optimizer.kind == OptimizerKind::Adam) {
+    const double t = static_cast<double>(optimizer_steps);
+    const double lr_t = optimizer.learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
+                        (1 - std::pow(optimizer.beta1, t));
+    be->adam_update(n, params.data(), grads.data(), slot_m.data(), slot_v.data(), static_cast<float>(lr_t),
+                    static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
+                    static_cast<float>(optimizer.epsilon));
+  } else {
+    be->sgd_update(n, params.data(), grads.data(), slot_m.empty() ? nullptr : slot_m.data(),
+                   static_cast<float>(optimizer.learning_rate), static_cast<float>(optimizer.momentum));
+  }
+}
+
+Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
+  require_compiled("fit");
+  require(o.epochs > 0, Status::InvalidArgument, "epochs must be positive, got " + std::to_string(o.epochs));
+  require(o.initial_epoch >= 0, Status::InvalidArgument, "initial_epoch must be >= 0");
+  require(o.steps_per_epoch >= 0, Status::InvalidArgument, "steps_per_epoch must be >= 0");
+  require(o.validation_steps >= 0, Status::InvalidArgument, "validation_steps must be >= 0");
+  require(o.verbose >= 0 && o.verbose <= 2, Status::InvalidArgument, "verbose must be 0, 1 or 2");
+  require(o.resume_from.empty(), Status::Unsupported,
+          "resume_from (checkpoint restore) is not implemented yet in this version of kx");
+  check_dataset(train, "training");
+  if (o.validation) check_dataset(*o.validation, "validation");
+  const int64_t passes_steps = train.batches_per_pass();
+  require(passes_steps > 0, Status::InvalidArgument,
+          "the training dataset has fewer samples (" + std::to_string(train.num_samples()) + ") than one batch (" +
+              std::to_string(train.batch_size()) + ") and drops the remainder");
+  const int64_t steps = o.steps_per_epoch > 0 ? o.steps_per_epoch : passes_steps;
+  const int64_t batch = train.batch_size();
+  plan.reserve(net, std::min(batch, train.num_samples()), label_size());
+
+  const bool accuracy = options.accuracy;
+  core::ProgressBar bar(o.verbose, stdout);
+  auto emit = [&](Event e) { return cb && cb->dispatch(e); };
+  Event ev;
+  ev.kind = EventKind::TrainBegin;
+  ev.steps_per_epoch = steps;
+  bool stop = emit(ev);
+
+  // Batches come from a stream of passes over the data; pass p is shuffled with the seed of p, so the
+  // order depends only on the dataset and how many batches came before.
+  uint64_t pass = o.steps_per_epoch > 0 ? 0 : static_cast<uint64_t>(o.initial_epoch);
+  std::vector<int64_t> order = train.order(pass);
+  int64_t pos = 0;  // next batch within the pass
+  const DatasetStorage& data = train.storage();
+
+  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop; ++epoch) {
+    ev = Event{};
+    ev.kind = EventKind::EpochBegin;
+    ev.epoch = epoch;
+    ev.steps_per_epoch = steps;
+    stop = emit(ev);
+    bar.begin_epoch(epoch, o.epochs, steps);
+    backend::LossSums sums;
+    int64_t seen = 0;
+    core::Metrics m;
+    for (int64_t step = 0; step < steps && !stop; ++step) {
+      if (pos == passes_steps) {
+        order = train.order(++pass);
+        pos = 0;
+      }
+      const int64_t first = pos * batch;
+      const int64_t rows = std::min(batch, train.num_samples() - first);
+      train_step(data, order.data() + first, rows, &sums);
+      ++pos;
+      seen += rows;
+      const double loss = sums.loss / static_cast<double>(seen);
+      const double acc = accuracy ? sums.correct / static_cast<double>(seen) : std::nan("");
+      m.clear();
+      if (accuracy) m.emplace_back("accuracy", acc);
+      m.emplace_back("loss", loss);
+      bar.update(step + 1, m);
+      if (cb && !cb->empty()) {
+        ev = Event{};
+        ev.kind = EventKind::BatchEnd;
+        ev.epoch = epoch;
+        ev.step = step + 1;
+        ev.steps_per_epoch = steps;
+        ev.loss = loss;
+        ev.accuracy = acc;
+        stop = emit(ev);
+      }
+    }
+    ev = Event{};
+    ev.kind = EventKind::EpochEnd;
+    ev.epoch = epoch;
+    ev.step = steps;
+    ev.steps_per_epoch = steps;
+    ev.loss = safe_ratio(sums.loss, static_cast<double>(seen));
+    ev.accuracy = accuracy ? safe_ratio(sums.correct, static_cast<double>(seen)) : std::nan("");
+    if (history) {
+      history->record("loss", ev.loss);
+      if (accuracy) history->record("accuracy", ev.accuracy);
+    }
+    if (o.validation && !stop) {
+      Dataset val = o.validation_steps > 0 ? o.validation->take(o.validation_steps * o.validation->batch_size())
+                                           : *o.validation;
+      const EvalResult r = evaluate(val);
+      ev.val_loss = r.loss;
+      ev.val_accuracy = r.accuracy;
+      if (accuracy) m.emplace_back("val_accuracy", r.accuracy);
+      m.emplace_back("val_loss", r.loss);
+      if (history) {
+        history->record("val_loss", r.loss);
+        if (accuracy) history->record("val_accuracy", r.accuracy);
+      }
+    }
+    if (history) history->finish_epoch(epoch);
+    bar.end_epoch(m);
+    stop = emit(ev) || stop;
+  }
+  ev = Event{};
+  ev.kind = EventKind::TrainEnd;
+  ev.steps_per_epoch = steps;
+  emit(ev);
+  return stop ? Status::Stopped : Status::Ok;
+}
+
+EvalResult Model::Impl::evaluate(const Dataset& data) {
+  require_compiled("evaluate");
+  check_dataset(data, "evaluation");
+  const int64_t batch = std::min(data.batch_size(), data.num_samples());
+  plan.reserve(net, std::max(plan.capacity(), batch), label_size());
+  const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
+  const int64_t ls = label_size();
+  backend::LossSums sums;
+  const DatasetStorage& s = data.storage();
+  for (int64_t first = 0; first < data.num_samples(); first += batch) {
+    const int64_t rows = std::min(batch, data.num_samples() - first);
+    be->gather_rows(s.x.data(), net.input_size(), idx.data() + first, rows, plan.input());
+    be->gather_rows(s.y.data(), ls, idx.data() + first, rows, plan.labels());
+    plan.forward(*be, net, params.data(), rows, false, 0);
+    be->loss(loss_spec, rows, net.output_size(), plan.output(), plan.labels(), ls, 0.0f, nullptr, &sums);
+  }
+  const double n = static_cast<double>(data.num_samples());
+  return {sums.loss / n, sums.correct / n};
+}
+
+void Model::Impl::predict(const float* x, int64_t n, float* out) {
+  require_compiled("predict");
+  require(n >= 0, Status::InvalidArgument, "predict needs n_samples >= 0");
+  require(n == 0 || (x && out), Status::InvalidArgument, "predict needs input and output buffers");
+  const int64_t in = net.input_size(), outs = net.output_size();
+  const int64_t batch = std::max<int64_t>(plan.capacity(), Dataset::kDefaultBatch);
+  plan.reserve(net, batch, label_size());
+  for (int64_t first = 0; first < n; first += batch) {
+    const int64_t rows = std::min(batch, n - first);
+    be->copy(rows * in, x + first * in, plan.input());
+    plan.forward(*be, net, params.data(), rows, false, 0);
+    float* dst = out + first * outs;
+    be->copy(rows * outs, plan.output(), dst);
+    // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities.
+    be->activation_forward(net.folded_activation(), rows, outs, dst);
+  }
+}
+
+}  // namespace kx

@@ -1,0 +1,21 @@
+// Flatten: each sample becomes rank 1. Row-major data is already flat, so the output is the input.
+#include "core/layer.hpp"
+
+namespace kx::core {
+namespace {
+
+class FlattenLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Flatten"; }
+  Shape build(const Shape& in) override { return {num_elements(in)}; }
+  bool aliases_input() const override { return true; }
+  void forward(const LayerContext&) const override {}
+  void backward(const LayerContext&) const override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_flatten_layer(const LayerSpec& spec) { return std::make_unique<FlattenLayer>(spec); }
+
+}  // namespace kx::core

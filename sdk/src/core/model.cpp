@@ -1,0 +1,232 @@
+// kx::Model: building, compiling, JSON and weights. Training lives in fit_loop.cpp.
+#include <cmath>
+#include <map>
+
+#include "core/model_impl.hpp"
+#include "io/json.hpp"
+#include "kx/error.hpp"
+#include "kx/metric.hpp"
+#include "kx/version.hpp"
+
+namespace kx {
+
+namespace {
+constexpr uint64_t kDefaultSeed = 0x6b78'5f73'6565'6421ull;  // used when the caller gives seed 0
+
+const char* default_name_stem(LayerKind k) {
+  switch (k) {
+    case LayerKind::Dense: return "dense";
+    case LayerKind::Flatten: return "flatten";
+    case LayerKind::Dropout: return "dropout";
+  }
+  return "layer";
+}
+}  // namespace
+
+Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
+  require(!input.empty(), Status::InvalidArgument, "input shape needs at least one dimension");
+  for (int64_t d : input)
+    require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
+  require(strategy.num_replicas() == 1, Status::Unsupported,
+          "strategies with more than one replica are not implemented yet in this version of kx");
+  require(strategy.replicas()[0].kind == DeviceKind::Cpu, Status::Unsupported,
+          "the CUDA backend is not implemented yet in this version of kx");
+  net.shapes.push_back(std::move(input));
+}
+
+void Model::Impl::add(LayerSpec spec) {
+  require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
+  if (spec.name.empty()) {
+    const std::string stem = default_name_stem(spec.kind);
+    int n = 0;
+    for (const auto& l : net.layers)
+      if (l->spec().kind == spec.kind) ++n;
+    spec.name = n == 0 ? stem : stem + "_" + std::to_string(n);
+  }
+  for (const auto& l : net.layers)
+    require(l->name() != spec.name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\"");
+  auto layer = core::make_layer(spec);
+  Shape out = layer->build(net.shapes.back());
+  int64_t count = 0;
+  for (const auto& p : layer->params()) count += num_elements(p.shape);
+  net.param_offset.push_back(net.num_params);
+  net.num_params += count;
+  net.layers.push_back(std::move(layer));
+  net.shapes.push_back(std::move(out));
+}
+
+int64_t Model::Impl::label_size() const {
+  return loss_spec.kind == LossKind::SparseCategoricalCrossentropy ? 1 : net.output_size();
+}
+
+void Model::Impl::compile(const CompileOptions& o) {
+  require(!compiled, Status::Misuse, "the model is already compiled");
+  require(!net.layers.empty(), Status::Misuse, "the model has no layers to compile");
+  const int loss_kind = static_cast<int>(o.loss.kind);
+  require(loss_kind >= 0 && loss_kind <= 3, Status::InvalidArgument, "unknown loss " + std::to_string(loss_kind));
+  OptimizerConfig resolved = o.optimizer.resolved();
+
+  const int64_t outputs = net.output_size();
+  const Activation last = net.layers.back()->output_activation();
+  const LossKind lk = o.loss.kind;
+  const bool categorical = lk == LossKind::SparseCategoricalCrossentropy || lk == LossKind::CategoricalCrossentropy;
+  if (categorical)
+    require(outputs >= 2 || lk == LossKind::CategoricalCrossentropy, Status::InvalidArgument,
+            std::string(loss_name(lk)) + " needs at least 2 outputs per sample, the model has " +
+                std::to_string(outputs));
+  // Keras computes cross-entropy from the logits under a softmax/sigmoid output: fold it in.
+  net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
+                                                       (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
+  loss_spec.kind = lk;
+  loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
+  loss_spec.accuracy = choose_accuracy(lk, outputs, lk == LossKind::SparseCategoricalCrossentropy ? 1 : outputs);
+
+  be = backend::make_cpu_backend(strategy.num_threads(), strategy.cpu_gemm());
+  params.assign(static_cast<size_t>(net.num_params), 0.0f);
+  grads.assign(static_cast<size_t>(net.num_params), 0.0f);
+  const bool adam = resolved.kind == OptimizerKind::Adam;
+  const bool momentum = resolved.kind == OptimizerKind::Sgd && resolved.momentum != 0;
+  slot_m.assign(adam || momentum ? static_cast<size_t>(net.num_params) : 0, 0.0f);
+  slot_v.assign(adam ? static_cast<size_t>(net.num_params) : 0, 0.0f);
+  options = o;
+  optimizer = resolved;
+  init_weights(o.seed ? o.seed : kDefaultSeed);
+  compiled = true;
+}
+
+void Model::Impl::init_weights(uint64_t seed) {
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    float* p = params.data() + net.param_offset[i];
+    uint64_t layer_seed = core::mix_seed(seed, i);
+    for (const auto& spec : net.layers[i]->params()) {
+      const int64_t n = num_elements(spec.shape);
+      if (spec.init == core::Init::GlorotUniform) {
+        const double limit = std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
+        for (int64_t j = 0; j < n; ++j) {
+          const double u = static_cast<double>(core::mix_seed(layer_seed, static_cast<uint64_t>(j)) >> 11) * 0x1.0p-53;
+          p[j] = static_cast<float>((2 * u - 1) * limit);
+        }
+      } else {
+        for (int64_t j = 0; j < n; ++j) p[j] = 0.0f;
+      }
+      p += n;
+      layer_seed = core::mix_seed(layer_seed, 0x5eed);
+    }
+  }
+}
+
+void Model::Impl::require_compiled(const char* what) const {
+  require(compiled, Status::Misuse, std::string(what) + " needs a compiled model: call compile first");
+}
+
+std::string Model::Impl::to_json() const {
+  json::Value layers{json::Value::Array{}};
+  json::Value::Array batch_shape{json::Value()};
+  for (int64_t d : net.shapes.front()) batch_shape.emplace_back(d);
+  json::Value input{json::Value::Object{}};
+  input.set("class_name", "InputLayer");
+  json::Value input_config{json::Value::Object{}};
+  input_config.set("batch_shape", std::move(batch_shape));
+  input.set("config", std::move(input_config));
+  json::Value::Array items{std::move(input)};
+  for (const auto& l : net.layers) items.push_back(l->to_json());
+  json::Value config{json::Value::Object{}};
+  config.set("name", "sequential");
+  config.set("layers", json::Value(std::move(items)));
+  json::Value root{json::Value::Object{}};
+  root.set("class_name", "Sequential");
+  root.set("config", std::move(config));
+  root.set("kx_version", KX_VERSION_STRING);
+  return root.dump();
+}
+
+// ------------------------------------------------------------------------------------------------
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::sequential(const Strategy& strategy, const Shape& input_shape) {
+  return Model(std::make_unique<Impl>(strategy, input_shape));
+}
+
+Model Model::from_json(const Strategy& strategy, const std::string& text) {
+  const json::Value root = json::parse(text);
+  const std::string cls = root.at("class_name", "model config").as_string("model class_name");
+  require(cls == "Sequential", cls == "Functional" ? Status::Unsupported : Status::InvalidArgument,
+          "model class \"" + cls + "\" is not supported (only Sequential in this version)");
+  const json::Value::Array& layers =
+      root.at("config", "model config").at("layers", "model config").as_array("model layers");
+  require(!layers.empty(), Status::InvalidArgument, "model config has no layers");
+  const json::Value& first = layers.front();
+  require(first.find("class_name") && first.at("class_name", "layer").as_string("layer class_name") == "InputLayer",
+          Status::InvalidArgument, "the first layer of a Sequential config must be an InputLayer");
+  const json::Value::Array& batch_shape =
+      first.at("config", "InputLayer").at("batch_shape", "InputLayer config").as_array("batch_shape");
+  require(batch_shape.size() >= 2, Status::InvalidArgument, "InputLayer batch_shape needs a batch and a sample dimension");
+  Shape input;
+  for (size_t i = 1; i < batch_shape.size(); ++i) input.push_back(batch_shape[i].as_int("batch_shape entry"));
+  Model model = sequential(strategy, input);
+  for (size_t i = 1; i < layers.size(); ++i) model.add(core::layer_spec_from_json(layers[i]));
+  return model;
+}
+
+void Model::add(LayerSpec spec) { impl_->add(std::move(spec)); }
+void Model::add_dense(int64_t units, Activation act) {
+  LayerSpec s;
+  s.kind = LayerKind::Dense;
+  s.units = units;
+  s.activation = act;
+  add(std::move(s));
+}
+void Model::add_flatten() {
+  LayerSpec s;
+  s.kind = LayerKind::Flatten;
+  add(std::move(s));
+}
+void Model::add_dropout(float rate) {
+  LayerSpec s;
+  s.kind = LayerKind::Dropout;
+  s.rate = rate;
+  add(std::move(s));
+}
+
+void Model::compile(const CompileOptions& options) { impl_->compile(options); }
+bool Model::compiled() const { return impl_->compiled; }
+int64_t Model::num_params() const { return impl_->net.num_params; }
+const Shape& Model::input_shape() const { return impl_->net.shapes.front(); }
+const Shape& Model::output_shape() const { return impl_->net.shapes.back(); }
+std::string Model::to_json() const { return impl_->to_json(); }
+
+std::vector<float> Model::get_weights() const {
+  impl_->require_compiled("get_weights");
+  return std::vector<float>(impl_->params.begin(), impl_->params.end());
+}
+
+void Model::set_weights(const std::vector<float>& w) {
+  impl_->require_compiled("set_weights");
+  require(static_cast<int64_t>(w.size()) == impl_->net.num_params, Status::InvalidArgument,
+          "set_weights needs " + std::to_string(impl_->net.num_params) + " values, got " + std::to_string(w.size()));
+  std::copy(w.begin(), w.end(), impl_->params.begin());
+}
+
+Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
+  return impl_->fit(train, o, cb, history);
+}
+EvalResult Model::evaluate(const Dataset& data) { return impl_->evaluate(data); }
+
+std::vector<float> Model::predict(const float* x, int64_t n) {
+  require(n >= 0, Status::InvalidArgument, "predict needs n >= 0");
+  std::vector<float> out(static_cast<size_t>(n * impl_->net.output_size()));
+  impl_->predict(x, n, out.data());
+  return out;
+}
+void Model::predict_into(const float* x, int64_t n, float* out) { impl_->predict(x, n, out); }
+
+std::string Model::gemm_kernel() const {
+  impl_->require_compiled("gemm_kernel");
+  return impl_->be->gemm_kernel_name();
+}
+
+}  // namespace kx

@@ -1,0 +1,32 @@
+// Optimizer defaults (Keras's) and range checks.
+#include "kx/optimizer.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "kx/error.hpp"
+
+namespace kx {
+
+OptimizerConfig OptimizerConfig::resolved() const {
+  OptimizerConfig r = *this;
+  const int k = static_cast<int>(kind);
+  require(k == 0 || k == 1, Status::InvalidArgument, "unknown optimizer " + std::to_string(k));
+  auto check = [](double v, const char* name, bool below_one) {
+    require(std::isfinite(v) && v >= 0 && (!below_one || v < 1), Status::InvalidArgument,
+            std::string(name) + (below_one ? " must be in [0, 1)" : " must be finite and >= 0") + ", got " +
+                std::to_string(v));
+  };
+  check(learning_rate, "learning_rate", false);
+  check(beta1, "beta1", true);
+  check(beta2, "beta2", true);
+  check(epsilon, "epsilon", false);
+  check(momentum, "momentum", true);
+  if (r.learning_rate == 0) r.learning_rate = kind == OptimizerKind::Adam ? 1e-3 : 1e-2;
+  if (r.beta1 == 0) r.beta1 = 0.9;
+  if (r.beta2 == 0) r.beta2 = 0.999;
+  if (r.epsilon == 0) r.epsilon = 1e-7;
+  return r;
+}
+
+}  // namespace kx

@@ -1,0 +1,59 @@
+// The static plan of one replica's step: every activation and gradient buffer for up to `capacity`
+// samples, allocated once, and the forward and backward passes over them. Parameters and their
+// gradients live in two flat arenas with the same offsets.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/layer.hpp"
+#include "kx/tensor.hpp"
+
+namespace kx::core {
+
+struct Network {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<Shape> shapes;          // shapes[i]: input of layer i; shapes.back(): model output
+  std::vector<int64_t> param_offset;  // first parameter of layer i in the arena
+  int64_t num_params = 0;
+  // The last layer's activation is folded into the loss (softmax / sigmoid + cross-entropy).
+  bool fold_output_activation = false;
+
+  int64_t input_size() const { return num_elements(shapes.front()); }
+  int64_t output_size() const { return num_elements(shapes.back()); }
+  Activation folded_activation() const {
+    return fold_output_activation ? layers.back()->output_activation() : Activation::None;
+  }
+};
+
+class StepPlan {
+ public:
+  // (Re)allocates for up to max_rows samples; a no-op when the capacity already suffices.
+  void reserve(const Network& net, int64_t max_rows, int64_t label_size);
+  int64_t capacity() const { return capacity_; }
+
+  float* input() { return act_.front(); }
+  float* labels() { return labels_.data(); }
+  float* output() { return act_.back(); }
+  float* output_grad() { return grad_.back(); }
+
+  void forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
+               uint64_t step_seed);
+  // Needs output_grad() filled with dL/d(output) and the buffers of the forward pass just before.
+  void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows);
+
+ private:
+  int64_t capacity_ = 0;
+  int64_t label_size_ = 0;
+  std::vector<FloatBuffer> storage_;
+  std::vector<float*> act_;      // act_[i]: input of layer i; act_.back(): output
+  std::vector<float*> grad_;     // grad_[i]: dL/d act_[i], null where nothing needs it
+  std::vector<float*> scratch_;  // per layer
+  FloatBuffer labels_;
+};
+
+// A counter-based 64-bit mix (splitmix64's finaliser), the root of every seed kx derives.
+uint64_t mix_seed(uint64_t a, uint64_t b);
+
+}  // namespace kx::core

@@ -1,0 +1,160 @@
+// Datasets: conversion of the caller's arrays to float32, and the take/skip/shuffle/batch pipeline.
+#include "kx/dataset.hpp"
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "core/step_plan.hpp"
+#include "kx/error.hpp"
+
+namespace kx {
+namespace {
+
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+int64_t checked_elements(const Shape& shape, const char* what) {
+  require(!shape.empty(), Status::InvalidArgument, std::string(what) + " needs rank >= 1 (the sample dimension)");
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    require(d > 0, Status::InvalidArgument, std::string(what) + " dimensions must be positive, got " + to_string(shape));
+    require(n <= kMaxElements / d, Status::InvalidArgument, std::string(what) + " shape " + to_string(shape) + " is too large");
+    n *= d;
+  }
+  return n;
+}
+
+void require_dtype(DType t, const char* what) {
+  const int v = static_cast<int>(t);
+  require(v >= 0 && v <= 3, Status::InvalidArgument, std::string("unknown ") + what + " dtype " + std::to_string(v));
+}
+
+// Converts n values to float; integers must be exact in float32.
+template <class Dst>
+void convert(const void* src, DType t, int64_t n, Dst* dst, bool scale_u8, const char* what) {
+  switch (t) {
+    case DType::F32: {
+      const float* s = static_cast<const float*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
+      return;
+    }
+    case DType::U8: {
+      const uint8_t* s = static_cast<const uint8_t*>(src);
+      const float k = scale_u8 ? 1.0f / 255.0f : 1.0f;
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]) * k;
+      return;
+    }
+    case DType::I32:
+    case DType::I64: {
+      constexpr int64_t kExact = int64_t{1} << 24;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t v = t == DType::I32 ? static_cast<const int32_t*>(src)[i] : static_cast<const int64_t*>(src)[i];
+        require(v >= -kExact && v <= kExact, Status::InvalidArgument,
+                std::string(what) + " value " + std::to_string(v) + " at index " + std::to_string(i) +
+                    " is not exactly representable as float32");
+        dst[i] = static_cast<float>(v);
+      }
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Dataset::Dataset(std::shared_ptr<const DatasetStorage> s) : storage_(std::move(s)), count_(storage_->samples) {}
+
+Dataset Dataset::from_arrays(const void* x, DType x_dtype, const Shape& x_shape, const void* y, DType y_dtype,
+                             const Shape& y_shape) {
+  require(x && y, Status::InvalidArgument, "x and y must not be NULL");
+  require_dtype(x_dtype, "x");
+  require_dtype(y_dtype, "y");
+  const int64_t nx = checked_elements(x_shape, "x");
+  const int64_t ny = checked_elements(y_shape, "y");
+  require(x_shape[0] == y_shape[0], Status::InvalidArgument,
+          "x has " + std::to_string(x_shape[0]) + " samples but y has " + std::to_string(y_shape[0]));
+  auto s = std::make_shared<DatasetStorage>();
+  s->samples = x_shape[0];
+  s->x_shape.assign(x_shape.begin() + 1, x_shape.end());
+  s->y_shape.assign(y_shape.begin() + 1, y_shape.end());
+  s->x.resize(static_cast<size_t>(nx));
+  s->y.resize(static_cast<size_t>(ny));
+  convert(x, x_dtype, nx, s->x.data(), true, "x");
+  convert(y, y_dtype, ny, s->y.data(), false, "y");
+  return Dataset(std::move(s));
+}
+
+Dataset Dataset::take(int64_t n) const {
+  require(n >= 0, Status::InvalidArgument, "take needs n >= 0, got " + std::to_string(n));
+  Dataset d = *this;
+  d.count_ = std::min(n, count_);
+  return d;
+}
+
+Dataset Dataset::skip(int64_t n) const {
+  require(n >= 0, Status::InvalidArgument, "skip needs n >= 0, got " + std::to_string(n));
+  Dataset d = *this;
+  const int64_t k = std::min(n, count_);
+  d.begin_ += k;
+  d.count_ -= k;
+  return d;
+}
+
+void Dataset::shuffle(int64_t buffer_size, uint64_t seed) {
+  require(buffer_size > 0, Status::InvalidArgument, "shuffle needs buffer_size > 0, got " + std::to_string(buffer_size));
+  shuffle_buffer_ = buffer_size;
+  shuffle_seed_ = seed;
+}
+
+void Dataset::batch(int64_t global_batch_size, bool drop_remainder) {
+  require(global_batch_size > 0, Status::InvalidArgument,
+          "batch size must be positive, got " + std::to_string(global_batch_size));
+  batch_size_ = global_batch_size;
+  drop_remainder_ = drop_remainder;
+}
+
+void Dataset::prefetch(int32_t batches) {
+  require(batches >= 0, Status::InvalidArgument, "prefetch needs batches >= 0, got " + std::to_string(batches));
+  prefetch_ = batches;
+}
+
+int64_t Dataset::batches_per_pass() const {
+  return drop_remainder_ ? count_ / batch_size_ : (count_ + batch_size_ - 1) / batch_size_;
+}
+
+std::vector<int64_t> Dataset::in_storage_order() const {
+  std::vector<int64_t> idx(static_cast<size_t>(count_));
+  std::iota(idx.begin(), idx.end(), begin_);
+  return idx;
+}
+
+std::vector<int64_t> Dataset::order(uint64_t pass) const {
+  std::vector<int64_t> in = in_storage_order();
+  if (shuffle_buffer_ == 0) return in;
+  // tf.data's shuffle: a buffer of `shuffle_buffer_` samples; each output is a uniformly chosen buffer
+  // slot, refilled from the input stream. A buffer as large as the data is a uniform permutation.
+  const uint64_t seed = core::mix_seed(shuffle_seed_, pass);
+  uint64_t counter = 0;
+  auto below = [&](uint64_t n) {  // uniform in [0, n) without modulo bias worth noting (n << 2^64)
+    const unsigned __int128 r = static_cast<unsigned __int128>(core::mix_seed(seed, counter++)) * n;
+    return static_cast<uint64_t>(r >> 64);
+  };
+  const size_t n = in.size();
+  const size_t buf = static_cast<size_t>(std::min<int64_t>(shuffle_buffer_, count_));
+  std::vector<int64_t> out;
+  out.reserve(n);
+  std::vector<int64_t> buffer(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(buf));
+  size_t next = buf;
+  while (!buffer.empty()) {
+    const size_t k = static_cast<size_t>(below(buffer.size()));
+    out.push_back(buffer[k]);
+    if (next < n) {
+      buffer[k] = in[next++];
+    } else {
+      buffer[k] = buffer.back();
+      buffer.pop_back();
+    }
+  }
+  return out;
+}
+
+}  // namespace kx
