@@ -58,6 +58,7 @@ class CpuBackend final : public Backend {
       use_blas_ = !tile_ && cblas_available();
     }
     if (!tile_) tile_ = tile_avx512();
+    if (tile_) dot_ = dot_avx512();
     if (!tile_) tile_ = &tile_portable;
   }
 
@@ -75,8 +76,10 @@ class CpuBackend final : public Backend {
       if (ep.bias || relu) apply_epilogue(M, N, C, ldc, ep.bias, relu);
       return;
     }
+    // Short dot products (K < 32) waste most of each reduction: transposing B is cheaper there.
+    if (tb == Trans::Yes && ta == Trans::No && dot_ && K >= 32) return gemm_dot(M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
     if (tb == Trans::Yes) {  // the tile kernel needs rows of B contiguous: transpose B once
-      transposed_.resize(static_cast<size_t>(K * N));
+      if (transposed_.size() < static_cast<size_t>(K * N)) transposed_.resize(static_cast<size_t>(K * N));
       transpose(N, K, B, ldb, transposed_.data());
       B = transposed_.data();
       ldb = N;
@@ -106,6 +109,34 @@ class CpuBackend final : public Backend {
                 beta,
                 ep.bias ? ep.bias + j0 : nullptr,
                 relu};
+      kernel(tile);
+    }
+  }
+
+  // C = A B^T with the dot-product kernel: no transposed copy of B.
+  void gemm_dot(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                float beta, float* C, int64_t ldc, const Epilogue& ep) {
+    const bool relu = ep.activation == Activation::Relu;
+    const int64_t row_blocks = (M + kDotRows - 1) / kDotRows;
+    const int64_t col_blocks = (N + kDotCols - 1) / kDotCols;
+    const int64_t tiles = row_blocks * col_blocks;
+    const int nt = M * N * K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads_, tiles)) : 1;
+    const DotKernel kernel = dot_;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t i0 = (t / col_blocks) * kDotRows, j0 = (t % col_blocks) * kDotCols;
+      DotTile tile{K,
+                   A + i0 * lda,
+                   lda,
+                   B + j0 * ldb,
+                   ldb,
+                   C + i0 * ldc + j0,
+                   ldc,
+                   static_cast<int>(std::min<int64_t>(kDotRows, M - i0)),
+                   static_cast<int>(std::min<int64_t>(kDotCols, N - j0)),
+                   beta,
+                   ep.bias ? ep.bias + j0 : nullptr,
+                   relu};
       kernel(tile);
     }
   }
@@ -379,6 +410,7 @@ class CpuBackend final : public Backend {
   int threads_;
   bool use_blas_ = false;
   TileKernel tile_ = nullptr;
+  DotKernel dot_ = nullptr;
   FloatBuffer transposed_;
 };
 

@@ -27,6 +27,27 @@ inline constexpr int kTileCols = 32;
 
 using TileKernel = void (*)(const Tile&);
 
+// A tile of C = A * B^T with rows of both contiguous in k: C(i, j) = sum_k A[i * lda + k] * B[j * ldb + k].
+// rows <= kDotRows, cols <= kDotCols.
+struct DotTile {
+  int64_t K;
+  const float* A;
+  int64_t lda;
+  const float* B;
+  int64_t ldb;
+  float* C;
+  int64_t ldc;
+  int rows, cols;
+  float beta;
+  const float* bias;
+  bool relu;
+};
+inline constexpr int kDotRows = 4;
+inline constexpr int kDotCols = 4;
+using DotKernel = void (*)(const DotTile&);
+// Null when this build or this CPU has no AVX-512 (then B is transposed and the tile kernel used).
+DotKernel dot_avx512();
+
 void tile_portable(const Tile& t);
 // Null when this build or this CPU has no AVX-512.
 TileKernel tile_avx512();

@@ -7,6 +7,7 @@
 // GCC 12's own intrinsics header trips -Wmaybe-uninitialized in masked loads (_mm512_undefined_ps).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 namespace kx::backend::cpu {
@@ -81,13 +82,73 @@ KX_AVX512 void tile_any(const Tile& t) {
   }
 }
 
+// Dot-product tile for C = A B^T: 16 k-lanes per accumulator, reduced once at the end.
+template <int MR, int NR>
+KX_AVX512 void dot_kernel(const DotTile& t) {
+  __m512 acc[MR][NR];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_setzero_ps();
+  int64_t k = 0;
+  auto step = [&](int64_t k0, __mmask16 m) KX_AVX512 {
+    __m512 a[MR], b[NR];
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) a[r] = _mm512_maskz_loadu_ps(m, t.A + r * t.lda + k0);
+#pragma GCC unroll 4
+    for (int c = 0; c < NR; ++c) b[c] = _mm512_maskz_loadu_ps(m, t.B + c * t.ldb + k0);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int c = 0; c < NR; ++c) acc[r][c] = _mm512_fmadd_ps(a[r], b[c], acc[r][c]);
+  };
+  for (; k + 16 <= t.K; k += 16) step(k, 0xFFFF);
+  if (k < t.K) step(k, static_cast<__mmask16>((1u << (t.K - k)) - 1u));
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    float* c = t.C + r * t.ldc;
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) {
+      float v = _mm512_reduce_add_ps(acc[r][j]);
+      if (t.beta != 0.0f) v += t.beta * c[j];
+      if (t.bias) v += t.bias[j];
+      if (t.relu && v < 0.0f) v = 0.0f;
+      c[j] = v;
+    }
+  }
+}
+
+template <int MR>
+KX_AVX512 void dot_rows(const DotTile& t) {
+  switch (t.cols) {
+    case 4: return dot_kernel<MR, 4>(t);
+    case 3: return dot_kernel<MR, 3>(t);
+    case 2: return dot_kernel<MR, 2>(t);
+    default: return dot_kernel<MR, 1>(t);
+  }
+}
+
+KX_AVX512 void dot_any(const DotTile& t) {
+  switch (t.rows) {
+    case 4: return dot_rows<4>(t);
+    case 3: return dot_rows<3>(t);
+    case 2: return dot_rows<2>(t);
+    default: return dot_rows<1>(t);
+  }
+}
+
+bool cpu_has_avx512() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
+}
+
 }  // namespace
 
+DotKernel dot_avx512() { return cpu_has_avx512() ? &dot_any : nullptr; }
+
 TileKernel tile_avx512() {
-  __builtin_cpu_init();
-  const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
-  return ok ? &tile_any : nullptr;
+  return cpu_has_avx512() ? &tile_any : nullptr;
 }
 
 }  // namespace kx::backend::cpu
@@ -98,6 +159,7 @@ TileKernel tile_avx512() {
 
 namespace kx::backend::cpu {
 TileKernel tile_avx512() { return nullptr; }
+DotKernel dot_avx512() { return nullptr; }
 }  // namespace kx::backend::cpu
 
 #endif
