@@ -1,1 +1,90 @@
+// GEMM kernels against a float64 reference over all transpose cases, edge sizes and epilogues.
 #include <gtest/gtest.h>
+
+#include "backend/backend.hpp"
+#include "backend/cpu/gemm.hpp"
+#include "kx/error.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+using backend::Trans;
+
+void check_gemm(backend::Backend& be, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, float beta, bool bias,
+                bool relu, uint32_t seed) {
+  const int64_t lda = (ta == Trans::No ? K : M) + 3;  // padded leading dimensions
+  const int64_t ldb = (tb == Trans::No ? N : K) + 2;
+  const int64_t ldc = N + 1;
+  const auto A = test::random_floats((ta == Trans::No ? M : K) * lda, seed);
+  const auto B = test::random_floats((tb == Trans::No ? K : N) * ldb, seed + 1);
+  const auto b = test::random_floats(N, seed + 2);
+  auto C = test::random_floats(M * ldc, seed + 3);
+  std::vector<double> want(M * ldc);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double a = ta == Trans::No ? A[i * lda + k] : A[k * lda + i];
+        const double bb = tb == Trans::No ? B[k * ldb + j] : B[j * ldb + k];
+        s += a * bb;
+      }
+      s += beta * C[i * ldc + j] + (bias ? b[j] : 0.0);
+      want[i * ldc + j] = relu ? std::max(s, 0.0) : s;
+    }
+  backend::Epilogue ep{bias ? b.data() : nullptr, relu ? Activation::Relu : Activation::None};
+  be.gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, beta, C.data(), ldc, ep);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      ASSERT_NEAR(C[i * ldc + j], want[i * ldc + j], 2e-5 * std::max<double>(1.0, std::sqrt(double(K))))
+          << be.gemm_kernel_name() << " ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes) << " M=" << M
+          << " N=" << N << " K=" << K << " at (" << i << "," << j << ")";
+}
+
+void check_all_shapes(CpuGemm choice) {
+  std::unique_ptr<backend::Backend> be;
+  try {
+    be = backend::make_cpu_backend(2, choice);
+  } catch (const Error& e) {
+    GTEST_SKIP() << e.what();
+  }
+  uint32_t seed = 10;
+  for (Trans ta : {Trans::No, Trans::Yes})
+    for (Trans tb : {Trans::No, Trans::Yes})
+      for (int64_t M : {1, 7, 8, 9, 33})
+        for (int64_t N : {1, 10, 16, 17, 32, 45})
+          for (int64_t K : {1, 5, 31, 32, 70}) {
+            check_gemm(*be, ta, tb, M, N, K, 0.0f, false, false, seed++);
+            if (::testing::Test::HasFatalFailure()) return;
+          }
+  // Epilogues and accumulation on a few shapes, including ones large enough to run in parallel.
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{32, 256, 784}, {13, 50, 9}, {256, 10, 32}}) {
+    check_gemm(*be, Trans::No, Trans::No, M, N, K, 1.0f, true, true, seed++);
+    check_gemm(*be, Trans::Yes, Trans::No, K, N, M, 0.5f, true, false, seed++);
+    check_gemm(*be, Trans::No, Trans::Yes, M, K, N, 0.0f, false, true, seed++);
+  }
+}
+
+TEST(Gemm, BuiltinKernelMatchesFloat64) { check_all_shapes(CpuGemm::Builtin); }
+TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas); }
+
+TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {
+  const backend::cpu::TileKernel fast = backend::cpu::tile_avx512();
+  if (!fast) GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (int rows = 1; rows <= backend::cpu::kTileRows; ++rows)
+    for (int cols : {1, 5, 16, 17, 31, 32}) {
+      const int64_t K = 23, lda = K, ldb = 40, ldc = 40;
+      const auto A = test::random_floats(rows * lda, rows * 100 + cols);
+      const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
+      const auto bias = test::random_floats(32, 3);
+      auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
+      backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, 1.0f, bias.data(), true};
+      backend::cpu::tile_portable(t);
+      t.C = C2.data();
+      fast(t);
+      for (size_t i = 0; i < C1.size(); ++i) ASSERT_NEAR(C1[i], C2[i], 1e-5) << rows << "x" << cols << " at " << i;
+    }
+}
+
+}  // namespace
+}  // namespace kx

@@ -79,8 +79,9 @@ std::string ProgressBar::format_line(int verbose, bool terminal, int64_t step, i
   std::string bar;
   for (int i = 0; i < done; ++i) bar += "\u2501";
   if (done < kBarWidth) {
-    if (terminal) bar += "\x1b[2m";  // the part still to do is dimmed, as Keras does
-    for (int i = done; i < kBarWidth; ++i) bar += "\u2501";
+    // The part still to do: dimmed segments on a terminal, as Keras draws it; blanks elsewhere.
+    if (terminal) bar += "\x1b[2m";
+    for (int i = done; i < kBarWidth; ++i) bar += terminal ? "\u2501" : " ";
     if (terminal) bar += "\x1b[0m";
   }
   // While running, the time is the estimate of what is left; at the end, the time taken.

@@ -1,0 +1,91 @@
+// Float64 reference implementations and finite differences for the unit tests.
+#pragma once
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "kx/layer.hpp"
+#include "kx/tensor.hpp"
+
+namespace kx::test {
+
+using Vec = std::vector<double>;
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(gen);
+  return v;
+}
+
+inline FloatBuffer to_buffer(const std::vector<float>& v) { return FloatBuffer(v.begin(), v.end()); }
+inline Vec to_double(const float* p, size_t n) { return Vec(p, p + n); }
+
+// y[r, :] = act(x[r, :] W + b), all in double.
+inline Vec dense_forward(const Vec& x, const Vec& w, const Vec& b, int64_t rows, int64_t in, int64_t units,
+                         Activation act) {
+  Vec y(static_cast<size_t>(rows * units));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t u = 0; u < units; ++u) {
+      double z = b[u];
+      for (int64_t k = 0; k < in; ++k) z += x[r * in + k] * w[k * units + u];
+      y[r * units + u] = z;
+    }
+    double* row = &y[r * units];
+    switch (act) {
+      case Activation::None: break;
+      case Activation::Relu:
+        for (int64_t u = 0; u < units; ++u) row[u] = std::max(row[u], 0.0);
+        break;
+      case Activation::Sigmoid:
+        for (int64_t u = 0; u < units; ++u) row[u] = 1.0 / (1.0 + std::exp(-row[u]));
+        break;
+      case Activation::Tanh:
+        for (int64_t u = 0; u < units; ++u) row[u] = std::tanh(row[u]);
+        break;
+      case Activation::Softmax: {
+        double mx = row[0], s = 0;
+        for (int64_t u = 1; u < units; ++u) mx = std::max(mx, row[u]);
+        for (int64_t u = 0; u < units; ++u) s += (row[u] = std::exp(row[u] - mx));
+        for (int64_t u = 0; u < units; ++u) row[u] /= s;
+        break;
+      }
+    }
+  }
+  return y;
+}
+
+// Central finite differences of f at v, element by element, in double.
+inline Vec numeric_gradient(const std::function<double(const Vec&)>& f, Vec v, double h = 1e-6) {
+  Vec g(v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i];
+    v[i] = keep + h;
+    const double up = f(v);
+    v[i] = keep - h;
+    const double down = f(v);
+    v[i] = keep;
+    g[i] = (up - down) / (2 * h);
+  }
+  return g;
+}
+
+inline double dot(const Vec& a, const Vec& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// |got - want| <= tol * max(1, |want|) for every element; returns the first failing index or -1.
+template <class A, class B>
+long first_mismatch(const A& got, const B& want, size_t n, double tol) {
+  for (size_t i = 0; i < n; ++i)
+    if (!(std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i])) <=
+          tol * std::max(1.0, std::fabs(static_cast<double>(want[i])))))
+      return static_cast<long>(i);
+  return -1;
+}
+
+}  // namespace kx::test
