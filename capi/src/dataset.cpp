@@ -13,10 +13,11 @@ kx::Shape checked_shape(const int64_t* shape, size_t rank, const char* name, con
   return kx::Shape(shape, shape + rank);
 }
 
-kx::DType checked_dtype(kx_dtype t, const char* name, const char* function) {
-  kx::require(t >= KX_DTYPE_F32 && t <= KX_DTYPE_U8, kx::Status::InvalidArgument,
-              std::string(function) + ": unknown " + name + " dtype " + std::to_string(t));
-  return static_cast<kx::DType>(t);
+kx::DType checked_dtype(const kx_dtype& t, const char* name, const char* function) {
+  const int32_t v = kx::capi::enum_value(t);
+  kx::require(v >= KX_DTYPE_F32 && v <= KX_DTYPE_U8, kx::Status::InvalidArgument,
+              std::string(function) + ": unknown " + name + " dtype " + std::to_string(v));
+  return static_cast<kx::DType>(v);
 }
 
 }  // namespace

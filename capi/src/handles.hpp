@@ -45,6 +45,16 @@ kx_status guarded(F&& f) noexcept {
   }
 }
 
+// The integer a C caller passed as an enum. C allows any int there, while reading an out-of-range
+// value through a C++ enum type is undefined, so enums are only ever read as bytes, then checked.
+template <class E>
+int32_t enum_value(const E& e) noexcept {
+  static_assert(sizeof(E) == sizeof(int32_t), "kx enums are 32-bit");
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 inline void require_arg(const void* p, const char* name, const char* function) {
   if (!p) kx::fail(kx::Status::InvalidArgument, std::string(function) + ": " + name + " is NULL");
 }

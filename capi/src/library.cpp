@@ -40,22 +40,25 @@ const char* kx_version_string(void) { return KX_VERSION_STRING; }
 void kx_free(void* p) { std::free(p); }
 
 int32_t kx_device_count(kx_device_kind kind) {
-  if (kind != KX_DEVICE_CPU && kind != KX_DEVICE_CUDA) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_device_count: unknown device kind " + std::to_string(kind));
+  const int32_t k = kx::capi::enum_value(kind);
+  if (k != KX_DEVICE_CPU && k != KX_DEVICE_CUDA) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_device_count: unknown device kind " + std::to_string(k));
     return -1;
   }
-  return kx::device_count(static_cast<kx::DeviceKind>(kind));
+  return kx::device_count(static_cast<kx::DeviceKind>(k));
 }
 
 kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len) {
   return guarded([&] {
     require_arg(buf, "buf", "kx_device_name");
-    kx::require(kind == KX_DEVICE_CPU || kind == KX_DEVICE_CUDA, kx::Status::InvalidArgument,
-                "kx_device_name: unknown device kind " + std::to_string(kind));
-    const int count = kx::device_count(static_cast<kx::DeviceKind>(kind));
+    const int32_t k = kx::capi::enum_value(kind);
+    kx::require(k == KX_DEVICE_CPU || k == KX_DEVICE_CUDA, kx::Status::InvalidArgument,
+                "kx_device_name: unknown device kind " + std::to_string(k));
+    const auto dev_kind = static_cast<kx::DeviceKind>(k);
+    const int count = kx::device_count(dev_kind);
     kx::require(index >= 0 && index < count, kx::Status::InvalidArgument,
                 "kx_device_name: index " + std::to_string(index) + " out of range [0, " + std::to_string(count) + ")");
-    const std::string name = kx::Device{static_cast<kx::DeviceKind>(kind), index}.name();
+    const std::string name = kx::Device{dev_kind, index}.name();
     kx::require(buf_len > name.size(), kx::Status::InvalidArgument,
                 "kx_device_name: buffer of " + std::to_string(buf_len) + " bytes is too small for \"" + name + "\"");
     std::memcpy(buf, name.c_str(), name.size() + 1);

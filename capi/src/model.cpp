@@ -9,10 +9,11 @@ using kx::capi::require_arg;
 
 namespace {
 
-kx::Activation checked_activation(kx_activation act, const char* function) {
-  kx::require(act >= KX_ACT_NONE && act <= KX_ACT_SOFTMAX, kx::Status::InvalidArgument,
-              std::string(function) + ": unknown activation " + std::to_string(act));
-  return static_cast<kx::Activation>(act);
+kx::Activation checked_activation(const kx_activation& act, const char* function) {
+  const int32_t a = kx::capi::enum_value(act);
+  kx::require(a >= KX_ACT_NONE && a <= KX_ACT_SOFTMAX, kx::Status::InvalidArgument,
+              std::string(function) + ": unknown activation " + std::to_string(a));
+  return static_cast<kx::Activation>(a);
 }
 
 void require_not_compiled(const kx_model* m, const char* function) {
@@ -113,20 +114,21 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
   return guarded([&] {
     require_arg(m, "m", "kx_model_compile");
     const kx_compile_options opt = kx::capi::read_options(o, "kx_model_compile");
-    kx::require(opt.optimizer == KX_OPTIMIZER_ADAM || opt.optimizer == KX_OPTIMIZER_SGD, kx::Status::InvalidArgument,
-                "kx_model_compile: unknown optimizer " + std::to_string(opt.optimizer));
-    kx::require(opt.loss >= KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && opt.loss <= KX_LOSS_MEAN_SQUARED_ERROR,
-                kx::Status::InvalidArgument, "kx_model_compile: unknown loss " + std::to_string(opt.loss));
+    const int32_t optimizer = kx::capi::enum_value(opt.optimizer), loss = kx::capi::enum_value(opt.loss);
+    kx::require(optimizer == KX_OPTIMIZER_ADAM || optimizer == KX_OPTIMIZER_SGD, kx::Status::InvalidArgument,
+                "kx_model_compile: unknown optimizer " + std::to_string(optimizer));
+    kx::require(loss >= KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss <= KX_LOSS_MEAN_SQUARED_ERROR,
+                kx::Status::InvalidArgument, "kx_model_compile: unknown loss " + std::to_string(loss));
     kx::require((opt.metrics & ~KX_METRIC_ACCURACY) == 0, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown metric bits " + std::to_string(opt.metrics & ~KX_METRIC_ACCURACY));
     kx::CompileOptions c;
-    c.optimizer.kind = static_cast<kx::OptimizerKind>(opt.optimizer);
+    c.optimizer.kind = static_cast<kx::OptimizerKind>(optimizer);
     c.optimizer.learning_rate = opt.learning_rate;
     c.optimizer.beta1 = opt.beta1;
     c.optimizer.beta2 = opt.beta2;
     c.optimizer.epsilon = opt.epsilon;
     c.optimizer.momentum = opt.momentum;
-    c.loss.kind = static_cast<kx::LossKind>(opt.loss);
+    c.loss.kind = static_cast<kx::LossKind>(loss);
     c.loss.from_logits = opt.from_logits != 0;
     c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;
     c.seed = opt.seed;

@@ -1,1 +1,423 @@
-int main(void){return 0;}
+/* The C ABI from C: every exported function with bad input (NULL handles and out-pointers, bad sizes,
+ * wrong order) returns the documented error and a message, and leaves out-parameters untouched; then
+ * a small working flow. Run under ASan/LSan in CI, which also checks that nothing leaks.
+ *
+ *   kx_capi_tests [scratch_dir]
+ */
+#include <kx/kx.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static int g_failures = 0;
+static int g_checks = 0;
+
+#define EXPECT(cond)                                                     \
+  do {                                                                   \
+    ++g_checks;                                                          \
+    if (!(cond)) {                                                       \
+      ++g_failures;                                                      \
+      fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                    \
+  } while (0)
+
+/* The call fails with `code` and leaves a non-empty message. */
+#define EXPECT_ERR(code, call)                                                                   \
+  do {                                                                                           \
+    kx_status st_ = (call);                                                                      \
+    ++g_checks;                                                                                  \
+    if (st_ != (code) || kx_last_error_message()[0] == '\0') {                                   \
+      ++g_failures;                                                                              \
+      fprintf(stderr, "%s:%d: FAILED: %s returned %d (want %d), message \"%s\"\n", __FILE__,     \
+              __LINE__, #call, (int)st_, (int)(code), kx_last_error_message());                  \
+    }                                                                                            \
+  } while (0)
+
+#define EXPECT_OK(call)                                                                              \
+  do {                                                                                               \
+    kx_status st_ = (call);                                                                          \
+    ++g_checks;                                                                                      \
+    if (st_ != KX_OK) {                                                                              \
+      ++g_failures;                                                                                  \
+      fprintf(stderr, "%s:%d: FAILED: %s returned %d: %s\n", __FILE__, __LINE__, #call, (int)st_,    \
+              kx_last_error_message());                                                              \
+    }                                                                                                \
+  } while (0)
+
+#define SENTINEL ((void*)0x5a5a)
+
+static int32_t stop_after_three_batches(const kx_event* ev, void* user_data) {
+  int* batches = (int*)user_data;
+  if (ev->kind == KX_EVENT_BATCH_END) ++*batches;
+  return *batches >= 3;
+}
+
+static void test_library_and_devices(void) {
+  char name[16];
+  memset(name, 'x', sizeof name);
+  EXPECT(kx_version_number() == 100);
+  EXPECT(strcmp(kx_version_string(), "0.1.0") == 0);
+  kx_free(NULL);
+  EXPECT(kx_device_count(KX_DEVICE_CPU) == 1);
+  EXPECT(kx_device_count(KX_DEVICE_CUDA) >= 0);
+  EXPECT(kx_device_count((kx_device_kind)7) == -1 && kx_last_error_message()[0] != '\0');
+  EXPECT_OK(kx_device_name(KX_DEVICE_CPU, 0, name, sizeof name));
+  EXPECT(strcmp(name, "cpu") == 0);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, 1, name, sizeof name));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, -1, name, sizeof name));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, 0, NULL, 16));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, 0, name, 3)); /* "cpu" + NUL needs 4 */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name((kx_device_kind)9, 0, name, sizeof name));
+}
+
+static void test_strategies(void) {
+  kx_strategy* s = (kx_strategy*)SENTINEL;
+  const char* two_cpus[2] = {"cpu", "cpu"};
+  const char* bad[1] = {"tpu:0"};
+  const char* gpu[1] = {"cuda:0"};
+  const char* null_entry[1] = {NULL};
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_default(NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_mirrored(NULL, 0, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_mirrored(NULL, 2, &s));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_mirrored(bad, 1, &s));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_mirrored(null_entry, 1, &s));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_create_mirrored(two_cpus, 0, &s));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_strategy_create_mirrored(two_cpus, 2, &s));
+  if (kx_device_count(KX_DEVICE_CUDA) == 0) EXPECT_ERR(KX_E_DEVICE, kx_strategy_create_mirrored(gpu, 1, &s));
+  EXPECT(s == (kx_strategy*)SENTINEL);
+  EXPECT(kx_strategy_num_replicas(NULL) == -1);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_set_num_threads(NULL, 1));
+  EXPECT_OK(kx_strategy_create_mirrored(NULL, 0, &s));
+  EXPECT(kx_strategy_num_replicas(s) == 1);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_set_num_threads(s, -1));
+  EXPECT_OK(kx_strategy_set_num_threads(s, 2));
+  kx_strategy_destroy(s);
+  kx_strategy_destroy(NULL);
+}
+
+static void test_models(kx_strategy* s) {
+  kx_model* m = (kx_model*)SENTINEL;
+  char* json = (char*)SENTINEL;
+  const int64_t shape[1] = {4};
+  const int64_t zero_shape[1] = {0};
+  kx_compile_options co;
+  float w[64];
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_sequential(NULL, shape, 1, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_sequential(s, NULL, 1, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_sequential(s, shape, 0, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_sequential(s, zero_shape, 1, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_sequential(s, shape, 1, NULL));
+  EXPECT(m == (kx_model*)SENTINEL);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense(NULL, 3, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(NULL, 8, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_max_pool2d(NULL, 2, 2));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_flatten(NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dropout(NULL, 0.5f));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_from_json(NULL, "{}", &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_from_json(s, NULL, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_from_json(s, "{}", NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_from_json(s, "{\"class_name\": ", &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_to_json(NULL, &json));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(NULL, NULL));
+  EXPECT(kx_model_num_params(NULL) == -1);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_get_weights(NULL, w, 64));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_set_weights(NULL, w, 64));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_save(NULL, "m.kx"));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_load(NULL, "m.kx", &m));
+  EXPECT(m == (kx_model*)SENTINEL && json == (char*)SENTINEL);
+  kx_model_destroy(NULL);
+  kx_compile_options_init(NULL, sizeof co);
+
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense(m, 0, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense(m, 3, (kx_activation)42));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dropout(m, 1.0f));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dropout(m, -0.5f));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_add_conv2d(m, 8, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_add_max_pool2d(m, 2, 2));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_compile(m, NULL)); /* no layers yet */
+  EXPECT_ERR(KX_E_MISUSE, kx_model_get_weights(m, w, 64));
+  EXPECT_OK(kx_model_add_dense(m, 5, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_dropout(m, 0.2f));
+  EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+  EXPECT(kx_model_num_params(m) == 4 * 5 + 5 + 5 * 3 + 3);
+
+  kx_compile_options_init(&co, sizeof co);
+  co.struct_size = 0;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+  kx_compile_options_init(&co, sizeof co);
+  co.loss = (kx_loss)17;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+  co.loss = KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY;
+  co.optimizer = (kx_optimizer)5;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+  co.optimizer = KX_OPTIMIZER_ADAM;
+  co.learning_rate = -1;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+  co.learning_rate = 0;
+  co.metrics = 0x80;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+  co.metrics = KX_METRIC_ACCURACY;
+  EXPECT_OK(kx_model_compile(m, &co));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_compile(m, &co));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_add_dense(m, 3, KX_ACT_NONE));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_add_flatten(m));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_add_dropout(m, 0.1f));
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_get_weights(m, NULL, 64));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_get_weights(m, w, 10));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_set_weights(m, w, 10));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_set_weights(m, NULL, 43));
+  EXPECT_OK(kx_model_get_weights(m, w, 64));
+  EXPECT_OK(kx_model_set_weights(m, w, 43));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_to_json(m, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_save(m, NULL));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_save(m, "model.kx"));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_load(s, "model.kx", &m));
+  EXPECT_OK(kx_model_to_json(m, &json));
+  if (json != (char*)SENTINEL) {
+    kx_model* copy = NULL;
+    EXPECT(strstr(json, "\"Dense\"") != NULL);
+    EXPECT_OK(kx_model_from_json(s, json, &copy));
+    EXPECT(kx_model_num_params(copy) == kx_model_num_params(m));
+    kx_model_destroy(copy);
+    kx_free(json);
+  }
+  kx_model_destroy(m);
+}
+
+static void test_datasets(const char* dir) {
+  kx_dataset* d = (kx_dataset*)SENTINEL;
+  kx_dataset* part = (kx_dataset*)SENTINEL;
+  float x[12] = {0};
+  int32_t y[3] = {0, 1, 2};
+  const int64_t xs[2] = {3, 4}, ys[1] = {3}, ys_bad[1] = {2}, xs_zero[2] = {3, 0};
+  char images[1024], labels[1024];
+  gzFile f;
+  static const unsigned char truncated_images[] = {0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 2, 1, 2, 3};
+  static const unsigned char labels3[] = {0, 0, 8, 1, 0, 0, 0, 3, 0, 1, 2};
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(NULL, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, NULL, 2, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, NULL, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I32, ys, 1, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 0, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, xs_zero, 2, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I32, ys_bad, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, (kx_dtype)8, xs, 2, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_idx(NULL, "l", &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_idx("i", NULL, &d));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_idx("i", "l", NULL));
+  EXPECT_ERR(KX_E_IO, kx_dataset_from_idx("/nonexistent/images.gz", "/nonexistent/labels.gz", &d));
+  snprintf(images, sizeof images, "%s/capi_truncated_images.gz", dir);
+  snprintf(labels, sizeof labels, "%s/capi_labels.gz", dir);
+  f = gzopen(images, "wb");
+  gzwrite(f, truncated_images, sizeof truncated_images);
+  gzclose(f);
+  f = gzopen(labels, "wb");
+  gzwrite(f, labels3, sizeof labels3);
+  gzclose(f);
+  EXPECT_ERR(KX_E_CORRUPT, kx_dataset_from_idx(images, labels, &d));
+  EXPECT_ERR(KX_E_CORRUPT, kx_dataset_from_idx(labels, labels, &d)); /* rank 1 where images need 3 */
+  remove(images);
+  remove(labels);
+  EXPECT(d == (kx_dataset*)SENTINEL);
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_take(NULL, 1, &part));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_skip(NULL, 1, &part));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_shuffle(NULL, 10, 1));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_batch(NULL, 10, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_cache(NULL, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_prefetch(NULL, 1));
+  EXPECT(kx_dataset_num_samples(NULL) == -1);
+  kx_dataset_destroy(NULL);
+
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT(kx_dataset_num_samples(d) == 3);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_take(d, -1, &part));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_take(d, 1, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_skip(d, -1, &part));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_shuffle(d, 0, 1));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_batch(d, 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_batch(d, -4, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_cache(d, ""));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_prefetch(d, -1));
+  EXPECT(part == (kx_dataset*)SENTINEL);
+  EXPECT_OK(kx_dataset_take(d, 2, &part));
+  EXPECT(kx_dataset_num_samples(part) == 2);
+  kx_dataset_destroy(d); /* part shares the storage and outlives d */
+  EXPECT(kx_dataset_num_samples(part) == 2);
+  EXPECT_OK(kx_dataset_cache(part, NULL));
+  EXPECT_OK(kx_dataset_prefetch(part, 2));
+  kx_dataset_destroy(part);
+}
+
+static void test_training(kx_strategy* s) {
+  enum { N = 64, IN = 4, CLASSES = 3 };
+  float x[N * IN], out[N * CLASSES], out_small[2];
+  int64_t y[N];
+  int32_t bad_y[N];
+  const int64_t xs[2] = {N, IN}, ys[1] = {N}, wide_xs[2] = {N / 2, IN * 2}, in_shape[1] = {IN};
+  kx_dataset *d = NULL, *wide = NULL, *bad = NULL;
+  kx_model *m = NULL, *fresh = NULL;
+  kx_callbacks* cb = (kx_callbacks*)SENTINEL;
+  kx_history* h = (kx_history*)SENTINEL;
+  kx_fit_options fo;
+  kx_compile_options co;
+  double loss = -1, acc = -1, v = -1;
+  int batches = 0, i;
+
+  for (i = 0; i < N * IN; ++i) x[i] = (float)((i * 37) % 17) / 17.0f;
+  for (i = 0; i < N; ++i) {
+    y[i] = i % CLASSES;
+    bad_y[i] = 7;
+  }
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I64, ys, 1, &d));
+  /* 32 samples of 8 features against 64 labels: refused. */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_from_arrays(x, KX_DTYPE_F32, wide_xs, 2, y, KX_DTYPE_I64, ys, 1, &wide));
+  {
+    const int64_t ws[1] = {N / 2};
+    EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, wide_xs, 2, y, KX_DTYPE_I64, ws, 1, &wide));
+  }
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, bad_y, KX_DTYPE_I32, ys, 1, &bad));
+  EXPECT_OK(kx_dataset_batch(d, 16, 0));
+  EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 8, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_dense(m, CLASSES, KX_ACT_SOFTMAX));
+
+  kx_fit_options_init(&fo, sizeof fo);
+  kx_fit_options_init(NULL, sizeof fo);
+  EXPECT_ERR(KX_E_MISUSE, kx_fit(m, d, &fo, NULL, &h)); /* before compile */
+  EXPECT_ERR(KX_E_MISUSE, kx_evaluate(m, d, &loss, &acc));
+  EXPECT_ERR(KX_E_MISUSE, kx_predict(m, x, 1, out, sizeof out / sizeof out[0]));
+  EXPECT(h == (kx_history*)SENTINEL && loss == -1);
+
+  kx_compile_options_init(&co, sizeof co);
+  co.metrics = KX_METRIC_ACCURACY;
+  EXPECT_OK(kx_model_compile(m, &co));
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_create(NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function(NULL, stop_after_three_batches, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(NULL, "c-{epoch}.kx", 0, 0));
+  kx_callbacks_destroy(NULL);
+  EXPECT_OK(kx_callbacks_create(&cb));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function(cb, NULL, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, NULL, 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "c.kx", -1, 0));
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_callbacks_add_model_checkpoint(cb, "c-{epoch}.kx", 0, 0));
+  EXPECT_OK(kx_callbacks_add_function(cb, stop_after_three_batches, &batches));
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(NULL, d, &fo, NULL, &h));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, NULL, &fo, NULL, &h));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, wide, &fo, NULL, &h)); /* 8 features into a 4-input model */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, bad, &fo, NULL, &h));  /* label 7 of 3 classes */
+  fo.epochs = -2;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, d, &fo, NULL, &h));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.verbose = 5;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, d, &fo, NULL, &h));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.resume_from = "ckpt";
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_fit(m, d, &fo, NULL, &h));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.validation = wide;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, d, &fo, NULL, &h));
+  EXPECT(h == (kx_history*)SENTINEL);
+
+  /* A callback stops training after 3 batches: KX_STOPPED, and the history holds the epoch. */
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.epochs = 3;
+  fo.validation = d;
+  EXPECT(kx_fit(m, d, &fo, cb, &h) == KX_STOPPED);
+  EXPECT(batches == 3);
+  EXPECT(h != (kx_history*)SENTINEL && kx_history_epochs(h) == 1);
+  EXPECT(kx_history_epochs(NULL) == -1);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_history_get(NULL, "loss", 0, &v));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_history_get(h, NULL, 0, &v));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_history_get(h, "loss", 0, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_history_get(h, "loss", 1, &v));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_history_get(h, "recall", 0, &v));
+  EXPECT(v == -1);
+  EXPECT_OK(kx_history_get(h, "loss", 0, &v));
+  EXPECT(v > 0 && isfinite(v));
+  kx_history_destroy(h);
+  kx_history_destroy(NULL);
+
+  /* A full fit with no out-pointer for the history. */
+  EXPECT_OK(kx_fit(m, d, NULL, NULL, NULL));
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_evaluate(NULL, d, &loss, &acc));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_evaluate(m, NULL, &loss, &acc));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_evaluate(m, wide, &loss, &acc));
+  EXPECT(loss == -1 && acc == -1);
+  EXPECT_OK(kx_evaluate(m, d, &loss, NULL));
+  EXPECT_OK(kx_evaluate(m, d, NULL, &acc));
+  EXPECT(loss > 0 && acc >= 0 && acc <= 1);
+
+  out_small[0] = out_small[1] = 42.0f;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(NULL, x, 1, out, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(m, NULL, 1, out, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(m, x, 1, NULL, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(m, x, 0, out, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(m, x, -5, out, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_predict(m, x, 1, out_small, 2));
+  EXPECT(out_small[0] == 42.0f && out_small[1] == 42.0f);
+  EXPECT_OK(kx_predict(m, x, N, out, N * CLASSES));
+  EXPECT(fabs(out[0] + out[1] + out[2] - 1.0) < 1e-5);
+
+  /* Same model from JSON, fresh weights: fit works on it too. */
+  {
+    char* json = NULL;
+    EXPECT_OK(kx_model_to_json(m, &json));
+    EXPECT_OK(kx_model_from_json(s, json, &fresh));
+    kx_free(json);
+    EXPECT_OK(kx_model_compile(fresh, NULL));
+    EXPECT_OK(kx_fit(fresh, d, NULL, NULL, NULL));
+    kx_model_destroy(fresh);
+  }
+
+  kx_callbacks_destroy(cb);
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+  kx_dataset_destroy(wide);
+  kx_dataset_destroy(bad);
+}
+
+static void test_options_structs(kx_strategy* s) {
+  /* A struct from a newer kx.h with a non-zero unknown field is refused, a zero one is accepted. */
+  struct {
+    kx_compile_options base;
+    uint64_t future;
+  } bigger;
+  kx_model* m = NULL;
+  const int64_t shape[1] = {2};
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  memset(&bigger, 0, sizeof bigger);
+  bigger.base.struct_size = sizeof bigger;
+  bigger.future = 1;
+  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_compile(m, &bigger.base));
+  bigger.future = 0;
+  EXPECT_OK(kx_model_compile(m, &bigger.base));
+  kx_model_destroy(m);
+}
+
+int main(int argc, char** argv) {
+  const char* dir = argc > 1 ? argv[1] : ".";
+  kx_strategy* s = NULL;
+  test_library_and_devices();
+  test_strategies();
+  if (kx_strategy_create_default(&s) != KX_OK) {
+    fprintf(stderr, "cannot create the default strategy: %s\n", kx_last_error_message());
+    return 1;
+  }
+  test_models(s);
+  test_datasets(dir);
+  test_training(s);
+  test_options_structs(s);
+  kx_strategy_destroy(s);
+  printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}

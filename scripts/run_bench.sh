@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# CPU benchmark of kx against PyTorch (Debian's python3-torch) on this machine, 2 threads.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh build
+dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed" ||
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch python3-numpy; }
+./build/bench/bench_mlp_cpu --threads 2 "$@"

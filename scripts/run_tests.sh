@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up, build and run every test: once as built for users, once under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+
+bash scripts/setup.sh build
+ctest --test-dir build --output-on-failure -j "$jobs"
+
+bash scripts/setup.sh build-asan -DKX_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_BUILD_BENCH=OFF
+# Leak checks on; OpenMP's thread pool lives for the process and is not a leak of kx's.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
