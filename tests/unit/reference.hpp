@@ -5,12 +5,23 @@
 #include <random>
 #include <vector>
 
+#include "kx/error.hpp"
 #include "kx/layer.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::test {
 
 using Vec = std::vector<double>;
+
+// The status f throws as a kx::Error, or Ok.
+inline Status status_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.status();
+  }
+  return Status::Ok;
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
   std::mt19937 gen(seed);

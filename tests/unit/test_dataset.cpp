@@ -10,18 +10,10 @@
 
 #include "kx/dataset.hpp"
 #include "kx/error.hpp"
+#include "reference.hpp"
 
 namespace kx {
 namespace {
-
-Status status_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return Status::Ok;
-}
 
 Dataset counting_dataset(int64_t n) {
   std::vector<float> x(n * 2), y(n);
@@ -47,14 +39,14 @@ TEST(Dataset, ConvertsU8ImagesToUnitRangeAndIntegerLabels) {
 
 TEST(Dataset, RejectsBadArrays) {
   const float x[4] = {}, y[3] = {};
-  EXPECT_EQ(status_of([&] { Dataset::from_arrays(x, DType::F32, {2, 2}, y, DType::F32, {3}); }),
+  EXPECT_EQ(test::status_of([&] { Dataset::from_arrays(x, DType::F32, {2, 2}, y, DType::F32, {3}); }),
             Status::InvalidArgument);  // 2 samples vs 3 labels
-  EXPECT_EQ(status_of([&] { Dataset::from_arrays(x, DType::F32, {0, 2}, y, DType::F32, {0}); }), Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] { Dataset::from_arrays(x, DType::F32, {}, y, DType::F32, {2}); }), Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] { Dataset::from_arrays(x, static_cast<DType>(9), {2, 2}, y, DType::F32, {2}); }),
+  EXPECT_EQ(test::status_of([&] { Dataset::from_arrays(x, DType::F32, {0, 2}, y, DType::F32, {0}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_arrays(x, DType::F32, {}, y, DType::F32, {2}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_arrays(x, static_cast<DType>(9), {2, 2}, y, DType::F32, {2}); }),
             Status::InvalidArgument);
   const int64_t big[1] = {int64_t{1} << 40};
-  EXPECT_EQ(status_of([&] { Dataset::from_arrays(x, DType::F32, {1}, big, DType::I64, {1}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_arrays(x, DType::F32, {1}, big, DType::I64, {1}); }), Status::InvalidArgument);
 }
 
 TEST(Dataset, TakeAndSkipShareStorageAndClip) {
@@ -152,17 +144,17 @@ TEST_F(IdxFiles, ReadsPlainAndGzipFiles) {
 TEST_F(IdxFiles, RejectsMissingTruncatedAndMismatchedFiles) {
   const auto images = write("img", idx({3, 2, 2}, 0), true);
   const auto labels = write("lab", idx({3}, 0), true);
-  EXPECT_EQ(status_of([&] { Dataset::from_idx((dir / "nope").string(), labels); }), Status::Io);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx((dir / "nope").string(), labels); }), Status::Io);
   auto truncated = idx({3, 2, 2}, 0);
   truncated.resize(truncated.size() - 3);
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(write("t", truncated, true), labels); }), Status::Corrupt);
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(write("t2", {0, 0, 8}, false), labels); }), Status::Corrupt);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(write("t", truncated, true), labels); }), Status::Corrupt);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(write("t2", {0, 0, 8}, false), labels); }), Status::Corrupt);
   auto bad_magic = idx({3, 2, 2}, 0);
   bad_magic[2] = 0x0D;  // floats, not bytes
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(write("m", bad_magic, false), labels); }), Status::Corrupt);
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(labels, images); }), Status::Corrupt);  // swapped: wrong ranks
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(images, write("l4", idx({4}, 0), true)); }), Status::Corrupt);
-  EXPECT_EQ(status_of([&] { Dataset::from_idx(write("z", {}, false), labels); }), Status::Corrupt);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(write("m", bad_magic, false), labels); }), Status::Corrupt);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(labels, images); }), Status::Corrupt);  // swapped: wrong ranks
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(images, write("l4", idx({4}, 0), true)); }), Status::Corrupt);
+  EXPECT_EQ(test::status_of([&] { Dataset::from_idx(write("z", {}, false), labels); }), Status::Corrupt);
 }
 
 }  // namespace

@@ -13,15 +13,6 @@ namespace {
 
 using test::Vec;
 
-Status status_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.status();
-  }
-  return Status::Ok;
-}
-
 struct Toy {
   std::vector<float> x, y;
   int64_t n, in;
@@ -243,37 +234,37 @@ TEST(Model, RejectsMisuseAndDataThatDoesNotFit) {
   Toy t = toy_data(20, 3, 2, 111);
   Dataset d = dataset_of(t);
   Model m = Model::sequential(Strategy::default_strategy(), {3});
-  EXPECT_EQ(status_of([&] { m.compile(CompileOptions{}); }), Status::Misuse);  // no layers
+  EXPECT_EQ(test::status_of([&] { m.compile(CompileOptions{}); }), Status::Misuse);  // no layers
   m.add_dense(2, Activation::Softmax);
-  EXPECT_EQ(status_of([&] { m.fit(d, FitOptions{}, nullptr, nullptr); }), Status::Misuse);  // before compile
-  EXPECT_EQ(status_of([&] { m.evaluate(d); }), Status::Misuse);
+  EXPECT_EQ(test::status_of([&] { m.fit(d, FitOptions{}, nullptr, nullptr); }), Status::Misuse);  // before compile
+  EXPECT_EQ(test::status_of([&] { m.evaluate(d); }), Status::Misuse);
   m.compile(CompileOptions{});
-  EXPECT_EQ(status_of([&] { m.add_dense(3); }), Status::Misuse);  // after compile
-  EXPECT_EQ(status_of([&] { m.compile(CompileOptions{}); }), Status::Misuse);
+  EXPECT_EQ(test::status_of([&] { m.add_dense(3); }), Status::Misuse);  // after compile
+  EXPECT_EQ(test::status_of([&] { m.compile(CompileOptions{}); }), Status::Misuse);
 
   Toy wide = toy_data(20, 4, 2, 112);
   Dataset dw = dataset_of(wide);
-  EXPECT_EQ(status_of([&] { m.fit(dw, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.fit(dw, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
   std::vector<float> bad_labels(20, 2.0f);  // class 2 of a 2-class model
   Dataset dl = Dataset::from_arrays(t.x.data(), DType::F32, {20, 3}, bad_labels.data(), DType::F32, {20});
-  EXPECT_EQ(status_of([&] { m.fit(dl, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.fit(dl, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
   bad_labels.assign(20, 0.5f);  // not an integer
   Dataset dh = Dataset::from_arrays(t.x.data(), DType::F32, {20, 3}, bad_labels.data(), DType::F32, {20});
-  EXPECT_EQ(status_of([&] { m.fit(dh, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.fit(dh, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
   FitOptions bad;
   bad.epochs = 0;
-  EXPECT_EQ(status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::InvalidArgument);
   bad = FitOptions{};
   bad.resume_from = "ckpt/";
-  EXPECT_EQ(status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::Unsupported);
+  EXPECT_EQ(test::status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::Unsupported);
   Dataset tiny = d.take(3);
   tiny.batch(4, true);  // no complete batch
-  EXPECT_EQ(status_of([&] { m.fit(tiny, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] { m.set_weights(std::vector<float>(3)); }), Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] { Model::sequential(Strategy::default_strategy(), {0}); }), Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] { Strategy::mirrored({"cpu", "cpu"}); }), Status::Unsupported);
-  EXPECT_EQ(status_of([&] { Strategy::mirrored({"cuda:0"}); }), Status::Device);
-  EXPECT_EQ(status_of([&] { Strategy::mirrored({"tpu"}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.fit(tiny, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { m.set_weights(std::vector<float>(3)); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { Model::sequential(Strategy::default_strategy(), {0}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { Strategy::mirrored({"cpu", "cpu"}); }), Status::Unsupported);
+  EXPECT_EQ(test::status_of([&] { Strategy::mirrored({"cuda:0"}); }), Status::Device);
+  EXPECT_EQ(test::status_of([&] { Strategy::mirrored({"tpu"}); }), Status::InvalidArgument);
 }
 
 TEST(Model, JsonRoundTripsTheArchitecture) {
@@ -287,9 +278,9 @@ TEST(Model, JsonRoundTripsTheArchitecture) {
   EXPECT_EQ(copy.to_json(), text);
   EXPECT_EQ(copy.num_params(), m.num_params());
   EXPECT_NE(text.find("\"dense_1\""), std::string::npos);
-  EXPECT_EQ(status_of([&] { Model::from_json(Strategy::default_strategy(), "{\"class_name\": \"Sequential\"}"); }),
+  EXPECT_EQ(test::status_of([&] { Model::from_json(Strategy::default_strategy(), "{\"class_name\": \"Sequential\"}"); }),
             Status::InvalidArgument);
-  EXPECT_EQ(status_of([&] {
+  EXPECT_EQ(test::status_of([&] {
               Model::from_json(Strategy::default_strategy(),
                                R"({"class_name":"Sequential","config":{"layers":[{"class_name":"InputLayer",)"
                                R"("config":{"batch_shape":[null,4]}},{"class_name":"Conv2D","config":{}}]}})");
