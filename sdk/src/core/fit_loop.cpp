@@ -164,7 +164,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     if (o.validation && !stop) {
       Dataset val = o.validation_steps > 0 ? o.validation->take(o.validation_steps * o.validation->batch_size())
                                            : *o.validation;
-      const EvalResult r = evaluate(val);
+      const EvalResult r = evaluate_checked(val);  // checked once, before the first epoch
       ev.val_loss = r.loss;
       ev.val_accuracy = r.accuracy;
       if (accuracy) m.emplace_back("val_accuracy", r.accuracy);
@@ -188,6 +188,10 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
 EvalResult Model::Impl::evaluate(const Dataset& data) {
   require_compiled("evaluate");
   check_dataset(data, "evaluation");
+  return evaluate_checked(data);
+}
+
+EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   plan.reserve(net, std::max(plan.capacity(), batch), label_size());
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling

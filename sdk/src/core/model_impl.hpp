@@ -37,6 +37,8 @@ class Model::Impl {
 
  private:
   // One optimiser step on rows samples gathered by storage index; adds to sums.
+  // evaluate() without check_dataset, for data that fit has already checked.
+  EvalResult evaluate_checked(const Dataset& data);
   void train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums);
   void init_weights(uint64_t seed);
   void apply_optimizer();
