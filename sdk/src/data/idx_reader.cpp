@@ -1,6 +1,7 @@
 // IDX files (the MNIST format), read through zlib so that .gz files and plain files both work.
 #include <zlib.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <vector>
