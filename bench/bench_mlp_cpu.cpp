@@ -2,7 +2,7 @@
 // count, kx's GEMM kernels side by side, and the same loop in PyTorch when python3 has torch (with
 // the environment it is given, and in its best configuration).
 //
-//   bench_mlp_cpu [--data DIR] [--threads N] [--steps N] [--no-torch]
+//   bench_mlp_cpu [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,9 +50,14 @@ Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps
 }
 
 // Runs the PyTorch peer; returns ms/step per batch size, or empty when torch is missing.
-std::vector<double> run_torch(const std::string& env, const std::string& data, int threads, int64_t steps) {
-  const std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_mlp_cpu.py --data " + data +
-                          " --threads " + std::to_string(threads) + " --steps " + std::to_string(steps) + " 2>&1";
+std::vector<double> run_torch(const std::string& env, const std::string& data, int threads, int64_t steps,
+                              const std::vector<int64_t>& batches) {
+  std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_mlp_cpu.py --data " + data;
+  cmd.append(" --threads ").append(std::to_string(threads));
+  cmd.append(" --steps ").append(std::to_string(steps));
+  cmd.append(" --batches ");
+  for (size_t i = 0; i < batches.size(); ++i) cmd.append(i ? "," : "").append(std::to_string(batches[i]));
+  cmd.append(" 2>&1");
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {};
   std::vector<double> out;
@@ -75,14 +80,18 @@ int main(int argc, char** argv) try {
   int threads = 2;
   int64_t steps = 1000;
   bool torch = true;
+  bool alternatives = true;  // also time the GEMM kernels the default did not pick
+  std::vector<int64_t> batches = {32, 256};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) dir = argv[++i];
     else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
     else if (a == "--steps" && i + 1 < argc) steps = std::atoll(argv[++i]);
     else if (a == "--no-torch") torch = false;
+    else if (a == "--default-only") alternatives = false;
+    else if (a == "--batch" && i + 1 < argc) batches = {std::atoll(argv[++i])};
     else {
-      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--no-torch]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch]\n", argv[0]);
       return 2;
     }
   }
@@ -91,7 +100,6 @@ int main(int argc, char** argv) try {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("kx CPU MLP benchmark: 784-256-256-10, Adam, %d threads, %lld timed steps (OPENBLAS_CORETYPE=%s)\n",
               threads, static_cast<long long>(steps), coretype ? coretype : "(unset)");
-  const int64_t batches[] = {32, 256};
   std::vector<Result> best;
   for (int64_t b : batches) {
     Result a = run_kx(data, b, threads, steps, kx::CpuGemm::Auto);
@@ -99,6 +107,7 @@ int main(int argc, char** argv) try {
                 a.ms_per_step, a.samples_per_s, a.kernel.c_str());
     best.push_back(a);
     for (kx::CpuGemm g : {kx::CpuGemm::Builtin, kx::CpuGemm::Blas}) {
+      if (!alternatives) break;
       try {
         Result r = run_kx(data, b, threads, steps, g);
         if (r.kernel == a.kernel) continue;
@@ -116,14 +125,14 @@ int main(int argc, char** argv) try {
   const std::string best_env =
       "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1000000000000 "
       "MALLOC_TRIM_THRESHOLD_=1000000000000 MALLOC_TOP_PAD_=1073741824";
-  const std::vector<double> t_default = run_torch(default_env, dir, threads, steps);
-  const std::vector<double> t_best = run_torch(best_env, dir, threads, steps);
-  if (t_default.size() != 2 || t_best.size() != 2) {
+  const std::vector<double> t_default = run_torch(default_env, dir, threads, steps, batches);
+  const std::vector<double> t_best = run_torch(best_env, dir, threads, steps, batches);
+  if (t_default.size() != batches.size() || t_best.size() != batches.size()) {
     std::printf("PyTorch: not available (/usr/bin/python3 -c 'import torch' failed); no comparison\n");
     return 0;
   }
   std::printf("\n%-6s %14s %18s %18s %14s\n", "batch", "kx ms/step", "torch default", "torch best", "kx speed-up");
-  for (size_t i = 0; i < 2; ++i)
+  for (size_t i = 0; i < batches.size(); ++i)
     std::printf("%-6lld %14.3f %18.3f %18.3f %13.2fx\n", static_cast<long long>(batches[i]), best[i].ms_per_step,
                 t_default[i], t_best[i], t_best[i] / best[i].ms_per_step);
   return 0;

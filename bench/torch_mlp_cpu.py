@@ -50,6 +50,7 @@ def main():
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=1000)
+    p.add_argument("--batches", default="32,256", help="comma-separated batch sizes")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load(a.data)
@@ -58,7 +59,7 @@ def main():
     print(f"torch {torch.__version__} threads={torch.get_num_threads()} "
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
-    for batch in (32, 256):
+    for batch in (int(b) for b in a.batches.split(",")):
         print(f"torch batch={batch} ms_per_step={bench(x, y, batch, a.steps):.4f}", flush=True)
 
 

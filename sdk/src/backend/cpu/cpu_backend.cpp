@@ -8,6 +8,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/optimizer_kernels.hpp"
 #include "kx/error.hpp"
 #include "kx/tensor.hpp"
 
@@ -270,15 +271,14 @@ class CpuBackend final : public Backend {
 
   void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
                    float epsilon) override {
-    const float one_minus_b1 = 1.0f - beta1, one_minus_b2 = 1.0f - beta2;
-#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
-      const float gi = g[i];
-      const float mi = m[i] + one_minus_b1 * (gi - m[i]);
-      const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
-      m[i] = mi;
-      v[i] = vi;
-      p[i] -= lr_t * mi / (std::sqrt(vi) + epsilon);
+    const AdamStep step{lr_t, beta1, beta2, epsilon};
+    // Whole cache lines per thread, so no two threads write the same line.
+    const int parts = n >= kParallelElements ? threads_ : 1;
+    const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+    for (int t = 0; t < parts; ++t) {
+      const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+      adam_span(end - begin, p + begin, g + begin, m + begin, v + begin, step);
     }
   }
 

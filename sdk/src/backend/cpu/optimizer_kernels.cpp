@@ -1,0 +1,30 @@
+// Optimizer kernels. The Adam update is bound by square roots and divisions at SSE width, so on x86-64
+// the compiler also builds an AVX-512 clone, chosen once at load time (GCC target_clones).
+#include "backend/cpu/optimizer_kernels.hpp"
+
+#include <cmath>
+
+namespace kx::backend::cpu {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define KX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define KX_CLONES
+#endif
+
+KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
+                         float* __restrict v, const AdamStep& s) {
+  const float lr_t = s.lr_t, epsilon = s.epsilon;
+  const float one_minus_b1 = 1.0f - s.beta1, one_minus_b2 = 1.0f - s.beta2;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] + one_minus_b1 * (gi - m[i]);
+    const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
+    m[i] = mi;
+    v[i] = vi;
+    p[i] -= lr_t * mi / (std::sqrt(vi) + epsilon);
+  }
+}
+
+}  // namespace kx::backend::cpu

@@ -1,0 +1,15 @@
+// Element-wise optimizer kernels over one contiguous span of the parameter arena.
+#pragma once
+#include <cstdint>
+
+namespace kx::backend::cpu {
+
+struct AdamStep {
+  float lr_t;  // learning rate with the bias corrections folded in
+  float beta1, beta2, epsilon;
+};
+
+// p -= lr_t * m / (sqrt(v) + epsilon) after the moment updates, for n elements.
+void adam_span(int64_t n, float* p, const float* g, float* m, float* v, const AdamStep& s);
+
+}  // namespace kx::backend::cpu
