@@ -55,8 +55,10 @@ class Backend {
   // (sum of per-sample losses) * grad_scale goes to dout when it is not null.
   virtual void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
                     int64_t y_cols, float grad_scale, float* dout, LossSums* sums) = 0;
-  // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by (seed, i).
-  virtual void dropout_forward(float rate, uint64_t seed, int64_t n, const float* x, float* mask, float* y) = 0;
+  // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by (seed, first + i), so
+  // a replica holding rows from `first` on draws the same mask as one device holding the whole batch.
+  virtual void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+                               float* y) = 0;
   // out[i] = a[i] * b[i]
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
   virtual void copy(int64_t n, const float* src, float* dst) = 0;
@@ -70,5 +72,7 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGemm::Auto);
+// The cores the CPU backend uses when its thread count is 0.
+int cpu_core_count();
 
 }  // namespace kx::backend

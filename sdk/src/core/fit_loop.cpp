@@ -50,32 +50,74 @@ void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
   }
 }
 
-void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums) {
-  const int64_t ls = label_size();
-  be->gather_rows(data.x.data(), net.input_size(), idx, rows, plan.input());
-  be->gather_rows(data.y.data(), ls, idx, rows, plan.labels());
-  const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
-  plan.forward(*be, net, params.data(), rows, true, step_seed);
-  // The loss is the mean over the batch: every sample's gradient is scaled by 1/rows.
-  be->loss(loss_spec, rows, net.output_size(), plan.output(), plan.labels(), ls, 1.0f / static_cast<float>(rows),
-           plan.output_grad(), sums);
-  plan.backward(*be, net, params.data(), grads.data(), rows);
-  apply_optimizer();
+Slice Model::Impl::slice(int replica, int64_t rows) const {
+  // As even as possible: the first rows % n replicas get one row more.
+  const int64_t n = static_cast<int64_t>(replicas.size()), k = replica;
+  const int64_t base = rows / n, extra = rows % n;
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
 }
 
-void Model::Impl::apply_optimizer() {
+void Model::Impl::reserve_plans(int64_t global_rows) {
+  const int64_t n = static_cast<int64_t>(replicas.size());
+  const int64_t per_replica = (global_rows + n - 1) / n;
+  for (Replica& r : replicas) r.plan.reserve(net, std::max(r.plan.capacity(), per_replica), label_size());
+}
+
+void Model::Impl::for_each_replica(const std::function<void(int)>& task) {
+  if (pool_)
+    pool_->run(task);
+  else
+    task(0);
+}
+
+void Model::Impl::replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
+                                           int64_t global_rows, uint64_t step_seed) {
+  r.sums = {};
+  if (s.rows == 0) {  // nothing to learn from: a zero gradient
+    std::fill(r.grads.begin(), r.grads.end(), 0.0f);
+    return;
+  }
+  const int64_t ls = label_size();
+  r.be->gather_rows(data.x.data(), net.input_size(), idx + s.first, s.rows, r.plan.input());
+  r.be->gather_rows(data.y.data(), ls, idx + s.first, s.rows, r.plan.labels());
+  r.plan.forward(*r.be, net, r.params.data(), s.rows, true, step_seed, s.first);
+  // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
+  // and the replicas' gradients are summed.
+  r.be->loss(loss_spec, s.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls,
+             1.0f / static_cast<float>(global_rows), r.plan.output_grad(), &r.sums);
+  r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows);
+}
+
+void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums) {
+  const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
+  for_each_replica([&](int k) {
+    replica_forward_backward(replicas[static_cast<size_t>(k)], data, idx, slice(k, rows), rows, step_seed);
+  });
   ++optimizer_steps;
+  // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
+  for_each_replica([&](int k) {
+    Replica& r = replicas[static_cast<size_t>(k)];
+    if (collective_) collective_->all_reduce_sum(k, r.grads.data(), net.num_params);
+    replica_optimizer(r, k);
+  });
+  for (const Replica& r : replicas) {  // in replica order: repeatable sums
+    sums->loss += r.sums.loss;
+    sums->correct += r.sums.correct;
+  }
+}
+
+void Model::Impl::replica_optimizer(Replica& r, int /*replica*/) {
   const int64_t n = net.num_params;
   if (optimizer.kind == OptimizerKind::Adam) {
     const double t = static_cast<double>(optimizer_steps);
     const double lr_t = optimizer.learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
                         (1 - std::pow(optimizer.beta1, t));
-    be->adam_update(n, params.data(), grads.data(), slot_m.data(), slot_v.data(), static_cast<float>(lr_t),
-                    static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
-                    static_cast<float>(optimizer.epsilon));
+    r.be->adam_update(n, r.params.data(), r.grads.data(), r.slot_m.data(), r.slot_v.data(), static_cast<float>(lr_t),
+                      static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
+                      static_cast<float>(optimizer.epsilon));
   } else {
-    be->sgd_update(n, params.data(), grads.data(), slot_m.empty() ? nullptr : slot_m.data(),
-                   static_cast<float>(optimizer.learning_rate), static_cast<float>(optimizer.momentum));
+    r.be->sgd_update(n, r.params.data(), r.grads.data(), r.slot_m.empty() ? nullptr : r.slot_m.data(),
+                     static_cast<float>(optimizer.learning_rate), static_cast<float>(optimizer.momentum));
   }
 }
 
@@ -96,7 +138,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
               std::to_string(train.batch_size()) + ") and drops the remainder");
   const int64_t steps = o.steps_per_epoch > 0 ? o.steps_per_epoch : passes_steps;
   const int64_t batch = train.batch_size();
-  plan.reserve(net, std::min(batch, train.num_samples()), label_size());
+  reserve_plans(std::min(batch, train.num_samples()));
 
   const bool accuracy = options.accuracy;
   core::ProgressBar bar(o.verbose, stdout);
@@ -193,17 +235,29 @@ EvalResult Model::Impl::evaluate(const Dataset& data) {
 
 EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
-  plan.reserve(net, std::max(plan.capacity(), batch), label_size());
+  reserve_plans(batch);
+  for (Replica& r : replicas) r.sums = {};
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
   const int64_t ls = label_size();
   backend::LossSums sums;
   const DatasetStorage& s = data.storage();
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
-    be->gather_rows(s.x.data(), net.input_size(), idx.data() + first, rows, plan.input());
-    be->gather_rows(s.y.data(), ls, idx.data() + first, rows, plan.labels());
-    plan.forward(*be, net, params.data(), rows, false, 0);
-    be->loss(loss_spec, rows, net.output_size(), plan.output(), plan.labels(), ls, 0.0f, nullptr, &sums);
+    for_each_replica([&](int k) {
+      Replica& r = replicas[static_cast<size_t>(k)];
+      const Slice part = slice(k, rows);
+      if (part.rows == 0) return;
+      const int64_t* at = idx.data() + first + part.first;
+      r.be->gather_rows(s.x.data(), net.input_size(), at, part.rows, r.plan.input());
+      r.be->gather_rows(s.y.data(), ls, at, part.rows, r.plan.labels());
+      r.plan.forward(*r.be, net, r.params.data(), part.rows, false, 0, part.first);
+      r.be->loss(loss_spec, part.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls, 0.0f, nullptr,
+                 &r.sums);
+    });
+  }
+  for (Replica& r : replicas) {
+    sums.loss += r.sums.loss;
+    sums.correct += r.sums.correct;
   }
   const double n = static_cast<double>(data.num_samples());
   return {sums.loss / n, sums.correct / n};
@@ -214,16 +268,17 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
   require(n >= 0, Status::InvalidArgument, "predict needs n_samples >= 0");
   require(n == 0 || (x && out), Status::InvalidArgument, "predict needs input and output buffers");
   const int64_t in = net.input_size(), outs = net.output_size();
-  const int64_t batch = std::max<int64_t>(plan.capacity(), Dataset::kDefaultBatch);
-  plan.reserve(net, batch, label_size());
+  Replica& r = replicas.front();
+  const int64_t batch = std::max<int64_t>(r.plan.capacity(), Dataset::kDefaultBatch);
+  r.plan.reserve(net, batch, label_size());
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t rows = std::min(batch, n - first);
-    be->copy(rows * in, x + first * in, plan.input());
-    plan.forward(*be, net, params.data(), rows, false, 0);
+    r.be->copy(rows * in, x + first * in, r.plan.input());
+    r.plan.forward(*r.be, net, r.params.data(), rows, false, 0);
     float* dst = out + first * outs;
-    be->copy(rows * outs, plan.output(), dst);
+    r.be->copy(rows * outs, r.plan.output(), dst);
     // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities.
-    be->activation_forward(net.folded_activation(), rows, outs, dst);
+    r.be->activation_forward(net.folded_activation(), rows, outs, dst);
   }
 }
 

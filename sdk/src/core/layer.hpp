@@ -38,6 +38,7 @@ struct LayerContext {
   // output as logits and backward receives dL/dlogits.
   bool fold_activation = false;
   uint64_t seed = 0;          // per step and layer, for dropout
+  int64_t first_row = 0;      // of these rows in the global batch (a replica holds a slice of it)
 };
 
 class Layer {

@@ -1,4 +1,5 @@
 // kx::Model: building, compiling, JSON and weights. Training lives in fit_loop.cpp.
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -27,10 +28,9 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   require(!input.empty(), Status::InvalidArgument, "input shape needs at least one dimension");
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
-  require(strategy.num_replicas() == 1, Status::Unsupported,
-          "strategies with more than one replica are not implemented yet in this version of kx");
-  require(strategy.replicas()[0].kind == DeviceKind::Cpu, Status::Unsupported,
-          "the CUDA backend is not implemented yet in this version of kx");
+  for (const Device& d : strategy.replicas())
+    require(d.kind == DeviceKind::Cpu, Status::Unsupported,
+            "the CUDA backend is not implemented yet in this version of kx (replica on " + d.name() + ")");
   net.shapes.push_back(std::move(input));
 }
 
@@ -81,22 +81,41 @@ void Model::Impl::compile(const CompileOptions& o) {
   loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
   loss_spec.accuracy = choose_accuracy(lk, outputs, lk == LossKind::SparseCategoricalCrossentropy ? 1 : outputs);
 
-  be = backend::make_cpu_backend(strategy.num_threads(), strategy.cpu_gemm());
-  params.assign(static_cast<size_t>(net.num_params), 0.0f);
-  grads.assign(static_cast<size_t>(net.num_params), 0.0f);
+  const int n = strategy.num_replicas();
+  // CPU replicas share the machine's cores between them.
+  const int cores = strategy.num_threads() > 0 ? strategy.num_threads() : backend::cpu_core_count();
+  const int threads = std::max(1, cores / n);
   const bool adam = resolved.kind == OptimizerKind::Adam;
   const bool momentum = resolved.kind == OptimizerKind::Sgd && resolved.momentum != 0;
-  slot_m.assign(adam || momentum ? static_cast<size_t>(net.num_params) : 0, 0.0f);
-  slot_v.assign(adam ? static_cast<size_t>(net.num_params) : 0, 0.0f);
+  const auto size = static_cast<size_t>(net.num_params);
+  std::vector<Replica> built(static_cast<size_t>(n));
+  for (Replica& r : built) {
+    r.be = backend::make_cpu_backend(threads, strategy.cpu_gemm());
+    r.params.assign(size, 0.0f);
+    r.grads.assign(size, 0.0f);
+    r.slot_m.assign(adam || momentum ? size : 0, 0.0f);
+    r.slot_v.assign(adam ? size : 0, 0.0f);
+  }
+  if (n > 1) {
+    pool_ = std::make_unique<distribute::ReplicaPool>(n);
+    collective_ = distribute::make_in_process_collective(n);
+  }
+  replicas = std::move(built);
   options = o;
   optimizer = resolved;
   init_weights(o.seed ? o.seed : kDefaultSeed);
   compiled = true;
 }
 
+void Model::Impl::set_params(const float* w) {
+  for (Replica& r : replicas)
+    if (r.params.data() != w) std::copy(w, w + net.num_params, r.params.begin());
+}
+
 void Model::Impl::init_weights(uint64_t seed) {
+  FloatBuffer& weights = replicas.front().params;
   for (size_t i = 0; i < net.layers.size(); ++i) {
-    float* p = params.data() + net.param_offset[i];
+    float* p = weights.data() + net.param_offset[i];
     uint64_t layer_seed = core::mix_seed(seed, i);
     for (const auto& spec : net.layers[i]->params()) {
       const int64_t n = num_elements(spec.shape);
@@ -113,6 +132,7 @@ void Model::Impl::init_weights(uint64_t seed) {
       layer_seed = core::mix_seed(layer_seed, 0x5eed);
     }
   }
+  set_params(weights.data());  // broadcast from replica 0
 }
 
 void Model::Impl::require_compiled(const char* what) const {
@@ -201,14 +221,15 @@ std::string Model::to_json() const { return impl_->to_json(); }
 
 std::vector<float> Model::get_weights() const {
   impl_->require_compiled("get_weights");
-  return std::vector<float>(impl_->params.begin(), impl_->params.end());
+  const FloatBuffer& p = impl_->params();
+  return std::vector<float>(p.begin(), p.end());
 }
 
 void Model::set_weights(const std::vector<float>& w) {
   impl_->require_compiled("set_weights");
   require(static_cast<int64_t>(w.size()) == impl_->net.num_params, Status::InvalidArgument,
           "set_weights needs " + std::to_string(impl_->net.num_params) + " values, got " + std::to_string(w.size()));
-  std::copy(w.begin(), w.end(), impl_->params.begin());
+  impl_->set_params(w.data());
 }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
@@ -226,7 +247,7 @@ void Model::predict_into(const float* x, int64_t n, float* out) { impl_->predict
 
 std::string Model::gemm_kernel() const {
   impl_->require_compiled("gemm_kernel");
-  return impl_->be->gemm_kernel_name();
+  return impl_->replicas.front().be->gemm_kernel_name();
 }
 
 }  // namespace kx

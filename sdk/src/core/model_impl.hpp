@@ -1,12 +1,30 @@
-// The state behind kx::Model: the network, its arenas, the backend and the step plan.
+// The state behind kx::Model: the network, one replica per strategy device (backend, arenas, step
+// plan), and the pool and collective that keep the replicas in sync.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "core/step_plan.hpp"
+#include "distribute/collective.hpp"
+#include "distribute/replica_pool.hpp"
 #include "kx/model.hpp"
 
 namespace kx {
+
+// One copy of the model on one device. Replicas hold equal parameters and optimizer slots at every
+// step boundary: they start from replica 0's weights and apply the same summed gradient.
+struct Replica {
+  std::unique_ptr<backend::Backend> be;
+  FloatBuffer params, grads, slot_m, slot_v;
+  core::StepPlan plan;
+  backend::LossSums sums;  // of the rows this replica saw in the current call
+};
+
+// Rows [first, first + rows) of a global batch belong to one replica.
+struct Slice {
+  int64_t first = 0, rows = 0;
+};
 
 class Model::Impl {
  public:
@@ -24,25 +42,37 @@ class Model::Impl {
   // Throws InvalidArgument when the dataset's samples or labels do not fit this model and loss.
   void check_dataset(const Dataset& d, const char* role) const;
 
+  // Replica 0's parameters, which every replica equals between steps.
+  const FloatBuffer& params() const { return replicas.front().params; }
+  void set_params(const float* w);
+
   Strategy strategy;
   core::Network net;
   CompileOptions options;
   OptimizerConfig optimizer;  // resolved
   backend::LossSpec loss_spec;
   bool compiled = false;
-  std::unique_ptr<backend::Backend> be;
-  FloatBuffer params, grads, slot_m, slot_v;
+  std::vector<Replica> replicas;
   int64_t optimizer_steps = 0;
-  core::StepPlan plan;
 
  private:
-  // One optimiser step on rows samples gathered by storage index; adds to sums.
   // evaluate() without check_dataset, for data that fit has already checked.
   EvalResult evaluate_checked(const Dataset& data);
+  // One optimizer step on the global batch of `rows` samples gathered by storage index; adds to sums.
   void train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums);
+  // Forward, loss and backward of one replica's slice; the loss is scaled by 1 / global rows.
+  void replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
+                                int64_t global_rows, uint64_t step_seed);
+  void replica_optimizer(Replica& r, int replica);
+  // Runs task(k) on every replica k: concurrently when there are several.
+  void for_each_replica(const std::function<void(int)>& task);
+  Slice slice(int replica, int64_t rows) const;
+  void reserve_plans(int64_t global_rows);
   void init_weights(uint64_t seed);
-  void apply_optimizer();
   int64_t label_size() const;
+
+  std::unique_ptr<distribute::ReplicaPool> pool_;
+  std::unique_ptr<distribute::Collective> collective_;
 };
 
 }  // namespace kx

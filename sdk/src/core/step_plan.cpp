@@ -46,7 +46,7 @@ void StepPlan::reserve(const Network& net, int64_t max_rows, int64_t label_size)
 }
 
 void StepPlan::forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-                       uint64_t step_seed) {
+                       uint64_t step_seed, int64_t first_row) {
   const size_t L = net.layers.size();
   for (size_t i = 0; i < L; ++i) {
     LayerContext c;
@@ -59,6 +59,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.seed = mix_seed(step_seed, i);
+    c.first_row = first_row;
     net.layers[i]->forward(c);
   }
 }

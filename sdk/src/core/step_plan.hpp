@@ -38,8 +38,9 @@ class StepPlan {
   float* output() { return act_.back(); }
   float* output_grad() { return grad_.back(); }
 
+  // rows samples that start at first_row of the global batch (0 unless replicas split it).
   void forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-               uint64_t step_seed);
+               uint64_t step_seed, int64_t first_row = 0);
   // Needs output_grad() filled with dL/d(output) and the buffers of the forward pass just before.
   void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows);
 

@@ -17,9 +17,10 @@ Strategy Strategy::mirrored(const std::vector<std::string>& names) {
   } else {
     for (const auto& n : names) devices.push_back(parse_device(n));
   }
-  require(devices.size() == 1, Status::Unsupported,
-          "mirrored strategies with more than one replica are not implemented yet in this version of kx (asked for " +
-              std::to_string(devices.size()) + ")");
+  for (const Device& d : devices)
+    require(d.kind == devices.front().kind, Status::InvalidArgument,
+            "a mirrored strategy cannot mix CPU and GPU replicas (" + devices.front().name() + " and " +
+                d.name() + ")");
   return Strategy(std::move(devices));
 }
 

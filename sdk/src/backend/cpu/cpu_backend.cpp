@@ -238,11 +238,12 @@ class CpuBackend final : public Backend {
     sums->correct += correct;
   }
 
-  void dropout_forward(float rate, uint64_t seed, int64_t n, const float* x, float* mask, float* y) override {
+  void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+                       float* y) override {
     const float keep_scale = 1.0f / (1.0f - rate);
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) {
-      mask[i] = uniform01(seed, static_cast<uint64_t>(i)) >= rate ? keep_scale : 0.0f;
+      mask[i] = uniform01(seed, static_cast<uint64_t>(first + i)) >= rate ? keep_scale : 0.0f;
       y[i] = x[i] * mask[i];
     }
   }
@@ -416,6 +417,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 }  // namespace cpu
+
+int cpu_core_count() { return omp_get_num_procs(); }
 
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm) {
   return std::make_unique<cpu::CpuBackend>(num_threads, gemm);
