@@ -34,7 +34,13 @@ int main(int argc, char** argv) {
   double test_loss = 0, test_accuracy = 0;
 
   printf("kx %s\n", kx_version_string());
-  CHECK(kx_strategy_create_default(&strategy));
+  /* Every GPU when there are GPUs, else two CPU replicas sharing the cores. */
+  if (kx_device_count(KX_DEVICE_CUDA) > 0) {
+    CHECK(kx_strategy_create_mirrored(NULL, 0, &strategy));
+  } else {
+    const char* cpus[2] = {"cpu", "cpu"};
+    CHECK(kx_strategy_create_mirrored(cpus, 2, &strategy));
+  }
 
   data_path(images, sizeof images, dir, "train-images-idx3-ubyte.gz");
   data_path(labels, sizeof labels, dir, "train-labels-idx1-ubyte.gz");

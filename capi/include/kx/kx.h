@@ -93,10 +93,14 @@ typedef struct kx_strategy kx_strategy;
 KX_API kx_status kx_strategy_create_default(kx_strategy** out);
 
 /* Synchronous replicas on the named devices ("cpu", "cuda:0", ...; a name may repeat to make several
- * logical replicas on one device). devices == NULL and n_devices == 0 means every GPU, or one CPU
- * replica when there is none. Errors: KX_E_INVALID_ARGUMENT for an unknown name or a NULL entry,
- * KX_E_DEVICE for a device that is not present, KX_E_UNSUPPORTED for several replicas in this
- * version. */
+ * logical replicas on one device, as TensorFlow's logical devices do: {"cpu", "cpu"} is two CPU
+ * replicas). devices == NULL and n_devices == 0 means every GPU, or one CPU replica when there is
+ * none. The devices array is copied. Every step splits the global batch as evenly as possible between
+ * the replicas, sums their gradients in replica order (a run is bitwise repeatable) and applies the
+ * same update on each, so N replicas train like one device on the same global batch. CPU replicas
+ * share the strategy's threads (kx_strategy_set_num_threads) between them.
+ * Errors: KX_E_INVALID_ARGUMENT for an unknown name, a NULL entry or CPU and GPU replicas mixed,
+ * KX_E_DEVICE for a device that is not present. */
 KX_API kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,
                                              kx_strategy** out);
 
