@@ -172,7 +172,7 @@ kx_status kx_model_save(kx_model* m, const char* path) {
   return guarded([&] {
     require_arg(m, "m", "kx_model_save");
     require_arg(path, "path", "kx_model_save");
-    kx::fail(kx::Status::Unsupported, "kx_model_save: model files are not implemented yet in this version of kx");
+    m->model.save(path);
     return KX_OK;
   });
 }
@@ -182,8 +182,7 @@ kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out) {
     require_arg(s, "s", "kx_model_load");
     require_arg(path, "path", "kx_model_load");
     require_arg(out, "out", "kx_model_load");
-    kx::fail(kx::Status::Unsupported, "kx_model_load: model files are not implemented yet in this version of kx");
-    return KX_OK;
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::load(s->strategy, path)}), out);
   });
 }
 

@@ -20,10 +20,49 @@ kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_te
   return guarded([&] {
     require_arg(c, "c", "kx_callbacks_add_model_checkpoint");
     require_arg(path_template, "path_template", "kx_callbacks_add_model_checkpoint");
-    kx::require(every_n_batches >= 0 && keep_last >= 0, kx::Status::InvalidArgument,
-                "kx_callbacks_add_model_checkpoint: every_n_batches and keep_last must be >= 0");
-    kx::fail(kx::Status::Unsupported,
-             "kx_callbacks_add_model_checkpoint: checkpoints are not implemented yet in this version of kx");
+    c->callbacks.add_model_checkpoint(path_template, every_n_batches, keep_last);
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_early_stopping(kx_callbacks* c, const char* monitor, int32_t patience, double min_delta,
+                                          int32_t restore_best_weights) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_early_stopping");
+    c->callbacks.add_early_stopping(monitor ? monitor : "val_loss", patience, min_delta, restore_best_weights != 0);
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_csv_logger(kx_callbacks* c, const char* path, int32_t append) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_csv_logger");
+    require_arg(path, "path", "kx_callbacks_add_csv_logger");
+    c->callbacks.add_csv_logger(path, append != 0);
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_terminate_on_nan(kx_callbacks* c) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_terminate_on_nan");
+    c->callbacks.add_terminate_on_nan();
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_step_decay(kx_callbacks* c, double factor, int32_t every_epochs) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_step_decay");
+    c->callbacks.add_step_decay({factor, every_epochs});
+    return KX_OK;
+  });
+}
+
+kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, double alpha) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_cosine_decay");
+    c->callbacks.add_cosine_decay({decay_steps, alpha});
     return KX_OK;
   });
 }
@@ -44,6 +83,7 @@ kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* us
       ev.val_accuracy = e.val_accuracy;
       ev.path = e.path.empty() ? nullptr : e.path.c_str();
       ev.steps_per_epoch = e.steps_per_epoch;
+      ev.global_step = e.global_step;
       return fn(&ev, user_data) != 0;
     });
     return KX_OK;

@@ -176,8 +176,6 @@ static void test_models(kx_strategy* s) {
   EXPECT_OK(kx_model_set_weights(m, w, 43));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_to_json(m, NULL));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_save(m, NULL));
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_save(m, "model.kx"));
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_load(s, "model.kx", &m));
   EXPECT_OK(kx_model_to_json(m, &json));
   if (json != (char*)SENTINEL) {
     kx_model* copy = NULL;
@@ -308,7 +306,20 @@ static void test_training(kx_strategy* s) {
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function(cb, NULL, NULL));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, NULL, 0, 0));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "c.kx", -1, 0));
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_callbacks_add_model_checkpoint(cb, "c-{epoch}.kx", 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "c-{epch}.kx", 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "c-{epoch:.2q}.kx", 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "c-{loss:d}.kx", 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, "ckpt/", 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_early_stopping(cb, "val_los", 2, 0.0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_early_stopping(cb, NULL, -1, 0.0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_early_stopping(NULL, NULL, 1, 0.0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_csv_logger(cb, NULL, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_csv_logger(cb, "", 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_terminate_on_nan(NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_step_decay(cb, 0.0, 2));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_step_decay(cb, 0.5, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_cosine_decay(cb, 0, 0.0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_cosine_decay(cb, 100, 1.5));
   EXPECT_OK(kx_callbacks_add_function(cb, stop_after_three_batches, &batches));
 
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(NULL, d, &fo, NULL, &h));
@@ -321,8 +332,8 @@ static void test_training(kx_strategy* s) {
   fo.verbose = 5;
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, d, &fo, NULL, &h));
   kx_fit_options_init(&fo, sizeof fo);
-  fo.resume_from = "ckpt";
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_fit(m, d, &fo, NULL, &h));
+  fo.resume_from = "/dev/null"; /* a file, and not a checkpoint */
+  EXPECT_ERR(KX_E_CORRUPT, kx_fit(m, d, &fo, NULL, &h));
   kx_fit_options_init(&fo, sizeof fo);
   fo.validation = wide;
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(m, d, &fo, NULL, &h));
@@ -406,6 +417,124 @@ static void test_options_structs(kx_strategy* s) {
   kx_model_destroy(m);
 }
 
+static int count_saved(const kx_event* ev, void* user_data) {
+  if (ev->kind == KX_EVENT_CHECKPOINT_SAVED && ev->path != NULL) ++*(int*)user_data;
+  return 0;
+}
+
+/* Model files, checkpoints, resume and the built-in callbacks through the C ABI. */
+static void test_files_and_checkpoints(kx_strategy* s, const char* dir) {
+  enum { N = 60, IN = 4, CLASSES = 3 };
+  float x[N * IN], w1[128], w2[128];
+  int64_t y[N];
+  const int64_t xs[2] = {N, IN}, ys[1] = {N}, in_shape[1] = {IN};
+  char model_path[1024], ckpt_template[1024], ckpt_dir[1024], csv_path[1024], garbage[1024];
+  kx_dataset* d = NULL;
+  kx_model *m = NULL, *loaded = (kx_model*)SENTINEL;
+  kx_callbacks* cb = NULL;
+  kx_fit_options fo;
+  kx_compile_options co;
+  FILE* f;
+  int i, saved = 0;
+
+  snprintf(model_path, sizeof model_path, "%s/capi_model.kx", dir);
+  snprintf(ckpt_dir, sizeof ckpt_dir, "%s/capi_ckpt", dir);
+  snprintf(ckpt_template, sizeof ckpt_template, "%s/capi_ckpt/ckpt-{epoch:02d}-{loss:.3f}.kx", dir);
+  snprintf(csv_path, sizeof csv_path, "%s/capi_log.csv", dir);
+  snprintf(garbage, sizeof garbage, "%s/capi_garbage.kx", dir);
+  remove(csv_path);
+  for (i = 0; i < N * IN; ++i) x[i] = (float)((i * 29) % 13) / 13.0f;
+  for (i = 0; i < N; ++i) y[i] = i % CLASSES;
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_I64, ys, 1, &d));
+  EXPECT_OK(kx_dataset_batch(d, 8, 0));
+  EXPECT_OK(kx_dataset_shuffle(d, N, 5));
+  EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 8, KX_ACT_TANH));
+  EXPECT_OK(kx_model_add_dense(m, CLASSES, KX_ACT_SOFTMAX));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_save(m, model_path)); /* nothing to save before compile */
+  kx_compile_options_init(&co, sizeof co);
+  co.metrics = KX_METRIC_ACCURACY;
+  EXPECT_OK(kx_model_compile(m, &co));
+
+  /* Save and load: the same weights, in a new model. */
+  EXPECT_OK(kx_model_save(m, model_path));
+  EXPECT_ERR(KX_E_IO, kx_model_save(m, "/nonexistent-dir/m.kx"));
+  EXPECT_ERR(KX_E_IO, kx_model_load(s, "/nonexistent-dir/m.kx", &loaded));
+  f = fopen(garbage, "wb");
+  if (f) {
+    fputs("definitely not safetensors", f);
+    fclose(f);
+  }
+  EXPECT_ERR(KX_E_CORRUPT, kx_model_load(s, garbage, &loaded));
+  EXPECT(loaded == (kx_model*)SENTINEL);
+  EXPECT_OK(kx_model_load(s, model_path, &loaded));
+  if (loaded != (kx_model*)SENTINEL) {
+    EXPECT(kx_model_num_params(loaded) == kx_model_num_params(m));
+    EXPECT_OK(kx_model_get_weights(m, w1, 128));
+    EXPECT_OK(kx_model_get_weights(loaded, w2, 128));
+    EXPECT(memcmp(w1, w2, (size_t)kx_model_num_params(m) * sizeof(float)) == 0);
+    kx_model_destroy(loaded);
+  }
+
+  /* A checkpoint every epoch, keeping the newest 2, a CSV log, the events. */
+  EXPECT_OK(kx_callbacks_create(&cb));
+  EXPECT_OK(kx_callbacks_add_model_checkpoint(cb, ckpt_template, 0, 2));
+  EXPECT_OK(kx_callbacks_add_csv_logger(cb, csv_path, 0));
+  EXPECT_OK(kx_callbacks_add_terminate_on_nan(cb));
+  EXPECT_OK(kx_callbacks_add_cosine_decay(cb, 100, 0.1));
+  EXPECT_OK(kx_callbacks_add_function(cb, count_saved, &saved));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.epochs = 3;
+  EXPECT_OK(kx_fit(m, d, &fo, cb, NULL));
+  EXPECT(saved == 3);
+  f = fopen(csv_path, "r");
+  EXPECT(f != NULL);
+  if (f) {
+    char line[256];
+    int rows = 0;
+    EXPECT(fgets(line, sizeof line, f) != NULL && strcmp(line, "epoch,accuracy,loss\n") == 0);
+    while (fgets(line, sizeof line, f)) ++rows;
+    EXPECT(rows == 3);
+    fclose(f);
+  }
+  kx_callbacks_destroy(cb);
+
+  /* Resume from the directory: all 3 epochs are done, so a fit of 4 epochs trains one more. */
+  EXPECT_OK(kx_model_get_weights(m, w1, 128));
+  {
+    kx_model* again = NULL;
+    kx_history* h = NULL;
+    EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &again));
+    EXPECT_OK(kx_model_add_dense(again, 8, KX_ACT_TANH));
+    EXPECT_OK(kx_model_add_dense(again, CLASSES, KX_ACT_SOFTMAX));
+    EXPECT_OK(kx_model_compile(again, &co));
+    kx_fit_options_init(&fo, sizeof fo);
+    fo.epochs = 3;
+    fo.resume_from = ckpt_dir;
+    EXPECT_OK(kx_fit(again, d, &fo, NULL, &h));
+    EXPECT(kx_history_epochs(h) == 0); /* nothing left */
+    kx_history_destroy(h);
+    EXPECT_OK(kx_model_get_weights(again, w2, 128));
+    EXPECT(memcmp(w1, w2, (size_t)kx_model_num_params(m) * sizeof(float)) == 0);
+    fo.epochs = 4;
+    EXPECT_OK(kx_fit(again, d, &fo, NULL, &h));
+    EXPECT(kx_history_epochs(h) == 1);
+    kx_history_destroy(h);
+    /* Another model cannot resume from these checkpoints. */
+    kx_model_destroy(again);
+    EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &again));
+    EXPECT_OK(kx_model_add_dense(again, 9, KX_ACT_TANH));
+    EXPECT_OK(kx_model_add_dense(again, CLASSES, KX_ACT_SOFTMAX));
+    EXPECT_OK(kx_model_compile(again, &co));
+    fo.epochs = 3;
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_fit(again, d, &fo, NULL, NULL));
+    EXPECT(strstr(kx_last_error_message(), "units") != NULL);
+    kx_model_destroy(again);
+  }
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -419,6 +548,7 @@ int main(int argc, char** argv) {
   test_datasets(dir);
   test_training(s);
   test_options_structs(s);
+  test_files_and_checkpoints(s, dir);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -255,8 +255,8 @@ TEST(Model, RejectsMisuseAndDataThatDoesNotFit) {
   bad.epochs = 0;
   EXPECT_EQ(test::status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::InvalidArgument);
   bad = FitOptions{};
-  bad.resume_from = "ckpt/";
-  EXPECT_EQ(test::status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::Unsupported);
+  bad.resume_from = "/dev/null";  // exists, and is not a checkpoint
+  EXPECT_EQ(test::status_of([&] { m.fit(d, bad, nullptr, nullptr); }), Status::Corrupt);
   Dataset tiny = d.take(3);
   tiny.batch(4, true);  // no complete batch
   EXPECT_EQ(test::status_of([&] { m.fit(tiny, FitOptions{}, nullptr, nullptr); }), Status::InvalidArgument);

@@ -196,7 +196,15 @@ KX_API kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_
 /* Replaces all parameters from w (w_len == kx_model_num_params floats, same order). */
 KX_API kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len);
 
+/* Saves a compiled model to one file in the safetensors layout (readable by Python's safetensors):
+ * every parameter as "<layer>/<kernel|bias>", the optimizer slots as "optimizer/m/...", the model
+ * and compile configs as JSON in the metadata, with CRC32s. Written durably: path.tmp, fsync, rename,
+ * fsync of the directory, so a crash leaves the old file or the new one. Errors: NULL arguments,
+ * KX_E_MISUSE before compile, KX_E_IO. */
 KX_API kx_status kx_model_save(kx_model* m, const char* path);
+/* Loads a file written by kx_model_save (or a checkpoint) into a new compiled model on s, with any
+ * number of replicas. *out belongs to the caller. Errors: NULL arguments, KX_E_IO (cannot read),
+ * KX_E_CORRUPT (truncated, damaged or not a kx file; the message names the file and the problem). */
 KX_API kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out);
 KX_API void kx_model_destroy(kx_model* m);
 
@@ -269,15 +277,43 @@ typedef struct kx_event {
   double val_accuracy;
   const char* path;     /* CHECKPOINT_SAVED: the file written; else NULL */
   int64_t steps_per_epoch;
+  int64_t global_step;  /* batches trained since the first fit (continues across resumes) */
 } kx_event;
 
 /* Called on the thread that called kx_fit. Return 0 to go on, non-zero to stop (kx_fit then returns
  * KX_STOPPED). The event is valid only during the call. */
 typedef int32_t (*kx_callback_fn)(const kx_event* ev, void* user_data);
 
+/* An empty callback list; it may be given to several fits in turn (not at the same time). */
 KX_API kx_status kx_callbacks_create(kx_callbacks** out);
+/* Keras's ModelCheckpoint. Every every_n_batches global batches (0 = at the end of every epoch,
+ * after validation) kx_fit writes a checkpoint: weights, optimizer state, step count, epoch and
+ * position within it, RNG and data-order state, so kx_fit_options.resume_from continues at the exact
+ * next batch. path_template fields: {epoch} (1-based, as Keras), {step} (global batch count), {loss},
+ * {val_loss}, with optional formats {epoch:02d}, {loss:.4f}; missing directories are created.
+ * keep_last > 0 keeps that many newest files of this template in the directory, deleting older ones
+ * only after the new one is durable (0 keeps all). A CHECKPOINT_SAVED event follows each write. A
+ * failed write stops kx_fit with KX_E_IO. Errors: NULL, negative counts, unknown field or format. */
 KX_API kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_template,
                                                    int64_t every_n_batches, int32_t keep_last);
+/* Keras's EarlyStopping: stops fit (KX_STOPPED) when monitor ("val_loss" when NULL, "loss",
+ * "accuracy", "val_accuracy") has not improved by more than min_delta for patience epochs; with
+ * restore_best_weights the weights of the best epoch are put back. kx_fit fails with
+ * KX_E_INVALID_ARGUMENT when the monitored value does not exist (no validation data, no accuracy). */
+KX_API kx_status kx_callbacks_add_early_stopping(kx_callbacks* c, const char* monitor, int32_t patience,
+                                                 double min_delta, int32_t restore_best_weights);
+/* Keras's CSVLogger: one row per epoch, "epoch,accuracy,loss,val_accuracy,val_loss" (the columns
+ * that exist). append != 0 keeps the file's rows (and its header). Errors: NULL; KX_E_IO from kx_fit. */
+KX_API kx_status kx_callbacks_add_csv_logger(kx_callbacks* c, const char* path, int32_t append);
+/* Keras's TerminateOnNaN: a NaN or infinite batch loss makes kx_fit return KX_E_DIVERGED before any
+ * callback sees that batch, so the last checkpoint written is the last good one. */
+KX_API kx_status kx_callbacks_add_terminate_on_nan(kx_callbacks* c);
+/* Learning-rate schedules from the compiled rate lr0. Step decay: lr0 * factor^floor(epoch /
+ * every_epochs), factor in (0, 1]. Cosine decay (per global step, as keras.optimizers.schedules
+ * .CosineDecay): lr0 * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha).
+ * Both depend only on the position, so a resumed fit continues them. */
+KX_API kx_status kx_callbacks_add_step_decay(kx_callbacks* c, double factor, int32_t every_epochs);
+KX_API kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, double alpha);
 /* fn is called for every event, in the order functions were added; user_data is passed through. */
 KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
 KX_API void kx_callbacks_destroy(kx_callbacks* c);
@@ -290,14 +326,19 @@ typedef struct kx_fit_options {
   kx_dataset* validation;     /* evaluated after each epoch; borrowed */
   int64_t validation_steps;   /* default: the whole validation dataset */
   int32_t verbose;            /* 0 silent (default), 1 progress bar, 2 one line per epoch */
-  const char* resume_from;    /* checkpoint file or directory */
+  const char* resume_from;    /* checkpoint file, or a directory: its newest checkpoint that loads
+                                 cleanly (damaged files are skipped, and said so with verbose > 0).
+                                 Nothing there: training starts fresh (and says so). */
 } kx_fit_options;
 
 KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
 
 /* Trains m on train. o and cb may be NULL. On KX_OK or KX_STOPPED, *out (if out is not NULL)
- * receives the per-epoch history. Errors: KX_E_MISUSE before compile; KX_E_INVALID_ARGUMENT when the
- * dataset does not fit the model (sample shape, label range) or options are bad. */
+ * receives the per-epoch history (of the epochs run by this call). Errors: KX_E_MISUSE before
+ * compile; KX_E_INVALID_ARGUMENT when the dataset does not fit the model (sample shape, label range),
+ * options are bad, or resume_from holds a checkpoint of another model (the message names the first
+ * difference), other training data or another steps_per_epoch; KX_E_CORRUPT for a damaged
+ * resume_from file; KX_E_IO when a checkpoint cannot be written; KX_E_DIVERGED (TerminateOnNaN). */
 KX_API kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb,
                         kx_history** out);
 

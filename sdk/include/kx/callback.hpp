@@ -1,9 +1,12 @@
-// Training events, user callbacks and the per-epoch history, as Keras's callbacks and History.
+// Training events, callbacks and the per-epoch history, as Keras's callbacks and History: user
+// functions, and the built-in ModelCheckpoint, EarlyStopping, CSVLogger, TerminateOnNaN and
+// learning-rate schedules.
 #pragma once
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@ struct Event {
   int32_t epoch = -1;
   int64_t step = -1;
   int64_t steps_per_epoch = -1;
+  int64_t global_step = -1;  // batches trained since the start (across resumes)
   double loss = NAN;
   double accuracy = NAN;
   double val_loss = NAN;
@@ -23,18 +27,70 @@ struct Event {
   std::string path;
 };
 
+// What a built-in callback may do to the fit it watches. Only valid during on_event.
+class TrainingControl {
+ public:
+  virtual ~TrainingControl() = default;
+  // Writes a checkpoint of the state right after the current event (durably), then sends
+  // CheckpointSaved to every callback.
+  virtual void save_checkpoint(const std::string& path) = 0;
+  virtual std::vector<float> get_weights() const = 0;
+  virtual void set_weights(const std::vector<float>& w) = 0;
+  virtual double initial_learning_rate() const = 0;
+  virtual void set_learning_rate(double lr) = 0;
+  virtual bool has_validation() const = 0;
+  virtual bool has_accuracy() const = 0;
+};
+
+class Callback {
+ public:
+  virtual ~Callback() = default;
+  // Returns true to stop training; throws kx::Error to fail it.
+  virtual bool on_event(const Event& e, TrainingControl& control) = 0;
+};
+
 // Returns true to stop training.
 using CallbackFn = std::function<bool(const Event&)>;
 
+// Keras's learning-rate schedules.
+struct StepDecay {
+  double factor = 0.5;         // lr = initial * factor^floor(epoch / every_epochs)
+  int32_t every_epochs = 10;
+};
+struct CosineDecay {
+  int64_t decay_steps = 1000;  // lr = initial * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha)
+  double alpha = 0.0;
+};
+
 class Callbacks {
  public:
-  void add(CallbackFn fn) { fns_.push_back(std::move(fn)); }
-  // Calls every function in order; true if any asked to stop.
-  bool dispatch(const Event& e) const;
-  bool empty() const { return fns_.empty(); }
+  void add(CallbackFn fn);
+  void add(std::shared_ptr<Callback> cb);
+
+  // ModelCheckpoint. path_template fields: {epoch} (1-based, as Keras), {step} (global batch count),
+  // {loss}, {val_loss}, each with an optional printf-like format: {epoch:02d}, {loss:.4f}.
+  // every_n_batches 0 = at the end of every epoch; keep_last 0 = keep every file. Throws
+  // InvalidArgument for an unknown field or format.
+  void add_model_checkpoint(const std::string& path_template, int64_t every_n_batches, int32_t keep_last);
+  // EarlyStopping on "loss", "accuracy", "val_loss" or "val_accuracy" (lower is better for losses,
+  // higher for accuracies).
+  void add_early_stopping(const std::string& monitor, int32_t patience, double min_delta, bool restore_best_weights);
+  // One CSV row per epoch: epoch,<metrics in name order>. append: keep what the file holds.
+  void add_csv_logger(const std::string& path, bool append);
+  // A non-finite batch loss ends fit with Status::Diverged before any callback sees that batch, so the
+  // last checkpoint written stays the last good one.
+  void add_terminate_on_nan() { terminate_on_nan_ = true; }
+  void add_step_decay(const StepDecay& s);
+  void add_cosine_decay(const CosineDecay& c);
+
+  // Calls every callback in order; true if any asked to stop.
+  bool dispatch(const Event& e, TrainingControl& control) const;
+  bool empty() const { return callbacks_.empty(); }
+  bool terminate_on_nan() const { return terminate_on_nan_; }
 
  private:
-  std::vector<CallbackFn> fns_;
+  std::vector<std::shared_ptr<Callback>> callbacks_;
+  bool terminate_on_nan_ = false;
 };
 
 class History {

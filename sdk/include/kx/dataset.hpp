@@ -40,6 +40,8 @@ class Dataset {
   int64_t num_samples() const { return count_; }
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
+  int64_t shuffle_buffer() const { return shuffle_buffer_; }  // 0: not shuffled
+  uint64_t shuffle_seed() const { return shuffle_seed_; }
   int64_t batches_per_pass() const;
   const Shape& x_shape() const { return storage_->x_shape; }
   const Shape& y_shape() const { return storage_->y_shape; }

@@ -61,6 +61,13 @@ class Model {
   std::vector<float> get_weights() const;
   void set_weights(const std::vector<float>& w);
 
+  // One safetensors file with the config, compile settings, weights and optimizer state, written
+  // durably (a crash leaves the old file or the new one). Throws Misuse before compile, Io.
+  void save(const std::string& path) const;
+  // A model saved by save() or a checkpoint, compiled as it was, on `strategy` (any replica count).
+  // Throws Io, Corrupt (damaged or not a kx file).
+  static Model load(const Strategy& strategy, const std::string& path);
+
   // Returns Status::Ok, or Status::Stopped when a callback stopped training.
   Status fit(Dataset& train, const FitOptions& options, const Callbacks* callbacks, History* history);
   EvalResult evaluate(const Dataset& data);

@@ -1,12 +1,51 @@
 #include "kx/callback.hpp"
 
+#include "core/builtin_callbacks.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
 
-bool Callbacks::dispatch(const Event& e) const {
+namespace {
+
+class FunctionCallback final : public Callback {
+ public:
+  explicit FunctionCallback(CallbackFn fn) : fn_(std::move(fn)) {}
+  bool on_event(const Event& e, TrainingControl&) override { return fn_(e); }
+
+ private:
+  CallbackFn fn_;
+};
+
+}  // namespace
+
+void Callbacks::add(CallbackFn fn) {
+  require(static_cast<bool>(fn), Status::InvalidArgument, "callback function is empty");
+  callbacks_.push_back(std::make_shared<FunctionCallback>(std::move(fn)));
+}
+
+void Callbacks::add(std::shared_ptr<Callback> cb) {
+  require(cb != nullptr, Status::InvalidArgument, "callback is null");
+  callbacks_.push_back(std::move(cb));
+}
+
+void Callbacks::add_model_checkpoint(const std::string& path_template, int64_t every_n_batches, int32_t keep_last) {
+  add(core::make_model_checkpoint(path_template, every_n_batches, keep_last));
+}
+
+void Callbacks::add_early_stopping(const std::string& monitor, int32_t patience, double min_delta,
+                                   bool restore_best_weights) {
+  add(core::make_early_stopping(monitor, patience, min_delta, restore_best_weights));
+}
+
+void Callbacks::add_csv_logger(const std::string& path, bool append) { add(core::make_csv_logger(path, append)); }
+
+void Callbacks::add_step_decay(const StepDecay& s) { add(core::make_step_decay(s)); }
+
+void Callbacks::add_cosine_decay(const CosineDecay& c) { add(core::make_cosine_decay(c)); }
+
+bool Callbacks::dispatch(const Event& e, TrainingControl& control) const {
   bool stop = false;
-  for (const auto& fn : fns_) stop = fn(e) || stop;  // every callback sees every event
+  for (const auto& cb : callbacks_) stop = cb->on_event(e, control) || stop;  // every callback sees every event
   return stop;
 }
 

@@ -2,6 +2,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "core/checkpoint.hpp"
 
 #include "core/model_impl.hpp"
 #include "core/progress_bar.hpp"
@@ -110,15 +115,102 @@ void Model::Impl::replica_optimizer(Replica& r, int /*replica*/) {
   const int64_t n = net.num_params;
   if (optimizer.kind == OptimizerKind::Adam) {
     const double t = static_cast<double>(optimizer_steps);
-    const double lr_t = optimizer.learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
+    const double lr_t = learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
                         (1 - std::pow(optimizer.beta1, t));
     r.be->adam_update(n, r.params.data(), r.grads.data(), r.slot_m.data(), r.slot_v.data(), static_cast<float>(lr_t),
                       static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
                       static_cast<float>(optimizer.epsilon));
   } else {
     r.be->sgd_update(n, r.params.data(), r.grads.data(), r.slot_m.empty() ? nullptr : r.slot_m.data(),
-                     static_cast<float>(optimizer.learning_rate), static_cast<float>(optimizer.momentum));
+                     static_cast<float>(learning_rate), static_cast<float>(optimizer.momentum));
   }
+}
+
+namespace {
+
+// The fit in progress, as the built-in callbacks see it.
+class FitControl final : public TrainingControl {
+ public:
+  FitControl(Model::Impl& model, const Callbacks* callbacks, const Dataset& train, bool validation)
+      : model_(model), callbacks_(callbacks), validation_(validation) {
+    order = core::DataOrder::of(train);
+  }
+
+  // Sends e to every callback; true if one asked to stop.
+  bool emit(const Event& e) { return callbacks_ && callbacks_->dispatch(e, *this); }
+
+  void save_checkpoint(const std::string& path) override {
+    io::write_file_durably(path, model_.encode(&position, &order));
+    Event e;
+    e.kind = EventKind::CheckpointSaved;
+    e.epoch = position.epoch;
+    e.step = position.step_in_epoch;
+    e.steps_per_epoch = position.steps_per_epoch;
+    e.global_step = model_.optimizer_steps;
+    e.path = path;
+    emit(e);
+  }
+  std::vector<float> get_weights() const override {
+    return std::vector<float>(model_.params().begin(), model_.params().end());
+  }
+  void set_weights(const std::vector<float>& w) override {
+    require(static_cast<int64_t>(w.size()) == model_.net.num_params, Status::InvalidArgument,
+            "set_weights needs " + std::to_string(model_.net.num_params) + " values");
+    model_.set_params(w.data());
+  }
+  double initial_learning_rate() const override { return model_.optimizer.learning_rate; }
+  void set_learning_rate(double lr) override {
+    require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
+    model_.learning_rate = lr;
+  }
+  bool has_validation() const override { return validation_; }
+  bool has_accuracy() const override { return model_.options.accuracy; }
+
+  core::TrainPosition position;  // kept current by the loop: what a checkpoint written now records
+  core::DataOrder order;
+
+ private:
+  Model::Impl& model_;
+  const Callbacks* callbacks_;
+  bool validation_;
+};
+
+}  // namespace
+
+std::optional<io::SafetensorsFile> Model::Impl::find_checkpoint(const std::string& from, core::ProgressBar& bar) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(from, ec)) {
+    bar.message("No checkpoint at " + from + ": starting fresh");
+    return std::nullopt;
+  }
+  if (!fs::is_directory(from, ec)) {
+    io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(from), from);
+    require(core::has_position(f), Status::InvalidArgument,
+            from + " is a model file, not a checkpoint: load it with kx_model_load, or resume from a checkpoint");
+    return f;
+  }
+  // Newest first by the step each file records; files that are not kx files at all are not candidates.
+  std::vector<std::pair<int64_t, std::string>> candidates;
+  for (const auto& entry : fs::directory_iterator(from, ec)) {
+    const std::string path = entry.path().string();
+    const bool temporary = path.size() >= 4 && path.compare(path.size() - 4, 4, ".tmp") == 0;
+    if (!entry.is_regular_file(ec) || temporary) continue;
+    const int64_t step = core::peek_global_step(path);
+    if (step >= 0) candidates.emplace_back(step, path);
+  }
+  std::sort(candidates.begin(), candidates.end(), std::greater<>());
+  for (const auto& [step, path] : candidates) {
+    try {
+      io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path);
+      if (core::has_position(f)) return f;
+    } catch (const Error& e) {
+      if (e.status() != Status::Corrupt && e.status() != Status::Io) throw;
+      bar.message(std::string("Skipping checkpoint ") + e.what());
+    }
+  }
+  bar.message("No checkpoint in " + from + ": starting fresh");
+  return std::nullopt;
 }
 
 Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
@@ -128,8 +220,6 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   require(o.steps_per_epoch >= 0, Status::InvalidArgument, "steps_per_epoch must be >= 0");
   require(o.validation_steps >= 0, Status::InvalidArgument, "validation_steps must be >= 0");
   require(o.verbose >= 0 && o.verbose <= 2, Status::InvalidArgument, "verbose must be 0, 1 or 2");
-  require(o.resume_from.empty(), Status::Unsupported,
-          "resume_from (checkpoint restore) is not implemented yet in this version of kx");
   check_dataset(train, "training");
   if (o.validation) check_dataset(*o.validation, "validation");
   const int64_t passes_steps = train.batches_per_pass();
@@ -142,37 +232,80 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
 
   const bool accuracy = options.accuracy;
   core::ProgressBar bar(o.verbose, stdout);
-  auto emit = [&](Event e) { return cb && cb->dispatch(e); };
-  Event ev;
-  ev.kind = EventKind::TrainBegin;
-  ev.steps_per_epoch = steps;
-  bool stop = emit(ev);
+  FitControl control(*this, cb, train, o.validation != nullptr);
+  learning_rate = optimizer.learning_rate;
 
   // Batches come from a stream of passes over the data; pass p is shuffled with the seed of p, so the
   // order depends only on the dataset and how many batches came before.
   uint64_t pass = o.steps_per_epoch > 0 ? 0 : static_cast<uint64_t>(o.initial_epoch);
-  std::vector<int64_t> order = train.order(pass);
   int64_t pos = 0;  // next batch within the pass
+  int32_t first_epoch = o.initial_epoch;
+  int64_t first_step = 0;
+  backend::LossSums sums;
+  int64_t seen = 0;
+  if (!o.resume_from.empty()) {
+    if (std::optional<io::SafetensorsFile> f = find_checkpoint(o.resume_from, bar)) {
+      const core::TrainPosition p = core::get_position(*f);
+      require(p.steps_per_epoch == steps, Status::InvalidArgument,
+              f->source() + " was written with " + std::to_string(p.steps_per_epoch) + " steps per epoch, this fit has " +
+                  std::to_string(steps));
+      const std::string data_diff = core::get_data_order(*f).difference(control.order);
+      require(data_diff.empty(), Status::InvalidArgument,
+              f->source() + " was written for other training data: " + data_diff);
+      restore(*f);
+      pass = p.data_pass;
+      pos = p.data_position;
+      require(pos <= passes_steps, Status::Corrupt, f->source() + ": data position beyond the pass");
+      if (p.step_in_epoch == p.steps_per_epoch) {
+        first_epoch = p.epoch + 1;
+      } else {
+        first_epoch = p.epoch;
+        first_step = p.step_in_epoch;
+        sums = {p.loss_sum, p.correct_sum};
+        seen = p.seen;
+      }
+      bar.message("Resuming from " + f->source() + ": epoch " + std::to_string(first_epoch + 1) + ", batch " +
+                  std::to_string(first_step) + "/" + std::to_string(steps) + ", step " +
+                  std::to_string(optimizer_steps));
+      if (first_epoch >= o.epochs) bar.message("Nothing left to train: all " + std::to_string(o.epochs) + " epochs are done");
+    }
+  }
+  std::vector<int64_t> order = train.order(pass);
   const DatasetStorage& data = train.storage();
 
-  for (int epoch = o.initial_epoch; epoch < o.epochs && !stop; ++epoch) {
+  Event ev;
+  ev.kind = EventKind::TrainBegin;
+  ev.steps_per_epoch = steps;
+  ev.global_step = optimizer_steps;
+  bool stop = control.emit(ev);
+
+  for (int epoch = first_epoch; epoch < o.epochs && !stop; ++epoch) {
+    const int64_t start = epoch == first_epoch ? first_step : 0;
+    if (epoch != first_epoch) sums = {}, seen = 0;
     ev = Event{};
     ev.kind = EventKind::EpochBegin;
     ev.epoch = epoch;
+    ev.step = start;
     ev.steps_per_epoch = steps;
-    stop = emit(ev);
-    bar.begin_epoch(epoch, o.epochs, steps);
-    backend::LossSums sums;
-    int64_t seen = 0;
+    ev.global_step = optimizer_steps;
+    stop = control.emit(ev);
+    bar.begin_epoch(epoch, o.epochs, steps, start);
     core::Metrics m;
-    for (int64_t step = 0; step < steps && !stop; ++step) {
+    for (int64_t step = start; step < steps && !stop; ++step) {
       if (pos == passes_steps) {
         order = train.order(++pass);
         pos = 0;
       }
       const int64_t first = pos * batch;
       const int64_t rows = std::min(batch, train.num_samples() - first);
-      train_step(data, order.data() + first, rows, &sums);
+      backend::LossSums step_sums;
+      train_step(data, order.data() + first, rows, &step_sums);
+      if (cb && cb->terminate_on_nan() && !std::isfinite(step_sums.loss))
+        fail(Status::Diverged, "the loss became " + std::to_string(step_sums.loss) + " at epoch " +
+                                   std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
+                                   " (TerminateOnNaN); the last checkpoint written before it is intact");
+      sums.loss += step_sums.loss;
+      sums.correct += step_sums.correct;
       ++pos;
       seen += rows;
       const double loss = sums.loss / static_cast<double>(seen);
@@ -181,15 +314,17 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       if (accuracy) m.emplace_back("accuracy", acc);
       m.emplace_back("loss", loss);
       bar.update(step + 1, m);
+      control.position = {epoch, step + 1, steps, pass, pos, sums.loss, sums.correct, seen};
       if (cb && !cb->empty()) {
         ev = Event{};
         ev.kind = EventKind::BatchEnd;
         ev.epoch = epoch;
         ev.step = step + 1;
         ev.steps_per_epoch = steps;
+        ev.global_step = optimizer_steps;
         ev.loss = loss;
         ev.accuracy = acc;
-        stop = emit(ev);
+        stop = control.emit(ev);
       }
     }
     ev = Event{};
@@ -197,6 +332,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     ev.epoch = epoch;
     ev.step = steps;
     ev.steps_per_epoch = steps;
+    ev.global_step = optimizer_steps;
     ev.loss = safe_ratio(sums.loss, static_cast<double>(seen));
     ev.accuracy = accuracy ? safe_ratio(sums.correct, static_cast<double>(seen)) : std::nan("");
     if (history) {
@@ -218,12 +354,14 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     }
     if (history) history->finish_epoch(epoch);
     bar.end_epoch(m);
-    stop = emit(ev) || stop;
+    control.position = {epoch, steps, steps, pass, pos, sums.loss, sums.correct, seen};
+    stop = control.emit(ev) || stop;
   }
   ev = Event{};
   ev.kind = EventKind::TrainEnd;
   ev.steps_per_epoch = steps;
-  emit(ev);
+  ev.global_step = optimizer_steps;
+  control.emit(ev);
   return stop ? Status::Stopped : Status::Ok;
 }
 

@@ -2,15 +2,24 @@
 // plan), and the pool and collective that keep the replicas in sync.
 #pragma once
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/progress_bar.hpp"
 #include "core/step_plan.hpp"
 #include "distribute/collective.hpp"
 #include "distribute/replica_pool.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"
 #include "kx/model.hpp"
 
 namespace kx {
+
+namespace core {
+struct TrainPosition;
+struct DataOrder;
+}  // namespace core
 
 // One copy of the model on one device. Replicas hold equal parameters and optimizer slots at every
 // step boundary: they start from replica 0's weights and apply the same summed gradient.
@@ -42,6 +51,21 @@ class Model::Impl {
   // Throws InvalidArgument when the dataset's samples or labels do not fit this model and loss.
   void check_dataset(const Dataset& d, const char* role) const;
 
+  // The safetensors bytes of the model (and of the training position, for a checkpoint).
+  std::string encode(const core::TrainPosition* position, const core::DataOrder* order) const;
+  // Loads weights, optimizer slots and step count from a file written by encode for the same model
+  // (InvalidArgument naming the first difference otherwise); the model is unchanged on any error.
+  void restore(const io::SafetensorsFile& f);
+  json::Value compile_config(bool with_seed) const;
+  static CompileOptions compile_options_from(const json::Value& config);
+
+  struct NamedSlice {
+    std::string name;  // "dense_1/kernel"
+    Shape shape;
+    int64_t offset;    // in the parameter arena
+  };
+  std::vector<NamedSlice> named_params() const;
+
   // Replica 0's parameters, which every replica equals between steps.
   const FloatBuffer& params() const { return replicas.front().params; }
   void set_params(const float* w);
@@ -54,8 +78,12 @@ class Model::Impl {
   bool compiled = false;
   std::vector<Replica> replicas;
   int64_t optimizer_steps = 0;
+  double learning_rate = 0;  // of the next step: the compiled one unless a schedule changes it
 
  private:
+  // The checkpoint to resume from: the file, or the newest that loads cleanly in a directory; nullopt
+  // (and a message) when there is none.
+  std::optional<io::SafetensorsFile> find_checkpoint(const std::string& from, core::ProgressBar& bar);
   // evaluate() without check_dataset, for data that fit has already checked.
   EvalResult evaluate_checked(const Dataset& data);
   // One optimizer step on the global batch of `rows` samples gathered by storage index; adds to sums.

@@ -44,8 +44,9 @@ void ProgressBar::message(const std::string& line) {
   std::fflush(out_);
 }
 
-void ProgressBar::begin_epoch(int epoch, int epochs, int64_t steps) {
+void ProgressBar::begin_epoch(int epoch, int epochs, int64_t steps, int64_t first_step) {
   steps_ = steps;
+  first_step_ = first_step;
   start_ = last_draw_ = Clock::now();
   message("Epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs));
 }
@@ -55,23 +56,23 @@ void ProgressBar::update(int64_t step, const Metrics& m) {
   const auto now = Clock::now();
   if (std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds && step > 1) return;
   last_draw_ = now;
-  std::fprintf(out_, "\r%s\x1b[K", format_line(1, true, step, steps_, elapsed(), m).c_str());
+  std::fprintf(out_, "\r%s\x1b[K", format_line(1, true, step, steps_, elapsed(), m, first_step_).c_str());
   std::fflush(out_);
 }
 
 void ProgressBar::end_epoch(const Metrics& m) {
   if (verbose_ <= 0) return;
-  const std::string line = format_line(verbose_, terminal_, steps_, steps_, elapsed(), m);
+  const std::string line = format_line(verbose_, terminal_, steps_, steps_, elapsed(), m, first_step_);
   std::fprintf(out_, "%s%s\n", verbose_ == 1 && terminal_ ? "\r" : "", line.c_str());
   std::fflush(out_);
 }
 
 std::string ProgressBar::format_line(int verbose, bool terminal, int64_t step, int64_t steps, double seconds,
-                                     const Metrics& m) {
+                                     const Metrics& m, int64_t first_step) {
   const std::string total = std::to_string(steps);
   std::string count = std::to_string(step);
   count = std::string(total.size() > count.size() ? total.size() - count.size() : 0, ' ') + count + "/" + total;
-  const double per_step = step > 0 ? seconds / static_cast<double>(step) : 0.0;
+  const double per_step = step > first_step ? seconds / static_cast<double>(step - first_step) : 0.0;
   if (verbose == 2)
     return count + " - " + std::to_string(static_cast<long long>(seconds)) + "s - " + format_per_step(per_step) +
            format_metrics(m);

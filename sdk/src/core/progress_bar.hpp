@@ -18,13 +18,14 @@ class ProgressBar {
  public:
   ProgressBar(int verbose, std::FILE* out);
   void message(const std::string& line);
-  void begin_epoch(int epoch, int epochs, int64_t steps);
+  // first_step > 0 when a resumed epoch starts part-way: time per step counts the steps run here.
+  void begin_epoch(int epoch, int epochs, int64_t steps, int64_t first_step = 0);
   void update(int64_t step, const Metrics& m);
   void end_epoch(const Metrics& m);
 
   // Exposed for tests: the line for `step` of `steps` after `seconds`.
   static std::string format_line(int verbose, bool terminal, int64_t step, int64_t steps, double seconds,
-                                 const Metrics& m);
+                                 const Metrics& m, int64_t first_step = 0);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -33,6 +34,7 @@ class ProgressBar {
   std::FILE* out_;
   bool terminal_;
   int64_t steps_ = 0;
+  int64_t first_step_ = 0;
   Clock::time_point start_, last_draw_;
 };
 

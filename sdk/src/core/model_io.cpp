@@ -1,0 +1,213 @@
+// Model files and checkpoints: the model's tensors and settings in the safetensors layout, and
+// restoring them into a model (the same model, on any replica count).
+#include <algorithm>
+
+#include "core/checkpoint.hpp"
+#include "core/model_impl.hpp"
+#include "io/json.hpp"
+#include "io/safetensors.hpp"
+#include "kx/error.hpp"
+#include "kx/version.hpp"
+
+namespace kx {
+
+namespace {
+
+constexpr const char* kFormat = "kx/1";
+
+const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "sgd"; }
+
+// The first place where two JSON values differ, as "path: a there, b here"; "" when equal.
+std::string first_difference(const json::Value& there, const json::Value& here, const std::string& path) {
+  if (there.type() != here.type()) return path + ": " + there.dump() + " in the file, " + here.dump() + " here";
+  switch (there.type()) {
+    case json::Value::Type::Array: {
+      const auto& a = there.as_array(path);
+      const auto& b = here.as_array(path);
+      for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+        std::string d = first_difference(a[i], b[i], path + "[" + std::to_string(i) + "]");
+        if (!d.empty()) return d;
+      }
+      if (a.size() != b.size())
+        return path + ": " + std::to_string(a.size()) + " entries in the file, " + std::to_string(b.size()) + " here";
+      return "";
+    }
+    case json::Value::Type::Object: {
+      for (const auto& [k, v] : there.as_object(path)) {
+        if (k == "kx_version") continue;  // a file from another kx version may hold the same model
+        const json::Value* w = here.find(k);
+        if (!w) return path + "." + k + ": in the file, not here";
+        std::string d = first_difference(v, *w, path + "." + k);
+        if (!d.empty()) return d;
+      }
+      for (const auto& [k, v] : here.as_object(path))
+        if (k != "kx_version" && !there.find(k)) return path + "." + k + ": here, not in the file";
+      return "";
+    }
+    default:
+      return there.dump() == here.dump() ? "" : path + ": " + there.dump() + " in the file, " + here.dump() + " here";
+  }
+}
+
+json::Value meta_json(const io::SafetensorsFile& f, const std::string& key) {
+  try {
+    return json::parse(f.meta(key));
+  } catch (const Error& e) {
+    if (e.status() == Status::Corrupt) throw;
+    fail(Status::Corrupt, f.source() + ": metadata \"" + key + "\" is not valid JSON: " + e.what());
+  }
+}
+
+}  // namespace
+
+json::Value Model::Impl::compile_config(bool with_seed) const {
+  json::Value opt{json::Value::Object{}};
+  opt.set("name", optimizer_name(optimizer.kind));
+  opt.set("learning_rate", optimizer.learning_rate);
+  opt.set("beta_1", optimizer.beta1);
+  opt.set("beta_2", optimizer.beta2);
+  opt.set("epsilon", optimizer.epsilon);
+  opt.set("momentum", optimizer.momentum);
+  json::Value loss{json::Value::Object{}};
+  loss.set("name", loss_name(options.loss.kind));
+  loss.set("from_logits", options.loss.from_logits);
+  json::Value metrics{json::Value::Array{}};
+  json::Value root{json::Value::Object{}};
+  root.set("optimizer", std::move(opt));
+  root.set("loss", std::move(loss));
+  root.set("metrics", options.accuracy ? json::Value::Array{json::Value("accuracy")} : json::Value::Array{});
+  if (with_seed) root.set("seed", std::to_string(options.seed));
+  return root;
+}
+
+CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
+  CompileOptions o;
+  const json::Value& opt = c.at("optimizer", "compile config");
+  const std::string& name = opt.at("name", "optimizer").as_string("optimizer name");
+  require(name == "adam" || name == "sgd", Status::InvalidArgument, "unknown optimizer \"" + name + "\"");
+  o.optimizer.kind = name == "adam" ? OptimizerKind::Adam : OptimizerKind::Sgd;
+  o.optimizer.learning_rate = opt.at("learning_rate", "optimizer").as_number("learning_rate");
+  o.optimizer.beta1 = opt.at("beta_1", "optimizer").as_number("beta_1");
+  o.optimizer.beta2 = opt.at("beta_2", "optimizer").as_number("beta_2");
+  o.optimizer.epsilon = opt.at("epsilon", "optimizer").as_number("epsilon");
+  o.optimizer.momentum = opt.at("momentum", "optimizer").as_number("momentum");
+  const json::Value& loss = c.at("loss", "compile config");
+  const std::string& lname = loss.at("name", "loss").as_string("loss name");
+  bool known = false;
+  for (int k = 0; k <= 3; ++k)
+    if (lname == loss_name(static_cast<LossKind>(k))) o.loss.kind = static_cast<LossKind>(k), known = true;
+  require(known, Status::InvalidArgument, "unknown loss \"" + lname + "\"");
+  o.loss.from_logits = loss.at("from_logits", "loss").as_bool("from_logits");
+  for (const json::Value& m : c.at("metrics", "compile config").as_array("metrics"))
+    o.accuracy = o.accuracy || m.as_string("metric") == "accuracy";
+  if (const json::Value* seed = c.find("seed")) {
+    const std::string& text = seed->as_string("seed");
+    char* end = nullptr;
+    o.seed = std::strtoull(text.c_str(), &end, 10);
+    require(!text.empty() && *end == '\0', Status::InvalidArgument, "compile seed \"" + text + "\" is not a number");
+  }
+  return o;
+}
+
+std::vector<Model::Impl::NamedSlice> Model::Impl::named_params() const {
+  std::vector<NamedSlice> out;
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    int64_t offset = net.param_offset[i];
+    for (const core::ParamSpec& p : net.layers[i]->params()) {
+      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset});
+      offset += num_elements(p.shape);
+    }
+  }
+  return out;
+}
+
+std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order) const {
+  require_compiled("save");
+  const Replica& r = replicas.front();
+  std::vector<io::TensorToWrite> tensors;
+  const std::vector<NamedSlice> names = named_params();
+  for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, r.params.data() + p.offset});
+  const bool adam = optimizer.kind == OptimizerKind::Adam;
+  if (!r.slot_m.empty())
+    for (const NamedSlice& p : names)
+      tensors.push_back({(adam ? "optimizer/m/" : "optimizer/momentum/") + p.name, p.shape, r.slot_m.data() + p.offset});
+  if (!r.slot_v.empty())
+    for (const NamedSlice& p : names) tensors.push_back({"optimizer/v/" + p.name, p.shape, r.slot_v.data() + p.offset});
+  io::Metadata m;
+  m["format"] = kFormat;
+  m["kx_version"] = KX_VERSION_STRING;
+  m["model_config"] = to_json();
+  m["compile_config"] = compile_config(true).dump();
+  m["optimizer_steps"] = std::to_string(optimizer_steps);
+  m["replicas"] = std::to_string(replicas.size());
+  if (position && order) core::put_position(*position, *order, m);
+  return io::encode_safetensors(tensors, std::move(m));
+}
+
+void Model::Impl::restore(const io::SafetensorsFile& f) {
+  require_compiled("restoring a checkpoint");
+  require(f.meta("format") == kFormat, Status::Corrupt,
+          f.source() + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
+  const std::string model_diff = first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model");
+  require(model_diff.empty(), Status::InvalidArgument, f.source() + " holds a different model: " + model_diff);
+  const std::string compile_diff = first_difference(meta_json(f, "compile_config"), compile_config(true), "compile");
+  if (!compile_diff.empty() && compile_diff.rfind("compile.seed", 0) != 0)
+    fail(Status::InvalidArgument, f.source() + " was compiled differently: " + compile_diff);
+
+  const size_t n = static_cast<size_t>(net.num_params);
+  FloatBuffer params(n), m(replicas.front().slot_m.size()), v(replicas.front().slot_v.size());
+  const auto read = [&](const std::string& name, const Shape& shape, float* out) {
+    const io::TensorEntry* e = f.find(name);
+    require(e != nullptr, Status::Corrupt, f.source() + ": tensor \"" + name + "\" is missing");
+    require(e->shape == shape, Status::Corrupt,
+            f.source() + ": tensor \"" + name + "\" has shape " + to_string(e->shape) + ", the model's is " +
+                to_string(shape));
+    f.read(*e, out);
+  };
+  const bool adam = optimizer.kind == OptimizerKind::Adam;
+  for (const NamedSlice& p : named_params()) {
+    read(p.name, p.shape, params.data() + p.offset);
+    if (!m.empty()) read((adam ? "optimizer/m/" : "optimizer/momentum/") + p.name, p.shape, m.data() + p.offset);
+    if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
+  }
+  const int64_t steps = core::meta_int(f, "optimizer_steps");
+  require(steps >= 0, Status::Corrupt, f.source() + ": negative optimizer_steps");
+  const json::Value compile = meta_json(f, "compile_config");
+  uint64_t seed = options.seed;
+  if (const json::Value* s = compile.find("seed")) {
+    const std::string& text = s->as_string("seed");
+    char* end = nullptr;
+    seed = std::strtoull(text.c_str(), &end, 10);
+    require(!text.empty() && *end == '\0', Status::Corrupt, f.source() + ": compile seed \"" + text + "\" is not a number");
+  }
+  // Everything is read and checked: only now does the model change.
+  set_params(params.data());
+  for (Replica& r : replicas) {
+    std::copy(m.begin(), m.end(), r.slot_m.begin());
+    std::copy(v.begin(), v.end(), r.slot_v.begin());
+  }
+  optimizer_steps = steps;
+  options.seed = seed;  // dropout masks continue the stream they came from
+}
+
+void Model::save(const std::string& path) const {
+  impl_->require_compiled("save");
+  io::write_file_durably(path, impl_->encode(nullptr, nullptr));
+}
+
+Model Model::load(const Strategy& strategy, const std::string& path) {
+  const io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path);
+  require(f.meta("format") == kFormat, Status::Corrupt,
+          path + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
+  try {
+    Model m = from_json(strategy, f.meta("model_config"));
+    m.compile(Impl::compile_options_from(meta_json(f, "compile_config")));
+    m.impl_->restore(f);
+    return m;
+  } catch (const Error& e) {
+    if (e.status() != Status::InvalidArgument) throw;
+    fail(Status::Corrupt, path + ": the stored model cannot be rebuilt: " + e.what());
+  }
+}
+
+}  // namespace kx
