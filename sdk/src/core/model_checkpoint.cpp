@@ -32,23 +32,30 @@ class ModelCheckpoint final : public Callback {
     if (!parent.empty()) fs::create_directories(parent, ec);
     require(!ec, Status::Io, "cannot create the checkpoint directory " + parent.string() + ": " + ec.message());
     control.save_checkpoint(path);
-    if (keep_last_ > 0) prune(path);
+    prune(path);
     return false;
   }
 
  private:
-  // Deletes the files of this template in the new file's directory beyond the newest keep_last_, by
-  // the global step recorded in each (files kx cannot read are left alone).
+  // Deletes the files of this template in the new file's directory beyond the newest keep_last_ (if
+  // set), by the global step recorded in each (files kx cannot read are left alone), and temporary
+  // files of this template that a crash left behind.
   void prune(const std::string& newest) const {
     const fs::path dir = fs::path(newest).parent_path().empty() ? fs::path(".") : fs::path(newest).parent_path();
     std::vector<std::pair<int64_t, fs::path>> files;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string name = entry.path().filename().string();
-      if (!entry.is_regular_file(ec) || !template_.matches_file_name(name)) continue;
+      const bool temporary = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+      if (temporary && template_.matches_file_name(name.substr(0, name.size() - 4))) {
+        fs::remove(entry.path(), ec);  // left by a crash mid-write; this process is the only writer
+        continue;
+      }
+      if (keep_last_ == 0 || !entry.is_regular_file(ec) || !template_.matches_file_name(name)) continue;
       const int64_t step = peek_global_step(entry.path().string());
       if (step >= 0) files.emplace_back(step, entry.path());
     }
+    if (keep_last_ == 0) return;
     std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     for (size_t i = static_cast<size_t>(keep_last_); i < files.size(); ++i)
       if (!fs::equivalent(files[i].second, newest, ec)) fs::remove(files[i].second, ec);

@@ -99,7 +99,10 @@ class Parser {
       while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
       return pos_ - d;
     };
-    if (digits() == 0) error("a number needs digits");
+    const size_t first_digit = pos_;
+    const size_t integer_digits = digits();
+    if (integer_digits == 0) error("a number needs digits");
+    if (integer_digits > 1 && s_[first_digit] == '0') error("a number cannot start with 0");
     if (pos_ < s_.size() && s_[pos_] == '.') {
       ++pos_;
       if (digits() == 0) error("a number needs digits after '.'");
