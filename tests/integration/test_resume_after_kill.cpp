@@ -47,28 +47,32 @@ std::vector<char> read_all(const std::string& path) {
   return std::vector<char>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-// Kills the worker as soon as a checkpoint's temporary file appears: in the middle of a write.
-bool kill_mid_write(pid_t pid, const std::string& dir) {
+// Kills the worker at a moment chosen by the checkpoints it writes: when the n-th checkpoint file of
+// this run appears, either as its temporary file is created (in the middle of the write) or `delay`
+// after it was renamed into place (between writes). Returns whether the worker died of that kill.
+bool kill_at(pid_t pid, const std::string& dir, int nth, bool mid_write, std::chrono::microseconds delay) {
   const int fd = inotify_init1(IN_CLOEXEC);
-  const int wd = inotify_add_watch(fd, dir.c_str(), IN_CREATE);
+  const int wd = inotify_add_watch(fd, dir.c_str(), mid_write ? IN_CREATE : IN_MOVED_TO);
   EXPECT_GE(wd, 0);
-  bool killed = false;
+  int seen = 0;
   alignas(inotify_event) char buf[4096];
   pollfd p{fd, POLLIN, 0};
-  while (!killed && poll(&p, 1, 60000) > 0) {
+  while (seen < nth && poll(&p, 1, 120000) > 0) {
     const ssize_t n = read(fd, buf, sizeof buf);
-    for (ssize_t at = 0; at < n;) {
+    for (ssize_t at = 0; at < n && seen < nth;) {
       const auto* e = reinterpret_cast<const inotify_event*>(buf + at);
       const std::string name = e->len ? e->name : "";
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 && !killed) {
-        kill(pid, SIGKILL);
-        killed = true;
-      }
+      const bool tmp = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
+      if (tmp == mid_write) ++seen;
       at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
     }
   }
   close(fd);
-  return finish(pid) && killed;
+  if (seen == nth) {
+    std::this_thread::sleep_for(delay);
+    kill(pid, SIGKILL);
+  }
+  return finish(pid);
 }
 
 TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
@@ -79,26 +83,24 @@ TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
   const std::string w1 = (work / "w1.bin").string(), w2 = (work / "w2.bin").string();
   const std::string ckpt = (work / "ckpt").string();
 
-  const auto t0 = Clock::now();
+  const auto t0 = Clock::now();  // the uninterrupted fit
   ASSERT_FALSE(finish(start_worker("-", w1)));
   const double run_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   const unsigned seed = std::random_device{}();
   std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> moment(0.3, 0.6);
+  std::uniform_int_distribution<int> nth(1, 4);
+  std::uniform_int_distribution<int> micros(0, 30000);
   std::printf("uninterrupted fit: %.2f s; kill moments drawn with seed %u\n", run_seconds, seed);
   int kills = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    const pid_t pid = start_worker(ckpt, w2);
-    if (attempt == 1) {
-      kills += kill_mid_write(pid, ckpt);
-      continue;
-    }
-    const double delay = moment(gen) * run_seconds;
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-    kill(pid, SIGKILL);
-    const bool killed = finish(pid);
-    std::printf("kill %d after %.2f s: %s\n", attempt + 1, delay, killed ? "killed" : "had already finished");
+    const bool mid_write = attempt == 1;
+    const int n = nth(gen);
+    const std::chrono::microseconds delay(mid_write ? 0 : micros(gen));
+    const bool killed = kill_at(start_worker(ckpt, w2), ckpt, n, mid_write, delay);
+    std::printf("kill %d: %s checkpoint %d of the run%s: %s\n", attempt + 1, mid_write ? "while writing" : "after", n,
+                mid_write ? "" : (" + " + std::to_string(delay.count()) + " us").c_str(),
+                killed ? "killed" : "had already finished");
     kills += killed;
   }
   EXPECT_EQ(kills, 3);
