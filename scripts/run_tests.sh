@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up, build and run every test: once as built for users, once under AddressSanitizer + UBSan.
+# Set up, build and run every test: once as built for users, once under AddressSanitizer + UBSan, then
+# fuzz the checkpoint loader for a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -11,3 +12,6 @@ bash scripts/setup.sh build-asan -DKX_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebI
 # Leak checks on; OpenMP's thread pool lives for the process and is not a leak of kx's.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+# The checkpoint loader under libFuzzer (clang), from a seed corpus of valid files, for a minute.
+FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/run_fuzz.sh

@@ -12,6 +12,19 @@
 namespace kx {
 
 namespace {
+
+// 2^40 values (4 TiB of float32): beyond any real model, and far from int64 overflow in later sums.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+// The element count of a shape, or InvalidArgument when it exceeds kMaxElements (no overflow on the way).
+int64_t bounded_elements(const Shape& s, const std::string& what) {
+  int64_t n = 1;
+  for (int64_t d : s)
+    require(d >= 0 && !__builtin_mul_overflow(n, d, &n) && n <= kMaxElements, Status::InvalidArgument,
+            what + " " + to_string(s) + " has more elements than kx supports");
+  return n;
+}
+
 constexpr uint64_t kDefaultSeed = 0x6b78'5f73'6565'6421ull;  // used when the caller gives seed 0
 
 const char* default_name_stem(LayerKind k) {
@@ -28,6 +41,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   require(!input.empty(), Status::InvalidArgument, "input shape needs at least one dimension");
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
+  bounded_elements(input, "the input shape");
   for (const Device& d : strategy.replicas())
     require(d.kind == DeviceKind::Cpu, Status::Unsupported,
             "the CUDA backend is not implemented yet in this version of kx (replica on " + d.name() + ")");
@@ -47,8 +61,11 @@ void Model::Impl::add(LayerSpec spec) {
     require(l->name() != spec.name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\"");
   auto layer = core::make_layer(spec);
   Shape out = layer->build(net.shapes.back());
+  bounded_elements(out, "the output of layer \"" + spec.name + "\"");
   int64_t count = 0;
-  for (const auto& p : layer->params()) count += num_elements(p.shape);
+  for (const auto& p : layer->params()) count += bounded_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");
+  require(net.num_params + count <= kMaxElements, Status::InvalidArgument,
+          "layer \"" + spec.name + "\" makes the model larger than kx supports");
   net.param_offset.push_back(net.num_params);
   net.num_params += count;
   net.layers.push_back(std::move(layer));

@@ -57,6 +57,8 @@ class Model::Impl {
   // (InvalidArgument naming the first difference otherwise); the model is unchanged on any error.
   void restore(const io::SafetensorsFile& f);
   json::Value compile_config(bool with_seed) const;
+  // The model a decoded file holds, compiled as it was, on `strategy`.
+  static Model load_file(const Strategy& strategy, const io::SafetensorsFile& f);
   static CompileOptions compile_options_from(const json::Value& config);
 
   struct NamedSlice {

@@ -196,17 +196,29 @@ void Model::save(const std::string& path) const {
 }
 
 Model Model::load(const Strategy& strategy, const std::string& path) {
-  const io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path);
+  return Impl::load_file(strategy, io::SafetensorsFile::decode(io::read_file(path), path));
+}
+
+Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile& f) {
   require(f.meta("format") == kFormat, Status::Corrupt,
-          path + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
+          f.source() + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
   try {
     Model m = from_json(strategy, f.meta("model_config"));
-    m.compile(Impl::compile_options_from(meta_json(f, "compile_config")));
+    const CompileOptions co = compile_options_from(meta_json(f, "compile_config"));
+    // The tensors must be exactly what the config describes, before anything that size is allocated.
+    const bool adam = co.optimizer.kind == OptimizerKind::Adam;
+    const int64_t slots = adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0;
+    int64_t bytes = 0;
+    for (const io::TensorEntry& e : f.tensors()) bytes += e.end - e.begin;
+    require(bytes == m.num_params() * (1 + slots) * static_cast<int64_t>(sizeof(float)), Status::Corrupt,
+            f.source() + ": its tensors hold " + std::to_string(bytes) + " bytes, its model config needs " +
+                std::to_string(m.num_params() * (1 + slots) * static_cast<int64_t>(sizeof(float))));
+    m.compile(co);
     m.impl_->restore(f);
     return m;
   } catch (const Error& e) {
     if (e.status() != Status::InvalidArgument) throw;
-    fail(Status::Corrupt, path + ": the stored model cannot be rebuilt: " + e.what());
+    fail(Status::Corrupt, f.source() + ": the stored model cannot be rebuilt: " + e.what());
   }
 }
 
