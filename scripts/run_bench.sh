@@ -6,3 +6,5 @@ bash scripts/setup.sh build
 dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok installed" ||
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3-torch python3-numpy; }
 ./build/bench/bench_mlp_cpu --threads 2 "$@"
+# Mirrored overhead: 2 CPU replicas x 1 thread against 1 replica x 2 threads, global batch 256.
+./build/bench/bench_mirrored --threads 2 --replicas 2 --batch 256

@@ -1,7 +1,10 @@
-/* Fashion-MNIST with kx from C: MLP 784-256-256-10, Adam 1e-3, batch 32, 2 epochs, validation on the
- * last 10,000 training images, then test accuracy.
+/* Fashion-MNIST with kx from C: MLP 784-256-256-10, Adam 1e-3, global batch 32, 2 epochs, validation
+ * on the last 10,000 training images, a checkpoint after every epoch, then test accuracy. Every GPU
+ * trains when there are GPUs, else two CPU replicas. Run it again and it resumes from its newest
+ * checkpoint (Keras's "make or restore"): killed part-way, it continues; finished, it only evaluates.
  *
- *   fashion_mnist [data_dir] [epochs]     (data_dir: /usr/share/datasets/fashion-mnist)
+ *   fashion_mnist [data_dir] [epochs] [checkpoint_dir]
+ *   (defaults: /usr/share/datasets/fashion-mnist, 2, fashion-mnist-checkpoints)
  */
 #include <kx/kx.h>
 #include <stdio.h>
@@ -23,7 +26,9 @@ static void data_path(char* buf, size_t len, const char* dir, const char* file) 
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : "/usr/share/datasets/fashion-mnist";
   const int epochs = argc > 2 ? atoi(argv[2]) : 2;
-  char images[1024], labels[1024];
+  const char* ckpt_dir = argc > 3 ? argv[3] : "fashion-mnist-checkpoints";
+  char images[1024], labels[1024], ckpt_template[1024];
+  kx_callbacks* callbacks = NULL;
   kx_strategy* strategy = NULL;
   kx_dataset *all = NULL, *train = NULL, *val = NULL, *test = NULL;
   kx_model* model = NULL;
@@ -70,16 +75,21 @@ int main(int argc, char** argv) {
   printf("model: %lld parameters, %d replica(s)\n", (long long)kx_model_num_params(model),
          kx_strategy_num_replicas(strategy));
 
+  snprintf(ckpt_template, sizeof ckpt_template, "%s/epoch-{epoch:02d}.kx", ckpt_dir);
+  CHECK(kx_callbacks_create(&callbacks));
+  CHECK(kx_callbacks_add_model_checkpoint(callbacks, ckpt_template, 0, 2)); /* every epoch, keep 2 */
   kx_fit_options_init(&fo, sizeof fo);
   fo.epochs = epochs;
   fo.validation = val;
   fo.verbose = 1;
-  CHECK(kx_fit(model, train, &fo, NULL, &history));
+  fo.resume_from = ckpt_dir;
+  CHECK(kx_fit(model, train, &fo, callbacks, &history));
 
   CHECK(kx_evaluate(model, test, &test_loss, &test_accuracy));
   printf("test loss: %.4f\ntest accuracy: %.4f\n", test_loss, test_accuracy);
 
   kx_history_destroy(history);
+  kx_callbacks_destroy(callbacks);
   kx_model_destroy(model);
   kx_dataset_destroy(test);
   kx_dataset_destroy(val);
