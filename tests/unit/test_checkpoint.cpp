@@ -278,7 +278,8 @@ TEST(Checkpoint, PathTemplatesFormatAndMatchLikeKeras) {
 }
 
 TEST(Checkpoint, AnIndependentPythonReaderReadsTheFile) {
-  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0) GTEST_SKIP() << "/usr/bin/python3 with numpy missing (Debian: python3-numpy)";
+  if (std::system("/usr/bin/python3 -c 'import numpy' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "/usr/bin/python3 with numpy missing (Debian: python3-numpy)";
   TempDir dir;
   Dataset d = toy();
   Model m = toy_model(2);
