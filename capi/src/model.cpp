@@ -48,22 +48,23 @@ kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act) {
 
 kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w, int32_t stride,
                               kx_padding padding, kx_activation act) {
-  (void)filters, (void)kernel_h, (void)kernel_w, (void)stride, (void)padding, (void)act;
   return guarded([&] {
     require_arg(m, "m", "kx_model_add_conv2d");
     require_not_compiled(m, "kx_model_add_conv2d");
-    kx::fail(kx::Status::Unsupported, "kx_model_add_conv2d: Conv2D is not implemented yet in this version of kx");
+    const int pad = kx::capi::enum_value(padding);
+    kx::require(pad == KX_PADDING_VALID || pad == KX_PADDING_SAME, kx::Status::InvalidArgument,
+                "kx_model_add_conv2d: unknown padding " + std::to_string(pad));
+    m->model.add_conv2d(filters, kernel_h, kernel_w, stride, static_cast<kx::Padding>(pad),
+                        checked_activation(act, "kx_model_add_conv2d"));
     return KX_OK;
   });
 }
 
 kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w) {
-  (void)pool_h, (void)pool_w;
   return guarded([&] {
     require_arg(m, "m", "kx_model_add_max_pool2d");
     require_not_compiled(m, "kx_model_add_max_pool2d");
-    kx::fail(kx::Status::Unsupported,
-             "kx_model_add_max_pool2d: MaxPooling2D is not implemented yet in this version of kx");
+    m->model.add_max_pool2d(pool_h, pool_w);
     return KX_OK;
   });
 }

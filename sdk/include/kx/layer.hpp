@@ -11,14 +11,22 @@ const char* activation_name(Activation a);
 // "relu" -> Relu ...; throws InvalidArgument for an unknown name.
 Activation activation_from_name(const std::string& name);
 
-enum class LayerKind { Dense, Flatten, Dropout };
+enum class LayerKind { Dense, Flatten, Dropout, Conv2D, MaxPooling2D };
+
+// Keras's padding: "valid" (no padding) or "same" (output size = ceil(input / stride)).
+enum class Padding { Valid = 0, Same = 1 };
 
 struct LayerSpec {
   LayerKind kind = LayerKind::Dense;
   std::string name;            // unique in the model; generated ("dense_1") when empty
   int64_t units = 0;           // Dense
-  Activation activation = Activation::None;  // Dense
+  Activation activation = Activation::None;  // Dense, Conv2D
   float rate = 0.0f;           // Dropout
+  int64_t filters = 0;         // Conv2D
+  int64_t kernel_h = 0, kernel_w = 0;  // Conv2D
+  int64_t stride = 1;          // Conv2D (both directions); MaxPooling2D uses its pool size
+  Padding padding = Padding::Valid;    // Conv2D
+  int64_t pool_h = 2, pool_w = 2;      // MaxPooling2D
 };
 
 }  // namespace kx

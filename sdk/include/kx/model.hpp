@@ -48,6 +48,12 @@ class Model {
 
   void add(LayerSpec spec);
   void add_dense(int64_t units, Activation act = Activation::None);
+  // Conv2D over (height, width, channels) samples, as Keras: kernel [kh, kw, in, filters], same stride
+  // both ways, "valid" or "same" padding.
+  void add_conv2d(int64_t filters, int64_t kernel_h, int64_t kernel_w, int64_t stride = 1,
+                  Padding padding = Padding::Valid, Activation act = Activation::None);
+  // MaxPooling2D with strides equal to the pool size and "valid" padding (Keras's defaults).
+  void add_max_pool2d(int64_t pool_h = 2, int64_t pool_w = 2);
   void add_flatten();
   void add_dropout(float rate);
 

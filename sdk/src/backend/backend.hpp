@@ -30,6 +30,16 @@ struct LossSpec {
   AccuracyKind accuracy = AccuracyKind::SparseCategorical;
 };
 
+// A 2-D window (convolution kernel or pooling) sliding over samples stored channels-last, [h, w, c].
+struct Window2d {
+  int64_t in_h = 0, in_w = 0, channels = 0;
+  int64_t k_h = 0, k_w = 0;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t pad_top = 0, pad_left = 0;  // zeros around the input ("same" padding)
+  int64_t out_h = 0, out_w = 0;
+  int64_t patch() const { return k_h * k_w * channels; }
+};
+
 // Sums over the rows of one call, added to what the caller already holds.
 struct LossSums {
   double loss = 0;
@@ -55,6 +65,16 @@ class Backend {
   // (sum of per-sample losses) * grad_scale goes to dout when it is not null.
   virtual void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
                     int64_t y_cols, float grad_scale, float* dout, LossSums* sums) = 0;
+  // col[(r * out_h + i) * out_w + j, (a * k_w + b) * channels + c] = x of sample r at
+  // (i * stride_h + a - pad_top, j * stride_w + b - pad_left, c), or 0 outside the input.
+  virtual void im2col(const Window2d& g, int64_t rows, const float* x, float* col) = 0;
+  // The adjoint of im2col: dx (overwritten) = the sum of every column entry at its input position.
+  virtual void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) = 0;
+  // Max over each window (no padding), channel by channel.
+  virtual void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) = 0;
+  // dx (overwritten): each window's dy goes to the first position holding its maximum.
+  virtual void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy,
+                                 float* dx) = 0;
   // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by (seed, first + i), so
   // a replica holding rows from `first` on draws the same mask as one device holding the whole batch.
   virtual void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,

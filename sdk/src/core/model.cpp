@@ -32,6 +32,8 @@ const char* default_name_stem(LayerKind k) {
     case LayerKind::Dense: return "dense";
     case LayerKind::Flatten: return "flatten";
     case LayerKind::Dropout: return "dropout";
+    case LayerKind::Conv2D: return "conv2d";
+    case LayerKind::MaxPooling2D: return "max_pooling2d";
   }
   return "layer";
 }
@@ -216,6 +218,25 @@ void Model::add_dense(int64_t units, Activation act) {
   s.kind = LayerKind::Dense;
   s.units = units;
   s.activation = act;
+  add(std::move(s));
+}
+void Model::add_conv2d(int64_t filters, int64_t kernel_h, int64_t kernel_w, int64_t stride, Padding padding,
+                       Activation act) {
+  LayerSpec s;
+  s.kind = LayerKind::Conv2D;
+  s.filters = filters;
+  s.kernel_h = kernel_h;
+  s.kernel_w = kernel_w;
+  s.stride = stride;
+  s.padding = padding;
+  s.activation = act;
+  add(std::move(s));
+}
+void Model::add_max_pool2d(int64_t pool_h, int64_t pool_w) {
+  LayerSpec s;
+  s.kind = LayerKind::MaxPooling2D;
+  s.pool_h = pool_h;
+  s.pool_w = pool_w;
   add(std::move(s));
 }
 void Model::add_flatten() {

@@ -9,6 +9,7 @@
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
+#include "backend/cpu/window_kernels.hpp"
 #include "kx/error.hpp"
 #include "kx/tensor.hpp"
 
@@ -236,6 +237,20 @@ class CpuBackend final : public Backend {
     }
     sums->loss += loss_sum;
     sums->correct += correct;
+  }
+
+  void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
+    cpu::im2col(g, rows, x, col, threads_);
+  }
+  void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) override {
+    cpu::col2im(g, rows, col, dx, threads_);
+  }
+  void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
+    cpu::max_pool_forward(g, rows, x, y, threads_);
+  }
+  void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy,
+                         float* dx) override {
+    cpu::max_pool_backward(g, rows, x, y, dy, dx, threads_);
   }
 
   void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,

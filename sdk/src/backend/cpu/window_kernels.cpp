@@ -1,0 +1,108 @@
+#include "backend/cpu/window_kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace kx::backend::cpu {
+
+namespace {
+// Below this many output values a parallel region costs more than it saves.
+constexpr int64_t kParallelValues = 1 << 14;
+}  // namespace
+
+void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int threads) {
+  const int64_t C = g.channels, patch = g.patch(), positions = rows * g.out_h * g.out_w;
+  const int nt = positions * patch >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t r = p / (g.out_h * g.out_w), i = (p / g.out_w) % g.out_h, j = p % g.out_w;
+    const float* sample = x + r * g.in_h * g.in_w * C;
+    float* out = col + p * patch;
+    for (int64_t a = 0; a < g.k_h; ++a) {
+      const int64_t y = i * g.stride_h + a - g.pad_top;
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const int64_t xcol = j * g.stride_w + b - g.pad_left;
+        float* dst = out + (a * g.k_w + b) * C;
+        if (y < 0 || y >= g.in_h || xcol < 0 || xcol >= g.in_w)
+          std::memset(dst, 0, static_cast<size_t>(C) * sizeof(float));
+        else
+          std::memcpy(dst, sample + (y * g.in_w + xcol) * C, static_cast<size_t>(C) * sizeof(float));
+      }
+    }
+  }
+}
+
+void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int threads) {
+  const int64_t C = g.channels, patch = g.patch(), sample_size = g.in_h * g.in_w * C;
+  const int nt = rows * g.out_h * g.out_w * patch >= kParallelValues ? threads : 1;
+  // One sample per iteration: the patches of a sample overlap, those of different samples do not.
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* sample = dx + r * sample_size;
+    std::memset(sample, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j) {
+        const float* in = col + ((r * g.out_h + i) * g.out_w + j) * patch;
+        for (int64_t a = 0; a < g.k_h; ++a) {
+          const int64_t y = i * g.stride_h + a - g.pad_top;
+          if (y < 0 || y >= g.in_h) continue;
+          for (int64_t b = 0; b < g.k_w; ++b) {
+            const int64_t xcol = j * g.stride_w + b - g.pad_left;
+            if (xcol < 0 || xcol >= g.in_w) continue;
+            float* dst = sample + (y * g.in_w + xcol) * C;
+            const float* src = in + (a * g.k_w + b) * C;
+            for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+          }
+        }
+      }
+  }
+}
+
+void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y, int threads) {
+  const int64_t C = g.channels, positions = rows * g.out_h * g.out_w;
+  const int nt = positions * C * g.k_h * g.k_w >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t r = p / (g.out_h * g.out_w), i = (p / g.out_w) % g.out_h, j = p % g.out_w;
+    const float* sample = x + r * g.in_h * g.in_w * C;
+    float* out = y + p * C;
+    const float* first = sample + (i * g.stride_h * g.in_w + j * g.stride_w) * C;
+    std::copy(first, first + C, out);
+    for (int64_t a = 0; a < g.k_h; ++a)
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const float* in = sample + ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C;
+        for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
+      }
+  }
+}
+
+void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy, float* dx,
+                       int threads) {
+  const int64_t C = g.channels, sample_size = g.in_h * g.in_w * C;
+  const int nt = rows * sample_size >= kParallelValues ? threads : 1;
+  // One sample per iteration; windows may overlap when the stride is below the pool size.
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xs = x + r * sample_size;
+    float* dxs = dx + r * sample_size;
+    std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j) {
+        const int64_t p = (r * g.out_h + i) * g.out_w + j;
+        for (int64_t c = 0; c < C; ++c) {
+          const float m = y[p * C + c];
+          bool done = false;
+          for (int64_t a = 0; a < g.k_h && !done; ++a)
+            for (int64_t b = 0; b < g.k_w && !done; ++b) {
+              const int64_t at = ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C + c;
+              if (xs[at] == m) {
+                dxs[at] += dy[p * C + c];
+                done = true;
+              }
+            }
+        }
+      }
+  }
+}
+
+}  // namespace kx::backend::cpu

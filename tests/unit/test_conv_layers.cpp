@@ -1,0 +1,194 @@
+// Conv2D and MaxPooling2D: forward against a float64 reference, backward against finite differences.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "backend/backend.hpp"
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+using test::Vec;
+
+struct ConvCase {
+  int64_t h, w, c, filters, kh, kw, stride;
+  Padding padding;
+  Activation act;
+  const char* name;
+};
+
+// Keras's Conv2D in float64: NHWC input, kernel [kh, kw, c, f].
+Vec conv_reference(const ConvCase& k, int64_t rows, const Vec& x, const Vec& w, const Vec& b, int64_t oh, int64_t ow,
+                   int64_t pad_top, int64_t pad_left) {
+  Vec y(static_cast<size_t>(rows * oh * ow * k.filters));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t f = 0; f < k.filters; ++f) {
+          double s = b[static_cast<size_t>(f)];
+          for (int64_t a = 0; a < k.kh; ++a)
+            for (int64_t bb = 0; bb < k.kw; ++bb) {
+              const int64_t yy = i * k.stride + a - pad_top, xx = j * k.stride + bb - pad_left;
+              if (yy < 0 || yy >= k.h || xx < 0 || xx >= k.w) continue;
+              for (int64_t ch = 0; ch < k.c; ++ch)
+                s += x[static_cast<size_t>(((r * k.h + yy) * k.w + xx) * k.c + ch)] *
+                     w[static_cast<size_t>(((a * k.kw + bb) * k.c + ch) * k.filters + f)];
+            }
+          double& out = y[static_cast<size_t>(((r * oh + i) * ow + j) * k.filters + f)];
+          switch (k.act) {
+            case Activation::Relu: out = std::max(s, 0.0); break;
+            case Activation::Tanh: out = std::tanh(s); break;
+            case Activation::Sigmoid: out = 1 / (1 + std::exp(-s)); break;
+            default: out = s; break;
+          }
+        }
+  return y;
+}
+
+class Conv2dLayerTest : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences) {
+  const ConvCase k = GetParam();
+  const int64_t rows = 2;
+  auto be = backend::make_cpu_backend(2);
+  LayerSpec spec;
+  spec.kind = LayerKind::Conv2D;
+  spec.name = "conv";
+  spec.filters = k.filters;
+  spec.kernel_h = k.kh;
+  spec.kernel_w = k.kw;
+  spec.stride = k.stride;
+  spec.padding = k.padding;
+  spec.activation = k.act;
+  auto layer = core::make_layer(spec);
+  const Shape out = layer->build({k.h, k.w, k.c});
+  int64_t oh, ow, pad_top = 0, pad_left = 0;
+  if (k.padding == Padding::Same) {
+    oh = (k.h + k.stride - 1) / k.stride;
+    ow = (k.w + k.stride - 1) / k.stride;
+    pad_top = std::max<int64_t>((oh - 1) * k.stride + k.kh - k.h, 0) / 2;
+    pad_left = std::max<int64_t>((ow - 1) * k.stride + k.kw - k.w, 0) / 2;
+  } else {
+    oh = (k.h - k.kh) / k.stride + 1;
+    ow = (k.w - k.kw) / k.stride + 1;
+  }
+  ASSERT_EQ(out, Shape({oh, ow, k.filters}));
+  const int64_t nx = rows * k.h * k.w * k.c, nk = k.kh * k.kw * k.c * k.filters, ny = rows * oh * ow * k.filters;
+
+  FloatBuffer x = test::to_buffer(test::random_floats(nx, 11));
+  FloatBuffer w = test::to_buffer(test::random_floats(nk + k.filters, 12, -0.5f, 0.5f));
+  FloatBuffer y(ny), dy(ny), dx(nx), dw(w.size()), scratch(rows * layer->scratch_per_sample());
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = rows;
+  c.x = x.data();
+  c.y = y.data();
+  c.w = w.data();
+  c.scratch = scratch.data();
+  c.training = true;
+  layer->forward(c);
+  const Vec xd = test::to_double(x.data(), x.size());
+  const Vec wd = test::to_double(w.data(), nk);
+  const Vec bd = test::to_double(w.data() + nk, k.filters);
+  auto f = [&](const Vec& xv, const Vec& wv, const Vec& bv) {
+    return conv_reference(k, rows, xv, wv, bv, oh, ow, pad_top, pad_left);
+  };
+  const Vec want = f(xd, wd, bd);
+  EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1);
+
+  const std::vector<float> r = test::random_floats(ny, 13);
+  std::copy(r.begin(), r.end(), dy.begin());
+  const Vec rd(r.begin(), r.end());
+  c.dy = dy.data();
+  c.dx = dx.data();
+  c.dw = dw.data();
+  layer->backward(c);
+  const Vec gx = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(v, wd, bd)); }, xd);
+  const Vec gw = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, v, bd)); }, wd);
+  const Vec gb = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, wd, v)); }, bd);
+  EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
+  EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "kernel gradient";
+  EXPECT_EQ(test::first_mismatch(dw.data() + nk, gb, gb.size(), 1e-4), -1) << "bias gradient";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Conv2dLayerTest,
+    ::testing::Values(ConvCase{6, 5, 3, 4, 3, 3, 1, Padding::Valid, Activation::None, "valid_3x3"},
+                      ConvCase{7, 6, 2, 5, 3, 2, 2, Padding::Same, Activation::Relu, "same_stride2_relu"},
+                      ConvCase{5, 5, 1, 3, 5, 5, 1, Padding::Same, Activation::Tanh, "same_5x5_tanh"},
+                      ConvCase{8, 7, 3, 2, 1, 1, 2, Padding::Valid, Activation::Sigmoid, "pointwise_stride2"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(MaxPooling2dLayer, ForwardIsTheWindowMaxAndBackwardRoutesToIt) {
+  const int64_t rows = 2, h = 7, w = 6, ch = 3;  // 7 rows: the last row of windows is dropped ("valid")
+  auto be = backend::make_cpu_backend(2);
+  LayerSpec spec;
+  spec.kind = LayerKind::MaxPooling2D;
+  spec.name = "pool";
+  spec.pool_h = 2;
+  spec.pool_w = 3;
+  auto layer = core::make_layer(spec);
+  ASSERT_EQ(layer->build({h, w, ch}), Shape({3, 2, ch}));
+  FloatBuffer x = test::to_buffer(test::random_floats(rows * h * w * ch, 21));
+  FloatBuffer y(rows * 3 * 2 * ch), dy(y.size()), dx(x.size());
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = rows;
+  c.x = x.data();
+  c.y = y.data();
+  layer->forward(c);
+  auto reference = [&](const Vec& v) {
+    Vec out(y.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 2; ++j)
+          for (int64_t k = 0; k < ch; ++k) {
+            double m = -INFINITY;
+            for (int64_t a = 0; a < 2; ++a)
+              for (int64_t b = 0; b < 3; ++b)
+                m = std::max(m, v[static_cast<size_t>(((r * h + i * 2 + a) * w + j * 3 + b) * ch + k)]);
+            out[static_cast<size_t>(((r * 3 + i) * 2 + j) * ch + k)] = m;
+          }
+    return out;
+  };
+  const Vec xd = test::to_double(x.data(), x.size());
+  const Vec want = reference(xd);
+  EXPECT_EQ(test::first_mismatch(y, want, want.size(), 0.0), -1);
+  const std::vector<float> r = test::random_floats(y.size(), 22);
+  std::copy(r.begin(), r.end(), dy.begin());
+  const Vec rd(r.begin(), r.end());
+  c.dy = dy.data();
+  c.dx = dx.data();
+  layer->backward(c);
+  const Vec gx = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, reference(v)); }, xd);
+  EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1);
+}
+
+TEST(Conv2dLayer, RejectsBadShapesAndSettings) {
+  LayerSpec spec;
+  spec.kind = LayerKind::Conv2D;
+  spec.name = "conv";
+  spec.filters = 4;
+  spec.kernel_h = spec.kernel_w = 3;
+  EXPECT_EQ(test::status_of([&] { core::make_layer(spec)->build({10}); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { core::make_layer(spec)->build({2, 2, 1}); }), Status::InvalidArgument);
+  spec.padding = Padding::Same;
+  EXPECT_EQ(core::make_layer(spec)->build({2, 2, 1}), Shape({2, 2, 4}));
+  for (auto bad : {&LayerSpec::filters, &LayerSpec::kernel_h, &LayerSpec::stride}) {
+    LayerSpec b = spec;
+    b.*bad = 0;
+    EXPECT_EQ(test::status_of([&] { core::make_layer(b); }), Status::InvalidArgument);
+  }
+  LayerSpec pool;
+  pool.kind = LayerKind::MaxPooling2D;
+  pool.name = "pool";
+  pool.pool_h = 3;
+  EXPECT_EQ(test::status_of([&] { core::make_layer(pool)->build({2, 5, 1}); }), Status::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace kx
