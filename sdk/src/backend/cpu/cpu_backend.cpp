@@ -8,6 +8,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
 #include "kx/error.hpp"
@@ -181,8 +182,7 @@ class CpuBackend final : public Backend {
         if (dz != dy) copy(n, dy, dz);
         return;
       case Activation::Relu:
-#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+        for_spans(n, [&](int64_t b, int64_t e) { relu_backward_span(e - b, y + b, dy + b, dz + b); });
         return;
       case Activation::Sigmoid:
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
@@ -255,12 +255,7 @@ class CpuBackend final : public Backend {
 
   void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
                        float* y) override {
-    const float keep_scale = 1.0f / (1.0f - rate);
-#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) {
-      mask[i] = uniform01(seed, static_cast<uint64_t>(first + i)) >= rate ? keep_scale : 0.0f;
-      y[i] = x[i] * mask[i];
-    }
+    for_spans(n, [&](int64_t b, int64_t e) { dropout_span(rate, seed, first + b, e - b, x + b, mask + b, y + b); });
   }
 
   void multiply(int64_t n, const float* a, const float* b, float* out) override {
@@ -288,14 +283,7 @@ class CpuBackend final : public Backend {
   void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
                    float epsilon) override {
     const AdamStep step{lr_t, beta1, beta2, epsilon};
-    // Whole cache lines per thread, so no two threads write the same line.
-    const int parts = n >= kParallelElements ? threads_ : 1;
-    const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
-#pragma omp parallel for num_threads(parts) if (parts > 1)
-    for (int t = 0; t < parts; ++t) {
-      const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
-      adam_span(end - begin, p + begin, g + begin, m + begin, v + begin, step);
-    }
+    for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
   }
 
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
@@ -305,6 +293,19 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // fn(begin, end) over one span per thread, in whole cache lines so no two threads write the same
+  // line; a single span below the parallel threshold.
+  template <class Fn>
+  void for_spans(int64_t n, Fn fn) {
+    const int parts = n >= kParallelElements ? threads_ : 1;
+    const int64_t chunk = ((n + parts - 1) / parts + 15) / 16 * 16;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+    for (int t = 0; t < parts; ++t) {
+      const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+      if (end > begin) fn(begin, end);
+    }
+  }
+
   void apply_epilogue(int64_t M, int64_t N, float* C, int64_t ldc, const float* bias, bool relu) {
 #pragma omp parallel for num_threads(threads_) if (M * N >= kParallelElements)
     for (int64_t i = 0; i < M; ++i) {

@@ -80,6 +80,7 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
                        int threads) {
   const int64_t C = g.channels, sample_size = g.in_h * g.in_w * C;
   const int nt = rows * sample_size >= kParallelValues ? threads : 1;
+  constexpr int64_t kBlock = 64;  // channels handled together, vectorised along the channel axis
   // One sample per iteration; windows may overlap when the stride is below the pool size.
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; ++r) {
@@ -89,15 +90,22 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
     for (int64_t i = 0; i < g.out_h; ++i)
       for (int64_t j = 0; j < g.out_w; ++j) {
         const int64_t p = (r * g.out_h + i) * g.out_w + j;
-        for (int64_t c = 0; c < C; ++c) {
-          const float m = y[p * C + c];
-          bool done = false;
-          for (int64_t a = 0; a < g.k_h && !done; ++a)
-            for (int64_t b = 0; b < g.k_w && !done; ++b) {
-              const int64_t at = ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C + c;
-              if (xs[at] == m) {
-                dxs[at] += dy[p * C + c];
-                done = true;
+        for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
+          const int64_t n = std::min(kBlock, C - c0);
+          const float* m = y + p * C + c0;
+          float pending[kBlock];  // dy not yet routed: the first maximum in window order takes it
+          std::copy(dy + p * C + c0, dy + p * C + c0 + n, pending);
+          for (int64_t a = 0; a < g.k_h; ++a)
+            for (int64_t b = 0; b < g.k_w; ++b) {
+              const int64_t at = ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C + c0;
+              const float* __restrict xv = xs + at;
+              float* __restrict dv = dxs + at;
+              // Branch-free: which position holds the maximum is data, and unpredictable.
+#pragma omp simd
+              for (int64_t c = 0; c < n; ++c) {
+                const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
+                dv[c] += take;
+                pending[c] -= take;
               }
             }
         }

@@ -1,0 +1,13 @@
+// Element-wise kernels that run over every activation of a step, on one contiguous span each. Like the
+// optimizer kernels they have AVX-512 and AVX2 clones on x86-64.
+#pragma once
+#include <cstdint>
+
+namespace kx::backend::cpu {
+
+// dz = y > 0 ? dy : 0 (dz may be dy).
+void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz);
+// Inverted dropout of elements first .. first + n of a counter-based stream keyed by seed.
+void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask, float* y);
+
+}  // namespace kx::backend::cpu
