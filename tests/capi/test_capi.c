@@ -137,8 +137,9 @@ static void test_models(kx_strategy* s) {
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense(m, 3, (kx_activation)42));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dropout(m, 1.0f));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dropout(m, -0.5f));
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_add_conv2d(m, 8, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU));
-  EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_add_max_pool2d(m, 2, 2));
+  /* Conv2D and MaxPooling2D need (height, width, channels) samples; this model's are {4}. */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(m, 8, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_max_pool2d(m, 2, 2));
   EXPECT_ERR(KX_E_MISUSE, kx_model_compile(m, NULL)); /* no layers yet */
   EXPECT_ERR(KX_E_MISUSE, kx_model_get_weights(m, w, 64));
   EXPECT_OK(kx_model_add_dense(m, 5, KX_ACT_RELU));
@@ -422,6 +423,47 @@ static int count_saved(const kx_event* ev, void* user_data) {
   return 0;
 }
 
+/* A small CNN through the C ABI: argument checks, then a fit that lowers the loss. */
+static void test_cnn(kx_strategy* s) {
+  enum { N = 32 };
+  float x[N * 6 * 6];
+  int32_t y[N];
+  const int64_t xs[4] = {N, 6, 6, 1}, ys[1] = {N}, shape[3] = {6, 6, 1};
+  kx_dataset* d = NULL;
+  kx_model* m = NULL;
+  kx_compile_options co;
+  kx_fit_options fo;
+  kx_history* h = NULL;
+  double first = 0, last = 0;
+  int i;
+  for (i = 0; i < N * 36; ++i) x[i] = (float)((i * 13) % 7) / 7.0f;
+  for (i = 0; i < N; ++i) y[i] = x[i * 36 + 14] > 0.5f;
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 4, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_OK(kx_model_create_sequential(s, shape, 3, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(m, 0, 3, 3, 1, KX_PADDING_VALID, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(m, 4, 3, 3, 0, KX_PADDING_VALID, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(m, 4, 3, 3, 1, (kx_padding)7, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d(m, 4, 7, 7, 1, KX_PADDING_VALID, KX_ACT_RELU));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_max_pool2d(m, 0, 2));
+  EXPECT_OK(kx_model_add_conv2d(m, 4, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_max_pool2d(m, 2, 2));
+  EXPECT_OK(kx_model_add_flatten(m));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  EXPECT(kx_model_num_params(m) == 3 * 3 * 4 + 4 + 3 * 3 * 4 * 2 + 2);
+  kx_compile_options_init(&co, sizeof co);
+  co.learning_rate = 0.01;
+  EXPECT_OK(kx_model_compile(m, &co));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.epochs = 20;
+  EXPECT_OK(kx_fit(m, d, &fo, NULL, &h));
+  EXPECT_OK(kx_history_get(h, "loss", 0, &first));
+  EXPECT_OK(kx_history_get(h, "loss", 19, &last));
+  EXPECT(last < first);
+  kx_history_destroy(h);
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+}
+
 /* Model files, checkpoints, resume and the built-in callbacks through the C ABI. */
 static void test_files_and_checkpoints(kx_strategy* s, const char* dir) {
   enum { N = 60, IN = 4, CLASSES = 3 };
@@ -549,6 +591,7 @@ int main(int argc, char** argv) {
   test_training(s);
   test_options_structs(s);
   test_files_and_checkpoints(s, dir);
+  test_cnn(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -285,7 +285,24 @@ TEST(Model, JsonRoundTripsTheArchitecture) {
                                R"({"class_name":"Sequential","config":{"layers":[{"class_name":"InputLayer",)"
                                R"("config":{"batch_shape":[null,4]}},{"class_name":"Conv2D","config":{}}]}})");
             }),
-            Status::Unsupported);
+            Status::InvalidArgument);  // no filters
+  EXPECT_EQ(test::status_of([&] {
+              Model::from_json(Strategy::default_strategy(),
+                               R"({"class_name":"Sequential","config":{"layers":[{"class_name":"InputLayer",)"
+                               R"("config":{"batch_shape":[null,8,8,1]}},{"class_name":"Conv2D","config":)"
+                               R"({"filters":2,"kernel_size":[3,3],"strides":[1,2]}}]}})");
+            }),
+            Status::Unsupported);  // different strides along height and width
+  // A CNN round-trips through JSON.
+  Model cnn = Model::sequential(Strategy::default_strategy(), {12, 10, 3});
+  cnn.add_conv2d(4, 3, 2, 2, Padding::Same, Activation::Relu);
+  cnn.add_max_pool2d(2, 2);
+  cnn.add_flatten();
+  cnn.add_dense(5, Activation::Softmax);
+  const Model again = Model::from_json(Strategy::default_strategy(), cnn.to_json());
+  EXPECT_EQ(again.to_json(), cnn.to_json());
+  EXPECT_EQ(again.num_params(), cnn.num_params());
+  EXPECT_EQ(again.output_shape(), Shape({5}));
 }
 
 TEST(ProgressBar, FormatsLinesAsKerasDoes) {
