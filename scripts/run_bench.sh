@@ -8,3 +8,5 @@ dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok ins
 ./build/bench/bench_mlp_cpu --threads 2 "$@"
 # Mirrored overhead: 2 CPU replicas x 1 thread against 1 replica x 2 threads, global batch 256.
 ./build/bench/bench_mirrored --threads 2 --replicas 2 --batch 256
+# The Fashion-MNIST CNN at batch 64 against PyTorch.
+./build/bench/bench_cnn_cpu --threads 2

@@ -23,10 +23,13 @@ void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int thr
       for (int64_t b = 0; b < g.k_w; ++b) {
         const int64_t xcol = j * g.stride_w + b - g.pad_left;
         float* dst = out + (a * g.k_w + b) * C;
-        if (y < 0 || y >= g.in_h || xcol < 0 || xcol >= g.in_w)
-          std::memset(dst, 0, static_cast<size_t>(C) * sizeof(float));
-        else
-          std::memcpy(dst, sample + (y * g.in_w + xcol) * C, static_cast<size_t>(C) * sizeof(float));
+        // Plain loops, not memcpy: with few channels (1 for grey images) a call per copy dominates.
+        if (y < 0 || y >= g.in_h || xcol < 0 || xcol >= g.in_w) {
+          for (int64_t c = 0; c < C; ++c) dst[c] = 0.0f;
+        } else {
+          const float* src = sample + (y * g.in_w + xcol) * C;
+          for (int64_t c = 0; c < C; ++c) dst[c] = src[c];
+        }
       }
     }
   }

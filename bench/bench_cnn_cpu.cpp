@@ -1,0 +1,101 @@
+// CPU benchmark of the Fashion-MNIST CNN (Conv 32 3x3 relu, MaxPool 2, Conv 64 3x3 relu, MaxPool 2,
+// Flatten, Dropout 0.5, Dense 10; Adam) at batch 64, and the same model in PyTorch when /usr/bin/python3
+// has torch (default environment and its best one), side by side.
+//
+//   bench_cnn_cpu [--data DIR] [--threads N] [--steps N] [--no-torch]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kx/kx.hpp"
+
+namespace {
+
+double kx_ms_per_step(const kx::Dataset& data, int threads, int64_t steps) {
+  kx::Strategy s = kx::Strategy::default_strategy();
+  s.set_num_threads(threads);
+  kx::Model m = kx::Model::sequential(s, {28, 28, 1});
+  m.add_conv2d(32, 3, 3, 1, kx::Padding::Valid, kx::Activation::Relu);
+  m.add_max_pool2d(2, 2);
+  m.add_conv2d(64, 3, 3, 1, kx::Padding::Valid, kx::Activation::Relu);
+  m.add_max_pool2d(2, 2);
+  m.add_flatten();
+  m.add_dropout(0.5f);
+  m.add_dense(10, kx::Activation::Softmax);
+  kx::CompileOptions co;
+  co.accuracy = true;
+  m.compile(co);
+  kx::Dataset train = data;
+  train.shuffle(train.num_samples(), 1);
+  train.batch(64, true);
+  kx::FitOptions warm;
+  warm.steps_per_epoch = 20;
+  m.fit(train, warm, nullptr, nullptr);
+  kx::FitOptions fo;
+  fo.steps_per_epoch = steps;
+  const auto t0 = std::chrono::steady_clock::now();
+  m.fit(train, fo, nullptr, nullptr);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
+         static_cast<double>(steps);
+}
+
+// The PyTorch peer's ms/step, or a negative value when torch is missing.
+double torch_ms_per_step(const std::string& env, const std::string& data, int threads, int64_t steps) {
+  std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_cnn_cpu.py --data " + data;
+  cmd.append(" --threads ").append(std::to_string(threads)).append(" --steps ").append(std::to_string(steps));
+  cmd.append(" 2>&1");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return -1;
+  double ms = -1, batch = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, p))
+    if (std::sscanf(line, "torch batch=%lf ms_per_step=%lf", &batch, &ms) != 2 && std::strncmp(line, "torch ", 6) == 0)
+      std::printf("  %s", line);
+  pclose(p);
+  return ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  int threads = 2;
+  int64_t steps = 200;
+  bool torch = true;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--data" && i + 1 < argc) dir = argv[++i];
+    else if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (a == "--steps" && i + 1 < argc) steps = std::atoll(argv[++i]);
+    else if (a == "--no-torch") torch = false;
+    else {
+      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--no-torch]\n", argv[0]);
+      return 2;
+    }
+  }
+  const kx::Dataset data =
+      kx::Dataset::from_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz");
+  std::printf("Fashion-MNIST CNN, batch 64, Adam, %d threads, %lld timed steps\n", threads,
+              static_cast<long long>(steps));
+  const double kx_ms = kx_ms_per_step(data, threads, steps);
+  std::printf("kx     %8.3f ms/step\n", kx_ms);
+  if (!torch) return 0;
+  const double t_default = torch_ms_per_step("env", dir, threads, steps);
+  const double t_best = torch_ms_per_step(
+      "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1000000000000 "
+      "MALLOC_TRIM_THRESHOLD_=1000000000000 MALLOC_TOP_PAD_=1073741824",
+      dir, threads, steps);
+  if (t_default < 0 || t_best < 0) {
+    std::printf("PyTorch: not available (/usr/bin/python3 -c 'import torch' failed); no comparison\n");
+    return 0;
+  }
+  std::printf("torch  %8.3f ms/step (default environment)\ntorch  %8.3f ms/step (best environment)\n", t_default,
+              t_best);
+  std::printf("kx speed-up over PyTorch's best: %.2fx\n", t_best / kx_ms);
+  return 0;
+} catch (const kx::Error& e) {
+  std::fprintf(stderr, "error %d: %s\n", static_cast<int>(e.status()), e.what());
+  return 1;
+}
