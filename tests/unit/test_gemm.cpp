@@ -58,7 +58,7 @@ void check_all_shapes(CpuGemm choice) {
             if (::testing::Test::HasFatalFailure()) return;
           }
   // Epilogues and accumulation on a few shapes, including ones large enough to run in parallel.
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{32, 256, 784}, {13, 50, 9}, {256, 10, 32}}) {
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{32, 256, 784}, {13, 50, 9}, {256, 10, 32}, {300, 40, 64}}) {
     check_gemm(*be, Trans::No, Trans::No, M, N, K, 1.0f, true, true, seed++);
     check_gemm(*be, Trans::Yes, Trans::No, K, N, M, 0.5f, true, false, seed++);
     check_gemm(*be, Trans::No, Trans::Yes, M, K, N, 0.0f, false, true, seed++);

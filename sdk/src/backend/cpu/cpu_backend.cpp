@@ -21,6 +21,8 @@ namespace {
 // Below this much work a parallel region costs more than it saves.
 constexpr int64_t kParallelElements = 1 << 15;
 constexpr int64_t kParallelFlops = 1 << 16;
+// From this many rows of A on, C = A B^T transposes B and runs the register-tile kernel.
+constexpr int64_t kDotMaxRows = 256;
 
 // Counter-based RNG (splitmix64 finaliser over seed and index): the value of element i does not
 // depend on thread count or order.
@@ -79,8 +81,10 @@ class CpuBackend final : public Backend {
       if (ep.bias || relu) apply_epilogue(M, N, C, ldc, ep.bias, relu);
       return;
     }
-    // Short dot products (K < 32) waste most of each reduction: transposing B is cheaper there.
-    if (tb == Trans::Yes && ta == Trans::No && dot_ && K >= 32) return gemm_dot(M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
+    // The dot-product kernel saves transposing B, which pays off only for few rows of A (a batch of
+    // Dense inputs); short dot products (K < 32) waste most of each reduction either way.
+    if (tb == Trans::Yes && ta == Trans::No && dot_ && K >= 32 && M < kDotMaxRows)
+      return gemm_dot(M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
     if (tb == Trans::Yes) {  // the tile kernel needs rows of B contiguous: transpose B once
       if (transposed_.size() < static_cast<size_t>(K * N)) transposed_.resize(static_cast<size_t>(K * N));
       transpose(N, K, B, ldb, transposed_.data());
