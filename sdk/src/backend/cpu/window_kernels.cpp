@@ -84,12 +84,26 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
   const int64_t C = g.channels, sample_size = g.in_h * g.in_w * C;
   const int nt = rows * sample_size >= kParallelValues ? threads : 1;
   constexpr int64_t kBlock = 64;  // channels handled together, vectorised along the channel axis
+  // Windows that tile the input (stride = pool size, Keras's default) touch each input once: they can
+  // write dx instead of adding to it, and only the rows and columns no window covers need zeros.
+  const bool tiled = g.stride_h == g.k_h && g.stride_w == g.k_w;
+  const int64_t covered_h = g.out_h * g.stride_h, covered_w = g.out_w * g.stride_w;
   // One sample per iteration; windows may overlap when the stride is below the pool size.
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xs = x + r * sample_size;
     float* dxs = dx + r * sample_size;
-    std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    if (!tiled) {
+      std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < g.in_h; ++i) {
+        float* row = dxs + i * g.in_w * C;
+        if (i >= covered_h)
+          std::memset(row, 0, static_cast<size_t>(g.in_w * C) * sizeof(float));
+        else if (covered_w < g.in_w)
+          std::memset(row + covered_w * C, 0, static_cast<size_t>((g.in_w - covered_w) * C) * sizeof(float));
+      }
+    }
     for (int64_t i = 0; i < g.out_h; ++i)
       for (int64_t j = 0; j < g.out_w; ++j) {
         const int64_t p = (r * g.out_h + i) * g.out_w + j;
@@ -104,11 +118,20 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
               const float* __restrict xv = xs + at;
               float* __restrict dv = dxs + at;
               // Branch-free: which position holds the maximum is data, and unpredictable.
+              if (tiled) {
 #pragma omp simd
-              for (int64_t c = 0; c < n; ++c) {
-                const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
-                dv[c] += take;
-                pending[c] -= take;
+                for (int64_t c = 0; c < n; ++c) {
+                  const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
+                  dv[c] = take;
+                  pending[c] -= take;
+                }
+              } else {
+#pragma omp simd
+                for (int64_t c = 0; c < n; ++c) {
+                  const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
+                  dv[c] += take;
+                  pending[c] -= take;
+                }
               }
             }
         }
