@@ -3,12 +3,11 @@
 // has torch (default environment and its best one), side by side.
 //
 //   bench_cnn_cpu [--data DIR] [--threads N] [--steps N] [--no-torch]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
+#include "bench_common.hpp"
 #include "kx/kx.hpp"
 
 namespace {
@@ -30,31 +29,15 @@ double kx_ms_per_step(const kx::Dataset& data, int threads, int64_t steps) {
   kx::Dataset train = data;
   train.shuffle(train.num_samples(), 1);
   train.batch(64, true);
-  kx::FitOptions warm;
-  warm.steps_per_epoch = 20;
-  m.fit(train, warm, nullptr, nullptr);
-  kx::FitOptions fo;
-  fo.steps_per_epoch = steps;
-  const auto t0 = std::chrono::steady_clock::now();
-  m.fit(train, fo, nullptr, nullptr);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-         static_cast<double>(steps);
+  return kx::bench::ms_per_step(m, train, steps, 20);
 }
 
 // The PyTorch peer's ms/step, or a negative value when torch is missing.
 double torch_ms_per_step(const std::string& env, const std::string& data, int threads, int64_t steps) {
-  std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_cnn_cpu.py --data " + data;
-  cmd.append(" --threads ").append(std::to_string(threads)).append(" --steps ").append(std::to_string(steps));
-  cmd.append(" 2>&1");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return -1;
-  double ms = -1, batch = 0;
-  char line[512];
-  while (std::fgets(line, sizeof line, p))
-    if (std::sscanf(line, "torch batch=%lf ms_per_step=%lf", &batch, &ms) != 2 && std::strncmp(line, "torch ", 6) == 0)
-      std::printf("  %s", line);
-  pclose(p);
-  return ms;
+  std::string args = "--data " + data;
+  args.append(" --threads ").append(std::to_string(threads)).append(" --steps ").append(std::to_string(steps));
+  const std::vector<double> ms = kx::bench::run_torch(env, "torch_cnn_cpu.py", args);
+  return ms.empty() ? -1.0 : ms.front();
 }
 
 }  // namespace
@@ -82,11 +65,8 @@ int main(int argc, char** argv) try {
   const double kx_ms = kx_ms_per_step(data, threads, steps);
   std::printf("kx     %8.3f ms/step\n", kx_ms);
   if (!torch) return 0;
-  const double t_default = torch_ms_per_step("env", dir, threads, steps);
-  const double t_best = torch_ms_per_step(
-      "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1000000000000 "
-      "MALLOC_TRIM_THRESHOLD_=1000000000000 MALLOC_TOP_PAD_=1073741824",
-      dir, threads, steps);
+  const double t_default = torch_ms_per_step(kx::bench::kTorchDefaultEnv, dir, threads, steps);
+  const double t_best = torch_ms_per_step(kx::bench::kTorchBestEnv, dir, threads, steps);
   if (t_default < 0 || t_best < 0) {
     std::printf("PyTorch: not available (/usr/bin/python3 -c 'import torch' failed); no comparison\n");
     return 0;

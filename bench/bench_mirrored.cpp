@@ -5,12 +5,12 @@
 //
 //   bench_mirrored [--data DIR] [--threads N] [--replicas N] [--batch N] [--steps N] [--rounds N]
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "kx/kx.hpp"
 
 namespace {
@@ -18,25 +18,11 @@ namespace {
 double ms_per_step(const kx::Dataset& data, int replicas, int threads, int64_t batch, int64_t steps) {
   kx::Strategy s = kx::Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu"));
   s.set_num_threads(threads);
-  kx::Model model = kx::Model::sequential(s, {784});
-  model.add_dense(256, kx::Activation::Relu);
-  model.add_dense(256, kx::Activation::Relu);
-  model.add_dense(10, kx::Activation::Softmax);
-  kx::CompileOptions co;
-  co.accuracy = true;
-  model.compile(co);
+  kx::Model model = kx::bench::fashion_mlp(s);
   kx::Dataset train = data;
   train.shuffle(train.num_samples(), 1);
   train.batch(batch, true);
-  kx::FitOptions warm;
-  warm.steps_per_epoch = 20;
-  model.fit(train, warm, nullptr, nullptr);
-  kx::FitOptions fo;
-  fo.steps_per_epoch = steps;
-  const auto t0 = std::chrono::steady_clock::now();
-  model.fit(train, fo, nullptr, nullptr);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() /
-         static_cast<double>(steps);
+  return kx::bench::ms_per_step(model, train, steps, 20);
 }
 
 double median(std::vector<double> v) {

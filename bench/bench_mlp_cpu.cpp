@@ -3,13 +3,12 @@
 // the environment it is given, and in its best configuration).
 //
 //   bench_mlp_cpu [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch]
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench_common.hpp"
 #include "kx/kx.hpp"
 
 namespace {
@@ -24,27 +23,13 @@ Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps
   kx::Strategy s = kx::Strategy::default_strategy();
   s.set_num_threads(threads);
   s.set_cpu_gemm(gemm);
-  kx::Model model = kx::Model::sequential(s, {784});
-  model.add_dense(256, kx::Activation::Relu);
-  model.add_dense(256, kx::Activation::Relu);
-  model.add_dense(10, kx::Activation::Softmax);
-  kx::CompileOptions co;
-  co.accuracy = true;
-  model.compile(co);
+  kx::Model model = kx::bench::fashion_mlp(s);
   kx::Dataset train = data;
   train.shuffle(train.num_samples(), 1);
   train.batch(batch, true);
-  kx::FitOptions warm;
-  warm.steps_per_epoch = 50;
-  model.fit(train, warm, nullptr, nullptr);
-  kx::FitOptions fo;
-  fo.steps_per_epoch = steps;
-  const auto t0 = std::chrono::steady_clock::now();
-  model.fit(train, fo, nullptr, nullptr);
-  const double s_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   Result r;
-  r.ms_per_step = s_total * 1e3 / static_cast<double>(steps);
-  r.samples_per_s = static_cast<double>(batch * steps) / s_total;
+  r.ms_per_step = kx::bench::ms_per_step(model, train, steps, 50);
+  r.samples_per_s = static_cast<double>(batch) * 1e3 / r.ms_per_step;
   r.kernel = model.gemm_kernel();
   return r;
 }
@@ -52,25 +37,12 @@ Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps
 // Runs the PyTorch peer; returns ms/step per batch size, or empty when torch is missing.
 std::vector<double> run_torch(const std::string& env, const std::string& data, int threads, int64_t steps,
                               const std::vector<int64_t>& batches) {
-  std::string cmd = env + " /usr/bin/python3 " KX_BENCH_DIR "/torch_mlp_cpu.py --data " + data;
-  cmd.append(" --threads ").append(std::to_string(threads));
-  cmd.append(" --steps ").append(std::to_string(steps));
-  cmd.append(" --batches ");
-  for (size_t i = 0; i < batches.size(); ++i) cmd.append(i ? "," : "").append(std::to_string(batches[i]));
-  cmd.append(" 2>&1");
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {};
-  std::vector<double> out;
-  char line[512];
-  while (std::fgets(line, sizeof line, p)) {
-    double batch = 0, ms = 0;
-    if (std::sscanf(line, "torch batch=%lf ms_per_step=%lf", &batch, &ms) == 2)
-      out.push_back(ms);
-    else if (std::strncmp(line, "torch ", 6) == 0)
-      std::printf("  %s", line);
-  }
-  pclose(p);
-  return out;
+  std::string args = "--data " + data;
+  args.append(" --threads ").append(std::to_string(threads));
+  args.append(" --steps ").append(std::to_string(steps));
+  args.append(" --batches ");
+  for (size_t i = 0; i < batches.size(); ++i) args.append(i ? "," : "").append(std::to_string(batches[i]));
+  return kx::bench::run_torch(env, "torch_mlp_cpu.py", args);
 }
 
 }  // namespace
@@ -119,12 +91,7 @@ int main(int argc, char** argv) try {
     }
   }
   if (!torch) return 0;
-  const std::string default_env = "env";
-  // PyTorch's best configuration here: OpenBLAS single-threaded (its threads fight PyTorch's OpenMP
-  // threads), glibc's malloc thresholds raised (page faults otherwise), OPENBLAS_CORETYPE unset.
-  const std::string best_env =
-      "env -u OPENBLAS_CORETYPE OPENBLAS_NUM_THREADS=1 MALLOC_MMAP_THRESHOLD_=1000000000000 "
-      "MALLOC_TRIM_THRESHOLD_=1000000000000 MALLOC_TOP_PAD_=1073741824";
+  const std::string default_env = kx::bench::kTorchDefaultEnv, best_env = kx::bench::kTorchBestEnv;
   const std::vector<double> t_default = run_torch(default_env, dir, threads, steps, batches);
   const std::vector<double> t_best = run_torch(best_env, dir, threads, steps, batches);
   if (t_default.size() != batches.size() || t_best.size() != batches.size()) {

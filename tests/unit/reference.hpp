@@ -1,5 +1,6 @@
 // Float64 reference implementations and finite differences for the unit tests.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -97,6 +98,16 @@ long first_mismatch(const A& got, const B& want, size_t n, double tol) {
           tol * std::max(1.0, std::fabs(static_cast<double>(want[i])))))
       return static_cast<long>(i);
   return -1;
+}
+
+// max |a - b| over max |b|: how far apart two weight vectors are, on the scale of the weights.
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return diff / scale;
 }
 
 }  // namespace kx::test

@@ -70,15 +70,6 @@ Model toy_model(int replicas = 1, int64_t hidden = 16, OptimizerKind opt = Optim
   return m;
 }
 
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 TEST(Checkpoint, SavedModelLoadsAndTrainsOnExactlyLikeTheOriginal) {
   TempDir dir;
   for (OptimizerKind opt : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
@@ -197,7 +188,7 @@ TEST(Checkpoint, ACheckpointOfTwoReplicasContinuesOnOneAndOnThree) {
     History h;
     ASSERT_EQ(other.fit(d, ro, nullptr, &h), Status::Ok);
     EXPECT_EQ(h.num_epochs(), 1);  // only the second epoch's last 2 steps were left
-    EXPECT_LE(relative_difference(other.get_weights(), two.get_weights()), 1e-6) << replicas << " replicas";
+    EXPECT_LE(test::relative_difference(other.get_weights(), two.get_weights()), 1e-6) << replicas << " replicas";
   }
 }
 
@@ -428,7 +419,7 @@ TEST(Callbacks, LearningRateSchedulesChangeTheSteps) {
     return false;
   });
   ASSERT_EQ(step.fit(d, fo, &c3, nullptr), Status::Ok);
-  EXPECT_LE(relative_difference(step.get_weights(), after_first), 1e-7);
+  EXPECT_LE(test::relative_difference(step.get_weights(), after_first), 1e-7);
   Model undecayed = toy_model(1, 16, OptimizerKind::Sgd, 0.0);
   Callbacks c4;
   c4.add([&](const Event& e) {
@@ -436,7 +427,7 @@ TEST(Callbacks, LearningRateSchedulesChangeTheSteps) {
     return false;
   });
   ASSERT_EQ(undecayed.fit(d, fo, &c4, nullptr), Status::Ok);
-  EXPECT_GT(relative_difference(undecayed.get_weights(), after_first), 1e-3);
+  EXPECT_GT(test::relative_difference(undecayed.get_weights(), after_first), 1e-3);
 }
 
 }  // namespace

@@ -57,16 +57,6 @@ TrainedRun train(int replicas, Dataset data, int64_t global_batch, int64_t steps
   return {m.get_weights(), h.get("loss", 0)};
 }
 
-// max |a - b| over max |b|: how far apart two weight vectors are, on the scale of the weights.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return diff / scale;
-}
-
 TEST(Mirrored, ReplicasComputeTheUpdateOfOneDevice) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist missing";
   const Dataset data = fashion_mnist().take(96 * 200);
@@ -74,7 +64,7 @@ TEST(Mirrored, ReplicasComputeTheUpdateOfOneDevice) {
   for (int n : {2, 3}) {
     const TrainedRun many = train(n, data, 96, 200);
     ASSERT_EQ(many.weights.size(), one.weights.size());
-    const double d = relative_difference(many.weights, one.weights);
+    const double d = test::relative_difference(many.weights, one.weights);
     std::printf("%d replicas vs 1: max relative weight difference %.3g after 200 steps\n", n, d);
     EXPECT_LE(d, 1e-5) << n << " replicas";
     EXPECT_NEAR(many.loss, one.loss, 1e-5 * one.loss);
@@ -87,7 +77,7 @@ TEST(Mirrored, TwoLogicalReplicasOnOneGpuComputeTheUpdateOfOne) {
   const Dataset data = fashion_mnist().take(96 * 200);
   const TrainedRun one = train(1, data, 96, 200, false, OptimizerKind::Adam, "cuda:0");
   const TrainedRun two = train(2, data, 96, 200, false, OptimizerKind::Adam, "cuda:0");
-  EXPECT_LE(relative_difference(two.weights, one.weights), 1e-5);
+  EXPECT_LE(test::relative_difference(two.weights, one.weights), 1e-5);
   EXPECT_TRUE(two.weights == train(2, data, 96, 200, false, OptimizerKind::Adam, "cuda:0").weights);
 }
 
@@ -105,7 +95,7 @@ TEST(Mirrored, DropoutMasksDoNotDependOnTheSplit) {
   const Dataset data = fashion_mnist().take(96 * 30);
   const TrainedRun one = train(1, data, 96, 30, true);
   const TrainedRun three = train(3, data, 96, 30, true);
-  EXPECT_LE(relative_difference(three.weights, one.weights), 1e-5);
+  EXPECT_LE(test::relative_difference(three.weights, one.weights), 1e-5);
 }
 
 // Training is chaotic: replicas sum gradients in another order than one device, and after enough steps
@@ -123,7 +113,7 @@ TEST(Mirrored, UnevenLastBatchMatchesOneReplica) {
     const TrainedRun one = train(1, data, 96, 41);
     for (int n : {3, 7}) {
       const TrainedRun many = train(n, data, 96, 41);
-      const double d = relative_difference(many.weights, one.weights);
+      const double d = test::relative_difference(many.weights, one.weights);
       std::printf("%lld samples, %d replicas vs 1: max relative weight difference %.3g\n",
                   static_cast<long long>(samples), n, d);
       EXPECT_LE(d, 1e-5) << samples << " samples, " << n << " replicas";
@@ -156,8 +146,8 @@ TEST(Mirrored, UnevenStepFromTrainedWeightsMatchesOneReplica) {
       after.push_back(m.get_weights());
     }
     EXPECT_NE(after[0], trained);
-    EXPECT_LE(relative_difference(after[1], after[0]), 1e-6) << rows << " rows, 3 replicas";
-    EXPECT_LE(relative_difference(after[2], after[0]), 1e-6) << rows << " rows, 7 replicas";
+    EXPECT_LE(test::relative_difference(after[1], after[0]), 1e-6) << rows << " rows, 3 replicas";
+    EXPECT_LE(test::relative_difference(after[2], after[0]), 1e-6) << rows << " rows, 7 replicas";
   }
 }
 

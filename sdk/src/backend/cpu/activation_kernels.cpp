@@ -1,12 +1,8 @@
 #include "backend/cpu/activation_kernels.hpp"
 
-namespace kx::backend::cpu {
+#include "backend/cpu/target_clones.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KX_CLONES
-#endif
+namespace kx::backend::cpu {
 
 namespace {
 

@@ -24,19 +24,6 @@ constexpr int64_t kParallelFlops = 1 << 16;
 // From this many rows of A on, C = A B^T transposes B and runs the register-tile kernel.
 constexpr int64_t kDotMaxRows = 256;
 
-// Counter-based RNG (splitmix64 finaliser over seed and index): the value of element i does not
-// depend on thread count or order.
-inline uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-inline float uniform01(uint64_t seed, uint64_t i) {
-  return static_cast<float>(mix64(seed ^ mix64(i)) >> 40) * (1.0f / 16777216.0f);
-}
-
 template <class T>
 inline int argmax_row(const T* v, int64_t n) {
   int64_t best = 0;

@@ -1,16 +1,12 @@
-// Optimizer kernels. The Adam update is bound by square roots and divisions at SSE width, so on x86-64
-// the compiler also builds an AVX-512 clone, chosen once at load time (GCC target_clones).
+// Optimizer kernels. The Adam update is bound by square roots and divisions at SSE width: hence the
+// AVX-512 and AVX2 clones (KX_CLONES).
 #include "backend/cpu/optimizer_kernels.hpp"
 
 #include <cmath>
 
-namespace kx::backend::cpu {
+#include "backend/cpu/target_clones.hpp"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define KX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define KX_CLONES
-#endif
+namespace kx::backend::cpu {
 
 KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
                          float* __restrict v, const AdamStep& s) {
