@@ -68,11 +68,14 @@ void Model::Impl::reserve_plans(int64_t global_rows) {
   for (Replica& r : replicas) r.plan.reserve(net, std::max(r.plan.capacity(), per_replica), label_size());
 }
 
-void Model::Impl::for_each_replica(const std::function<void(int)>& task) {
-  if (pool_)
-    pool_->run(task);
-  else
-    task(0);
+void Model::Impl::replica_forward_loss(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
+                                       bool training, uint64_t step_seed, float grad_scale) {
+  const int64_t ls = label_size();
+  r.be->gather_rows(data.x.data(), net.input_size(), idx + s.first, s.rows, r.plan.input());
+  r.be->gather_rows(data.y.data(), ls, idx + s.first, s.rows, r.plan.labels());
+  r.plan.forward(*r.be, net, r.params.data(), s.rows, training, step_seed, s.first);
+  r.be->loss(loss_spec, s.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
+             training ? r.plan.output_grad() : nullptr, &r.sums);
 }
 
 void Model::Impl::replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
@@ -82,14 +85,9 @@ void Model::Impl::replica_forward_backward(Replica& r, const DatasetStorage& dat
     std::fill(r.grads.begin(), r.grads.end(), 0.0f);
     return;
   }
-  const int64_t ls = label_size();
-  r.be->gather_rows(data.x.data(), net.input_size(), idx + s.first, s.rows, r.plan.input());
-  r.be->gather_rows(data.y.data(), ls, idx + s.first, s.rows, r.plan.labels());
-  r.plan.forward(*r.be, net, r.params.data(), s.rows, true, step_seed, s.first);
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
-  r.be->loss(loss_spec, s.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls,
-             1.0f / static_cast<float>(global_rows), r.plan.output_grad(), &r.sums);
+  replica_forward_loss(r, data, idx, s, true, step_seed, 1.0f / static_cast<float>(global_rows));
   r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows);
 }
 
@@ -103,7 +101,7 @@ void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int
   for_each_replica([&](int k) {
     Replica& r = replicas[static_cast<size_t>(k)];
     if (collective_) collective_->all_reduce_sum(k, r.grads.data(), net.num_params);
-    replica_optimizer(r, k);
+    replica_optimizer(r);
   });
   for (const Replica& r : replicas) {  // in replica order: repeatable sums
     sums->loss += r.sums.loss;
@@ -111,7 +109,7 @@ void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int
   }
 }
 
-void Model::Impl::replica_optimizer(Replica& r, int /*replica*/) {
+void Model::Impl::replica_optimizer(Replica& r) {
   const int64_t n = net.num_params;
   if (optimizer.kind == OptimizerKind::Adam) {
     const double t = static_cast<double>(optimizer_steps);
@@ -150,14 +148,8 @@ class FitControl final : public TrainingControl {
     e.path = path;
     emit(e);
   }
-  std::vector<float> get_weights() const override {
-    return std::vector<float>(model_.params().begin(), model_.params().end());
-  }
-  void set_weights(const std::vector<float>& w) override {
-    require(static_cast<int64_t>(w.size()) == model_.net.num_params, Status::InvalidArgument,
-            "set_weights needs " + std::to_string(model_.net.num_params) + " values");
-    model_.set_params(w.data());
-  }
+  std::vector<float> get_weights() const override { return model_.get_weights(); }
+  void set_weights(const std::vector<float>& w) override { model_.set_weights(w); }
   double initial_learning_rate() const override { return model_.optimizer.learning_rate; }
   void set_learning_rate(double lr) override {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
@@ -194,8 +186,7 @@ std::optional<io::SafetensorsFile> Model::Impl::find_checkpoint(const std::strin
   std::vector<std::pair<int64_t, std::string>> candidates;
   for (const auto& entry : fs::directory_iterator(from, ec)) {
     const std::string path = entry.path().string();
-    const bool temporary = path.size() >= 4 && path.compare(path.size() - 4, 4, ".tmp") == 0;
-    if (!entry.is_regular_file(ec) || temporary) continue;
+    if (!entry.is_regular_file(ec) || path.ends_with(".tmp")) continue;
     const int64_t step = core::peek_global_step(path);
     if (step >= 0) candidates.emplace_back(step, path);
   }
@@ -376,21 +367,14 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
   reserve_plans(batch);
   for (Replica& r : replicas) r.sums = {};
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
-  const int64_t ls = label_size();
   backend::LossSums sums;
-  const DatasetStorage& s = data.storage();
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
     for_each_replica([&](int k) {
-      Replica& r = replicas[static_cast<size_t>(k)];
       const Slice part = slice(k, rows);
-      if (part.rows == 0) return;
-      const int64_t* at = idx.data() + first + part.first;
-      r.be->gather_rows(s.x.data(), net.input_size(), at, part.rows, r.plan.input());
-      r.be->gather_rows(s.y.data(), ls, at, part.rows, r.plan.labels());
-      r.plan.forward(*r.be, net, r.params.data(), part.rows, false, 0, part.first);
-      r.be->loss(loss_spec, part.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls, 0.0f, nullptr,
-                 &r.sums);
+      if (part.rows > 0)
+        replica_forward_loss(replicas[static_cast<size_t>(k)], data.storage(), idx.data() + first, part, false, 0,
+                             0.0f);
     });
   }
   for (Replica& r : replicas) {

@@ -258,18 +258,20 @@ const Shape& Model::input_shape() const { return impl_->net.shapes.front(); }
 const Shape& Model::output_shape() const { return impl_->net.shapes.back(); }
 std::string Model::to_json() const { return impl_->to_json(); }
 
-std::vector<float> Model::get_weights() const {
-  impl_->require_compiled("get_weights");
-  const FloatBuffer& p = impl_->params();
-  return std::vector<float>(p.begin(), p.end());
+std::vector<float> Model::Impl::get_weights() const {
+  require_compiled("get_weights");
+  return std::vector<float>(params().begin(), params().end());
 }
 
-void Model::set_weights(const std::vector<float>& w) {
-  impl_->require_compiled("set_weights");
-  require(static_cast<int64_t>(w.size()) == impl_->net.num_params, Status::InvalidArgument,
-          "set_weights needs " + std::to_string(impl_->net.num_params) + " values, got " + std::to_string(w.size()));
-  impl_->set_params(w.data());
+void Model::Impl::set_weights(const std::vector<float>& w) {
+  require_compiled("set_weights");
+  require(static_cast<int64_t>(w.size()) == net.num_params, Status::InvalidArgument,
+          "set_weights needs " + std::to_string(net.num_params) + " values, got " + std::to_string(w.size()));
+  set_params(w.data());
 }
+
+std::vector<float> Model::get_weights() const { return impl_->get_weights(); }
+void Model::set_weights(const std::vector<float>& w) { impl_->set_weights(w); }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   return impl_->fit(train, o, cb, history);

@@ -46,8 +46,7 @@ class ModelCheckpoint final : public Callback {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(dir, ec)) {
       const std::string name = entry.path().filename().string();
-      const bool temporary = name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0;
-      if (temporary && template_.matches_file_name(name.substr(0, name.size() - 4))) {
+      if (name.ends_with(".tmp") && template_.matches_file_name(name.substr(0, name.size() - 4))) {
         fs::remove(entry.path(), ec);  // left by a crash mid-write; this process is the only writer
         continue;
       }

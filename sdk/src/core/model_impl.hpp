@@ -56,7 +56,7 @@ class Model::Impl {
   // Loads weights, optimizer slots and step count from a file written by encode for the same model
   // (InvalidArgument naming the first difference otherwise); the model is unchanged on any error.
   void restore(const io::SafetensorsFile& f);
-  json::Value compile_config(bool with_seed) const;
+  json::Value compile_config() const;
   // The model a decoded file holds, compiled as it was, on `strategy`.
   static Model load_file(const Strategy& strategy, const io::SafetensorsFile& f);
   static CompileOptions compile_options_from(const json::Value& config);
@@ -67,6 +67,10 @@ class Model::Impl {
     int64_t offset;    // in the parameter arena
   };
   std::vector<NamedSlice> named_params() const;
+
+  // All parameters, as Model::get_weights / set_weights (set_weights checks the count).
+  std::vector<float> get_weights() const;
+  void set_weights(const std::vector<float>& w);
 
   // Replica 0's parameters, which every replica equals between steps.
   const FloatBuffer& params() const { return replicas.front().params; }
@@ -90,12 +94,22 @@ class Model::Impl {
   EvalResult evaluate_checked(const Dataset& data);
   // One optimizer step on the global batch of `rows` samples gathered by storage index; adds to sums.
   void train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums);
+  // Gathers one replica's slice of the batch and runs forward and the loss, adding to r.sums; in
+  // training also dL/d(output), scaled by grad_scale.
+  void replica_forward_loss(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s, bool training,
+                            uint64_t step_seed, float grad_scale);
   // Forward, loss and backward of one replica's slice; the loss is scaled by 1 / global rows.
   void replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
                                 int64_t global_rows, uint64_t step_seed);
-  void replica_optimizer(Replica& r, int replica);
+  void replica_optimizer(Replica& r);
   // Runs task(k) on every replica k: concurrently when there are several.
-  void for_each_replica(const std::function<void(int)>& task);
+  template <class Task>
+  void for_each_replica(Task task) {
+    if (pool_)
+      pool_->run(task);
+    else
+      task(0);
+  }
   Slice slice(int replica, int64_t rows) const;
   void reserve_plans(int64_t global_rows);
   void init_weights(uint64_t seed);

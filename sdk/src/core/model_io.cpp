@@ -1,6 +1,7 @@
 // Model files and checkpoints: the model's tensors and settings in the safetensors layout, and
 // restoring them into a model (the same model, on any replica count).
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/checkpoint.hpp"
 #include "core/model_impl.hpp"
@@ -17,15 +18,28 @@ constexpr const char* kFormat = "kx/1";
 
 const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "sgd"; }
 
-// The first place where two JSON values differ, as "path: a there, b here"; "" when equal.
-std::string first_difference(const json::Value& there, const json::Value& here, const std::string& path) {
+// The tensor-name prefix of the first optimizer slot: Adam's first moment or SGD's momentum.
+std::string first_slot_prefix(OptimizerKind k) {
+  return k == OptimizerKind::Adam ? "optimizer/m/" : "optimizer/momentum/";
+}
+
+// Throws Corrupt unless f is a file of the format this kx writes.
+void check_format(const io::SafetensorsFile& f) {
+  require(f.meta("format") == kFormat, Status::Corrupt,
+          f.source() + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
+}
+
+// The first place where two JSON values differ, as "path: a there, b here"; "" when equal. Object
+// members named `ignored` are not compared.
+std::string first_difference(const json::Value& there, const json::Value& here, const std::string& path,
+                             const std::string& ignored) {
   if (there.type() != here.type()) return path + ": " + there.dump() + " in the file, " + here.dump() + " here";
   switch (there.type()) {
     case json::Value::Type::Array: {
       const auto& a = there.as_array(path);
       const auto& b = here.as_array(path);
       for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-        std::string d = first_difference(a[i], b[i], path + "[" + std::to_string(i) + "]");
+        std::string d = first_difference(a[i], b[i], path + "[" + std::to_string(i) + "]", ignored);
         if (!d.empty()) return d;
       }
       if (a.size() != b.size())
@@ -34,14 +48,14 @@ std::string first_difference(const json::Value& there, const json::Value& here, 
     }
     case json::Value::Type::Object: {
       for (const auto& [k, v] : there.as_object(path)) {
-        if (k == "kx_version") continue;  // a file from another kx version may hold the same model
+        if (k == ignored) continue;
         const json::Value* w = here.find(k);
         if (!w) return path + "." + k + ": in the file, not here";
-        std::string d = first_difference(v, *w, path + "." + k);
+        std::string d = first_difference(v, *w, path + "." + k, ignored);
         if (!d.empty()) return d;
       }
       for (const auto& [k, v] : here.as_object(path))
-        if (k != "kx_version" && !there.find(k)) return path + "." + k + ": here, not in the file";
+        if (k != ignored && !there.find(k)) return path + "." + k + ": here, not in the file";
       return "";
     }
     default:
@@ -60,7 +74,7 @@ json::Value meta_json(const io::SafetensorsFile& f, const std::string& key) {
 
 }  // namespace
 
-json::Value Model::Impl::compile_config(bool with_seed) const {
+json::Value Model::Impl::compile_config() const {
   json::Value opt{json::Value::Object{}};
   opt.set("name", optimizer_name(optimizer.kind));
   opt.set("learning_rate", optimizer.learning_rate);
@@ -76,7 +90,7 @@ json::Value Model::Impl::compile_config(bool with_seed) const {
   root.set("optimizer", std::move(opt));
   root.set("loss", std::move(loss));
   root.set("metrics", options.accuracy ? json::Value::Array{json::Value("accuracy")} : json::Value::Array{});
-  if (with_seed) root.set("seed", std::to_string(options.seed));
+  root.set("seed", std::to_string(options.seed));
   return root;
 }
 
@@ -127,17 +141,16 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   std::vector<io::TensorToWrite> tensors;
   const std::vector<NamedSlice> names = named_params();
   for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, r.params.data() + p.offset});
-  const bool adam = optimizer.kind == OptimizerKind::Adam;
   if (!r.slot_m.empty())
     for (const NamedSlice& p : names)
-      tensors.push_back({(adam ? "optimizer/m/" : "optimizer/momentum/") + p.name, p.shape, r.slot_m.data() + p.offset});
+      tensors.push_back({first_slot_prefix(optimizer.kind) + p.name, p.shape, r.slot_m.data() + p.offset});
   if (!r.slot_v.empty())
     for (const NamedSlice& p : names) tensors.push_back({"optimizer/v/" + p.name, p.shape, r.slot_v.data() + p.offset});
   io::Metadata m;
   m["format"] = kFormat;
   m["kx_version"] = KX_VERSION_STRING;
   m["model_config"] = to_json();
-  m["compile_config"] = compile_config(true).dump();
+  m["compile_config"] = compile_config().dump();
   m["optimizer_steps"] = std::to_string(optimizer_steps);
   m["replicas"] = std::to_string(replicas.size());
   if (position && order) core::put_position(*position, *order, m);
@@ -146,13 +159,20 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
 
 void Model::Impl::restore(const io::SafetensorsFile& f) {
   require_compiled("restoring a checkpoint");
-  require(f.meta("format") == kFormat, Status::Corrupt,
-          f.source() + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
-  const std::string model_diff = first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model");
+  check_format(f);
+  // A file from another kx version may hold the same model; the seed is the file's RNG state, restored.
+  const std::string model_diff =
+      first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model", "kx_version");
   require(model_diff.empty(), Status::InvalidArgument, f.source() + " holds a different model: " + model_diff);
-  const std::string compile_diff = first_difference(meta_json(f, "compile_config"), compile_config(true), "compile");
-  if (!compile_diff.empty() && compile_diff.rfind("compile.seed", 0) != 0)
-    fail(Status::InvalidArgument, f.source() + " was compiled differently: " + compile_diff);
+  const json::Value compile = meta_json(f, "compile_config");
+  const std::string compile_diff = first_difference(compile, compile_config(), "compile", "seed");
+  require(compile_diff.empty(), Status::InvalidArgument, f.source() + " was compiled differently: " + compile_diff);
+  uint64_t seed = 0;
+  try {
+    seed = compile_options_from(compile).seed;
+  } catch (const Error& e) {
+    fail(Status::Corrupt, f.source() + ": " + e.what());
+  }
 
   const size_t n = static_cast<size_t>(net.num_params);
   FloatBuffer params(n), m(replicas.front().slot_m.size()), v(replicas.front().slot_v.size());
@@ -164,22 +184,13 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
                 to_string(shape));
     f.read(*e, out);
   };
-  const bool adam = optimizer.kind == OptimizerKind::Adam;
   for (const NamedSlice& p : named_params()) {
     read(p.name, p.shape, params.data() + p.offset);
-    if (!m.empty()) read((adam ? "optimizer/m/" : "optimizer/momentum/") + p.name, p.shape, m.data() + p.offset);
+    if (!m.empty()) read(first_slot_prefix(optimizer.kind) + p.name, p.shape, m.data() + p.offset);
     if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
   }
   const int64_t steps = core::meta_int(f, "optimizer_steps");
   require(steps >= 0, Status::Corrupt, f.source() + ": negative optimizer_steps");
-  const json::Value compile = meta_json(f, "compile_config");
-  uint64_t seed = options.seed;
-  if (const json::Value* s = compile.find("seed")) {
-    const std::string& text = s->as_string("seed");
-    char* end = nullptr;
-    seed = std::strtoull(text.c_str(), &end, 10);
-    require(!text.empty() && *end == '\0', Status::Corrupt, f.source() + ": compile seed \"" + text + "\" is not a number");
-  }
   // Everything is read and checked: only now does the model change.
   set_params(params.data());
   for (Replica& r : replicas) {
@@ -200,8 +211,7 @@ Model Model::load(const Strategy& strategy, const std::string& path) {
 }
 
 Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile& f) {
-  require(f.meta("format") == kFormat, Status::Corrupt,
-          f.source() + ": format \"" + f.meta("format") + "\" is not one this kx reads (" + kFormat + ")");
+  check_format(f);
   try {
     Model m = from_json(strategy, f.meta("model_config"));
     const CompileOptions co = compile_options_from(meta_json(f, "compile_config"));

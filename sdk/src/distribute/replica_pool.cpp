@@ -39,7 +39,7 @@ ReplicaPool::~ReplicaPool() {
 
 void ReplicaPool::run_one(int replica) noexcept {
   try {
-    (*task_)(replica);
+    call_(task_, replica);
   } catch (...) {
     errors_[static_cast<size_t>(replica)] = std::current_exception();
   }
@@ -56,9 +56,10 @@ void ReplicaPool::serve(int replica) {
   }
 }
 
-void ReplicaPool::run(const std::function<void(int)>& task) {
+void ReplicaPool::run_erased(void* task, Call call) {
   for (auto& e : errors_) e = nullptr;
-  task_ = &task;
+  task_ = task;
+  call_ = call;
   pending_.store(size() - 1, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();

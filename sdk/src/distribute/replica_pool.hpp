@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace kx::distribute {
@@ -21,14 +21,23 @@ class ReplicaPool {
   int size() const { return static_cast<int>(errors_.size()); }
 
   // task(k) for every replica k; returns when all have returned. Not reentrant: one run at a time.
-  void run(const std::function<void(int)>& task);
+  // Takes the callable by reference, not as a std::function: a step runs this twice and must not allocate.
+  template <class Task>
+  void run(Task&& task) {
+    using T = std::remove_reference_t<Task>;
+    run_erased(const_cast<void*>(static_cast<const void*>(&task)),
+               [](void* t, int replica) { (*static_cast<T*>(t))(replica); });
+  }
 
  private:
+  using Call = void (*)(void* task, int replica);
+  void run_erased(void* task, Call call);
   void serve(int replica);
   void run_one(int replica) noexcept;
 
   std::vector<std::exception_ptr> errors_;
-  const std::function<void(int)>* task_ = nullptr;
+  void* task_ = nullptr;
+  Call call_ = nullptr;
   std::atomic<uint64_t> generation_{0};  // bumped once per run; workers wait for it to change
   std::atomic<int> pending_{0};          // workers still running this generation's task
   std::atomic<bool> stopping_{false};
