@@ -46,6 +46,8 @@ class Dataset {
   const Shape& x_shape() const { return storage_->x_shape; }
   const Shape& y_shape() const { return storage_->y_shape; }
   const DatasetStorage& storage() const { return *storage_; }
+  // The storage, shared by every dataset made from the same arrays with take/skip/shuffle.
+  const std::shared_ptr<const DatasetStorage>& shared_storage() const { return storage_; }
 
   // Storage indices of the samples of pass number `pass` (an epoch over the data), in the order they
   // are visited: the shuffle of that pass, or storage order without shuffle.

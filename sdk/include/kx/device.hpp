@@ -13,8 +13,12 @@ struct Device {
   bool operator==(const Device& o) const { return kind == o.kind && index == o.index; }
 };
 
-// Devices present on this machine of a kind (CPU: 1; CUDA: 0 until a CUDA backend is loaded).
+// Devices present on this machine of a kind (CPU: 1; CUDA: the GPUs the CUDA backend module sees,
+// 0 without the module, a driver or a GPU; CUDA_VISIBLE_DEVICES is honoured).
 int device_count(DeviceKind kind);
+// What kx found for a kind of device, for people: the cores; the CUDA module's path and devices, or
+// why there are none.
+std::string device_status(DeviceKind kind);
 
 // Parses "cpu" or "cuda:N"; throws InvalidArgument for anything else, Device if it is not present.
 Device parse_device(const std::string& name);

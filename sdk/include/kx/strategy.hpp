@@ -26,12 +26,16 @@ class Strategy {
   int num_threads() const { return num_threads_; }
   void set_cpu_gemm(CpuGemm g) { cpu_gemm_ = g; }
   CpuGemm cpu_gemm() const { return cpu_gemm_; }
+  // TF32 tensor cores for float32 GEMMs on GPUs that have them (on by default, as in TensorFlow).
+  void set_tf32(bool on) { tf32_ = on; }
+  bool tf32() const { return tf32_; }
 
  private:
   explicit Strategy(std::vector<Device> replicas) : replicas_(std::move(replicas)) {}
   std::vector<Device> replicas_;
   int num_threads_ = 0;
   CpuGemm cpu_gemm_ = CpuGemm::Auto;
+  bool tf32_ = true;
 };
 
 }  // namespace kx

@@ -1,9 +1,11 @@
 // The one interface between the step plan and a device's kernels. Private to kx and versioned, because
 // the CUDA backend is a separately built module. Every pointer is memory of this backend's device.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "kx/layer.hpp"
 #include "kx/loss.hpp"
@@ -12,7 +14,10 @@
 
 namespace kx::backend {
 
-inline constexpr int kInterfaceVersion = 1;
+inline constexpr int kInterfaceVersion = 2;
+
+class Backend;
+
 
 enum class Trans { No, Yes };
 
@@ -40,16 +45,63 @@ struct Window2d {
   int64_t patch() const { return k_h * k_w * channels; }
 };
 
-// Sums over the rows of one call, added to what the caller already holds.
+// Sums over the rows the loss has seen since they were last taken.
 struct LossSums {
   double loss = 0;
   double correct = 0;
 };
 
+// Memory of one backend's device, allocated by it and handed back to it when destroyed; the backend
+// must outlive its buffers.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend* owner, void* p, size_t bytes) : owner_(owner), p_(p), bytes_(bytes) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : owner_(std::exchange(o.owner_, nullptr)), p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      owner_ = std::exchange(o.owner_, nullptr);
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+  inline void reset() noexcept;
+
+  template <class T = float>
+  T* data() const { return static_cast<T*>(p_); }
+  size_t bytes() const { return bytes_; }
+  int64_t floats() const { return static_cast<int64_t>(bytes_ / sizeof(float)); }
+  bool empty() const { return bytes_ == 0; }
+
+ private:
+  Backend* owner_ = nullptr;
+  void* p_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Every kernel call is queued in order on the backend's stream (the CPU runs it at once); only
+// to_host and take_loss_sums wait for what was queued before them.
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string gemm_kernel_name() const = 0;
+
+  // Zero-filled memory of this backend's device (Status::OutOfMemory when there is none left).
+  virtual DeviceBuffer allocate(size_t bytes) = 0;
+  // True when the backend's memory is host memory the caller may read and write directly.
+  virtual bool host_accessible() const = 0;
+  // Copies between host memory and this device; to_host returns once the data is on the host.
+  virtual void to_device(const void* host, size_t bytes, void* dst) = 0;
+  virtual void to_host(const void* src, size_t bytes, void* host) = 0;
+  virtual void fill_zero(size_t bytes, void* dst) = 0;
+  // TF32 tensor cores for float32 GEMMs where the device has them (on by default, as in TensorFlow).
+  virtual void set_tf32(bool on) { (void)on; }
 
   // C[M,N] = op(A)[M,K] * op(B)[K,N] + beta * C, row-major, then the epilogue.
   virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
@@ -61,10 +113,13 @@ class Backend {
                                    float* dz) = 0;
   // db[c] = sum over rows of dz[r, c].
   virtual void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) = 0;
-  // Loss of rows samples (outputs cols per sample, labels y with y_cols per sample). The gradient of
-  // (sum of per-sample losses) * grad_scale goes to dout when it is not null.
+  // Loss of rows samples (outputs cols per sample, labels y with y_cols per sample), added to the
+  // backend's running sums. The gradient of (sum of per-sample losses) * grad_scale goes to dout when
+  // it is not null.
   virtual void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
-                    int64_t y_cols, float grad_scale, float* dout, LossSums* sums) = 0;
+                    int64_t y_cols, float grad_scale, float* dout) = 0;
+  // The running sums of loss, which are then zero. Waits for the queued work.
+  virtual LossSums take_loss_sums() = 0;
   // col[(r * out_h + i) * out_w + j, (a * k_w + b) * channels + c] = x of sample r at
   // (i * stride_h + a - pad_top, j * stride_w + b - pad_left, c), or 0 outside the input.
   virtual void im2col(const Window2d& g, int64_t rows, const float* x, float* col) = 0;
@@ -87,11 +142,26 @@ class Backend {
   // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t).
   virtual void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
                            float beta2, float epsilon) = 0;
-  // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats.
+  // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too.
   virtual void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) = 0;
+
+ protected:
+  friend class DeviceBuffer;
+  // Takes back memory from allocate.
+  virtual void release(void* p, size_t bytes) noexcept = 0;
 };
 
+inline void DeviceBuffer::reset() noexcept {
+  if (owner_ && p_) owner_->release(p_, bytes_);
+  owner_ = nullptr;
+  p_ = nullptr;
+  bytes_ = 0;
+}
+
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGemm::Auto);
+// The backend of one replica device: the CPU one, or one from the CUDA module (Status::Device when
+// that device is not present).
+std::unique_ptr<Backend> make_backend(const Device& device, int cpu_threads, CpuGemm gemm);
 // The cores the CPU backend uses when its thread count is 0.
 int cpu_core_count();
 

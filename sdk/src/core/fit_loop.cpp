@@ -65,36 +65,82 @@ Slice Model::Impl::slice(int replica, int64_t rows) const {
 void Model::Impl::reserve_plans(int64_t global_rows) {
   const int64_t n = static_cast<int64_t>(replicas.size());
   const int64_t per_replica = (global_rows + n - 1) / n;
-  for (Replica& r : replicas) r.plan.reserve(net, std::max(r.plan.capacity(), per_replica), label_size());
+  for (Replica& r : replicas) r.plan.reserve(*r.be, net, std::max(r.plan.capacity(), per_replica), label_size());
 }
 
-void Model::Impl::replica_forward_loss(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
-                                       bool training, uint64_t step_seed, float grad_scale) {
+void Model::Impl::stage_dataset(const Dataset& data) {
+  const std::shared_ptr<const DatasetStorage>& storage = data.shared_storage();
+  for (Replica& r : replicas) {
+    if (r.be->host_accessible()) {
+      r.x_src = storage->x.data();
+      r.y_src = storage->y.data();
+      continue;
+    }
+    // Storage seen before is compared by owner: the address of a freed dataset may come back.
+    auto same = [&](const CachedDataset& c) {
+      return !c.storage.expired() && !c.storage.owner_before(storage) && !storage.owner_before(c.storage);
+    };
+    auto hit = std::find_if(r.cache.begin(), r.cache.end(), same);
+    if (hit == r.cache.end()) {
+      // Keep the most recent other dataset (training data while validating, and back).
+      if (r.cache.size() >= kCachedDatasets) r.cache.erase(r.cache.begin());
+      std::erase_if(r.cache, [](const CachedDataset& c) { return c.storage.expired(); });
+      CachedDataset c;
+      const size_t x_bytes = storage->x.size() * sizeof(float), y_bytes = storage->y.size() * sizeof(float);
+      c.x = r.be->allocate(x_bytes);
+      c.y = r.be->allocate(y_bytes);
+      r.be->to_device(storage->x.data(), x_bytes, c.x.data());
+      r.be->to_device(storage->y.data(), y_bytes, c.y.data());
+      c.storage = storage;
+      r.cache.push_back(std::move(c));
+      hit = r.cache.end() - 1;
+    }
+    r.x_src = hit->x.data();
+    r.y_src = hit->y.data();
+  }
+}
+
+void Model::Impl::replica_forward_loss(Replica& r, const int64_t* idx, Slice s, bool training, uint64_t step_seed,
+                                       float grad_scale) {
   const int64_t ls = label_size();
-  r.be->gather_rows(data.x.data(), net.input_size(), idx + s.first, s.rows, r.plan.input());
-  r.be->gather_rows(data.y.data(), ls, idx + s.first, s.rows, r.plan.labels());
+  const int64_t* rows_idx = idx + s.first;
+  if (!r.be->host_accessible()) {
+    r.be->to_device(rows_idx, static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
+    rows_idx = r.plan.batch_index();
+  }
+  r.be->gather_rows(r.x_src, net.input_size(), rows_idx, s.rows, r.plan.input());
+  r.be->gather_rows(r.y_src, ls, rows_idx, s.rows, r.plan.labels());
   r.plan.forward(*r.be, net, r.params.data(), s.rows, training, step_seed, s.first);
   r.be->loss(loss_spec, s.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
-             training ? r.plan.output_grad() : nullptr, &r.sums);
+             training ? r.plan.output_grad() : nullptr);
 }
 
-void Model::Impl::replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
-                                           int64_t global_rows, uint64_t step_seed) {
-  r.sums = {};
+void Model::Impl::replica_forward_backward(Replica& r, const int64_t* idx, Slice s, int64_t global_rows,
+                                           uint64_t step_seed) {
   if (s.rows == 0) {  // nothing to learn from: a zero gradient
-    std::fill(r.grads.begin(), r.grads.end(), 0.0f);
+    r.be->fill_zero(r.grads.bytes(), r.grads.data());
     return;
   }
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
-  replica_forward_loss(r, data, idx, s, true, step_seed, 1.0f / static_cast<float>(global_rows));
+  replica_forward_loss(r, idx, s, true, step_seed, 1.0f / static_cast<float>(global_rows));
   r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows);
 }
 
-void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums) {
+backend::LossSums Model::Impl::take_loss_sums() {
+  backend::LossSums total;
+  for (Replica& r : replicas) {  // in replica order: repeatable sums
+    const backend::LossSums s = r.be->take_loss_sums();
+    total.loss += s.loss;
+    total.correct += s.correct;
+  }
+  return total;
+}
+
+void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums) {
   const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
   for_each_replica([&](int k) {
-    replica_forward_backward(replicas[static_cast<size_t>(k)], data, idx, slice(k, rows), rows, step_seed);
+    replica_forward_backward(replicas[static_cast<size_t>(k)], idx, slice(k, rows), rows, step_seed);
   });
   ++optimizer_steps;
   // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
@@ -103,10 +149,7 @@ void Model::Impl::train_step(const DatasetStorage& data, const int64_t* idx, int
     if (collective_) collective_->all_reduce_sum(k, r.grads.data(), net.num_params);
     replica_optimizer(r);
   });
-  for (const Replica& r : replicas) {  // in replica order: repeatable sums
-    sums->loss += r.sums.loss;
-    sums->correct += r.sums.correct;
-  }
+  *sums = take_loss_sums();
 }
 
 void Model::Impl::replica_optimizer(Replica& r) {
@@ -262,7 +305,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     }
   }
   std::vector<int64_t> order = train.order(pass);
-  const DatasetStorage& data = train.storage();
+  take_loss_sums();  // nothing left over from a call that failed
 
   Event ev;
   ev.kind = EventKind::TrainBegin;
@@ -281,6 +324,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     ev.global_step = optimizer_steps;
     stop = control.emit(ev);
     bar.begin_epoch(epoch, o.epochs, steps, start);
+    stage_dataset(train);  // again after the validation of the epoch before
     core::Metrics m;
     for (int64_t step = start; step < steps && !stop; ++step) {
       if (pos == passes_steps) {
@@ -290,7 +334,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       const int64_t first = pos * batch;
       const int64_t rows = std::min(batch, train.num_samples() - first);
       backend::LossSums step_sums;
-      train_step(data, order.data() + first, rows, &step_sums);
+      train_step(order.data() + first, rows, &step_sums);
       if (cb && cb->terminate_on_nan() && !std::isfinite(step_sums.loss))
         fail(Status::Diverged, "the loss became " + std::to_string(step_sums.loss) + " at epoch " +
                                    std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
@@ -365,22 +409,18 @@ EvalResult Model::Impl::evaluate(const Dataset& data) {
 EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   reserve_plans(batch);
-  for (Replica& r : replicas) r.sums = {};
+  stage_dataset(data);
+  take_loss_sums();  // nothing left over from a call that failed
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
-  backend::LossSums sums;
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
     for_each_replica([&](int k) {
       const Slice part = slice(k, rows);
       if (part.rows > 0)
-        replica_forward_loss(replicas[static_cast<size_t>(k)], data.storage(), idx.data() + first, part, false, 0,
-                             0.0f);
+        replica_forward_loss(replicas[static_cast<size_t>(k)], idx.data() + first, part, false, 0, 0.0f);
     });
   }
-  for (Replica& r : replicas) {
-    sums.loss += r.sums.loss;
-    sums.correct += r.sums.correct;
-  }
+  const backend::LossSums sums = take_loss_sums();
   const double n = static_cast<double>(data.num_samples());
   return {sums.loss / n, sums.correct / n};
 }
@@ -392,15 +432,14 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
   const int64_t in = net.input_size(), outs = net.output_size();
   Replica& r = replicas.front();
   const int64_t batch = std::max<int64_t>(r.plan.capacity(), Dataset::kDefaultBatch);
-  r.plan.reserve(net, batch, label_size());
+  r.plan.reserve(*r.be, net, batch, label_size());
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t rows = std::min(batch, n - first);
-    r.be->copy(rows * in, x + first * in, r.plan.input());
+    r.be->to_device(x + first * in, static_cast<size_t>(rows * in) * sizeof(float), r.plan.input());
     r.plan.forward(*r.be, net, r.params.data(), rows, false, 0);
-    float* dst = out + first * outs;
-    r.be->copy(rows * outs, r.plan.output(), dst);
     // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities.
-    r.be->activation_forward(net.folded_activation(), rows, outs, dst);
+    r.be->activation_forward(net.folded_activation(), rows, outs, r.plan.output());
+    r.be->to_host(r.plan.output(), static_cast<size_t>(rows * outs) * sizeof(float), out + first * outs);
   }
 }
 

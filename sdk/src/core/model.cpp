@@ -44,9 +44,12 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
   bounded_elements(input, "the input shape");
-  for (const Device& d : strategy.replicas())
-    require(d.kind == DeviceKind::Cpu, Status::Unsupported,
-            "the CUDA backend is not implemented yet in this version of kx (replica on " + d.name() + ")");
+  // Replicas sharing host memory sum gradients with host threads; a device collective for several
+  // GPU replicas (NCCL, or a kernel for logical replicas of one GPU) is not there yet.
+  if (strategy.num_replicas() > 1)
+    for (const Device& d : strategy.replicas())
+      require(d.kind == DeviceKind::Cpu, Status::Unsupported,
+              "this version of kx trains several replicas on CPUs only (replica on " + d.name() + ")");
   net.shapes.push_back(std::move(input));
 }
 
@@ -106,14 +109,16 @@ void Model::Impl::compile(const CompileOptions& o) {
   const int threads = std::max(1, cores / n);
   const bool adam = resolved.kind == OptimizerKind::Adam;
   const bool momentum = resolved.kind == OptimizerKind::Sgd && resolved.momentum != 0;
-  const auto size = static_cast<size_t>(net.num_params);
+  const size_t bytes = static_cast<size_t>(net.num_params) * sizeof(float);
   std::vector<Replica> built(static_cast<size_t>(n));
-  for (Replica& r : built) {
-    r.be = backend::make_cpu_backend(threads, strategy.cpu_gemm());
-    r.params.assign(size, 0.0f);
-    r.grads.assign(size, 0.0f);
-    r.slot_m.assign(adam || momentum ? size : 0, 0.0f);
-    r.slot_v.assign(adam ? size : 0, 0.0f);
+  for (size_t k = 0; k < built.size(); ++k) {
+    Replica& r = built[k];
+    r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
+    r.be->set_tf32(strategy.tf32());
+    r.params = r.be->allocate(bytes);
+    r.grads = r.be->allocate(bytes);
+    if (adam || momentum) r.slot_m = r.be->allocate(bytes);
+    if (adam) r.slot_v = r.be->allocate(bytes);
   }
   if (n > 1) {
     pool_ = std::make_unique<distribute::ReplicaPool>(n);
@@ -128,12 +133,21 @@ void Model::Impl::compile(const CompileOptions& o) {
 }
 
 void Model::Impl::set_params(const float* w) {
-  for (Replica& r : replicas)
-    if (r.params.data() != w) std::copy(w, w + net.num_params, r.params.begin());
+  for (Replica& r : replicas) r.be->to_device(w, r.params.bytes(), r.params.data());
 }
 
+std::vector<float> Model::Impl::host_slot(const backend::DeviceBuffer Replica::*slot) const {
+  const Replica& r = replicas.front();
+  const backend::DeviceBuffer& b = r.*slot;
+  std::vector<float> host(static_cast<size_t>(b.floats()));
+  r.be->to_host(b.data(), b.bytes(), host.data());
+  return host;
+}
+
+std::vector<float> Model::Impl::host_params() const { return host_slot(&Replica::params); }
+
 void Model::Impl::init_weights(uint64_t seed) {
-  FloatBuffer& weights = replicas.front().params;
+  std::vector<float> weights(static_cast<size_t>(net.num_params));
   for (size_t i = 0; i < net.layers.size(); ++i) {
     float* p = weights.data() + net.param_offset[i];
     uint64_t layer_seed = core::mix_seed(seed, i);
@@ -152,7 +166,7 @@ void Model::Impl::init_weights(uint64_t seed) {
       layer_seed = core::mix_seed(layer_seed, 0x5eed);
     }
   }
-  set_params(weights.data());  // broadcast from replica 0
+  set_params(weights.data());  // the same initial weights on every replica
 }
 
 void Model::Impl::require_compiled(const char* what) const {
@@ -260,7 +274,7 @@ std::string Model::to_json() const { return impl_->to_json(); }
 
 std::vector<float> Model::Impl::get_weights() const {
   require_compiled("get_weights");
-  return std::vector<float>(params().begin(), params().end());
+  return host_params();
 }
 
 void Model::Impl::set_weights(const std::vector<float>& w) {

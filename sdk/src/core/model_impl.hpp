@@ -21,13 +21,24 @@ struct TrainPosition;
 struct DataOrder;
 }  // namespace core
 
+// A dataset's samples and labels copied to a device.
+struct CachedDataset {
+  std::weak_ptr<const DatasetStorage> storage;
+  backend::DeviceBuffer x, y;
+};
+inline constexpr size_t kCachedDatasets = 2;  // training and validation data
+
 // One copy of the model on one device. Replicas hold equal parameters and optimizer slots at every
 // step boundary: they start from replica 0's weights and apply the same summed gradient.
 struct Replica {
-  std::unique_ptr<backend::Backend> be;
-  FloatBuffer params, grads, slot_m, slot_v;
+  std::unique_ptr<backend::Backend> be;  // declared first: destroyed after the memory it owns
+  backend::DeviceBuffer params, grads, slot_m, slot_v;
   core::StepPlan plan;
-  backend::LossSums sums;  // of the rows this replica saw in the current call
+  // The samples and labels of the dataset being read, where the backend reads them: the host storage
+  // itself on the CPU, else a copy in device memory, kept for the next call that reads the same data.
+  const float* x_src = nullptr;
+  const float* y_src = nullptr;
+  std::vector<CachedDataset> cache;
 };
 
 // Rows [first, first + rows) of a global batch belong to one replica.
@@ -72,8 +83,10 @@ class Model::Impl {
   std::vector<float> get_weights() const;
   void set_weights(const std::vector<float>& w);
 
-  // Replica 0's parameters, which every replica equals between steps.
-  const FloatBuffer& params() const { return replicas.front().params; }
+  // Replica 0's parameters (which every replica equals between steps) and optimizer slots, on the host.
+  std::vector<float> host_params() const;
+  std::vector<float> host_slot(const backend::DeviceBuffer Replica::*slot) const;
+  // Every replica's parameters := w (host memory, num_params values).
   void set_params(const float* w);
 
   Strategy strategy;
@@ -93,14 +106,18 @@ class Model::Impl {
   // evaluate() without check_dataset, for data that fit has already checked.
   EvalResult evaluate_checked(const Dataset& data);
   // One optimizer step on the global batch of `rows` samples gathered by storage index; adds to sums.
-  void train_step(const DatasetStorage& data, const int64_t* idx, int64_t rows, backend::LossSums* sums);
-  // Gathers one replica's slice of the batch and runs forward and the loss, adding to r.sums; in
-  // training also dL/d(output), scaled by grad_scale.
-  void replica_forward_loss(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s, bool training,
-                            uint64_t step_seed, float grad_scale);
+  void train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums);
+  // Points every replica at the dataset's samples and labels, copying them to device memory first
+  // where the backend cannot read the host's.
+  void stage_dataset(const Dataset& data);
+  // Gathers one replica's slice of the batch from the staged dataset and runs forward and the loss,
+  // adding to the backend's loss sums; in training also dL/d(output), scaled by grad_scale.
+  void replica_forward_loss(Replica& r, const int64_t* idx, Slice s, bool training, uint64_t step_seed,
+                            float grad_scale);
   // Forward, loss and backward of one replica's slice; the loss is scaled by 1 / global rows.
-  void replica_forward_backward(Replica& r, const DatasetStorage& data, const int64_t* idx, Slice s,
-                                int64_t global_rows, uint64_t step_seed);
+  void replica_forward_backward(Replica& r, const int64_t* idx, Slice s, int64_t global_rows, uint64_t step_seed);
+  // The loss sums of every replica, added in replica order; each backend's sums are then zero.
+  backend::LossSums take_loss_sums();
   void replica_optimizer(Replica& r);
   // Runs task(k) on every replica k: concurrently when there are several.
   template <class Task>

@@ -137,15 +137,17 @@ std::vector<Model::Impl::NamedSlice> Model::Impl::named_params() const {
 
 std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order) const {
   require_compiled("save");
-  const Replica& r = replicas.front();
+  const std::vector<float> params = host_params(), slot_m = host_slot(&Replica::slot_m),
+                           slot_v = host_slot(&Replica::slot_v);
   std::vector<io::TensorToWrite> tensors;
   const std::vector<NamedSlice> names = named_params();
-  for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, r.params.data() + p.offset});
-  if (!r.slot_m.empty())
+  for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
+  if (!slot_m.empty())
     for (const NamedSlice& p : names)
-      tensors.push_back({first_slot_prefix(optimizer.kind) + p.name, p.shape, r.slot_m.data() + p.offset});
-  if (!r.slot_v.empty())
-    for (const NamedSlice& p : names) tensors.push_back({"optimizer/v/" + p.name, p.shape, r.slot_v.data() + p.offset});
+      tensors.push_back({first_slot_prefix(optimizer.kind) + p.name, p.shape, slot_m.data() + p.offset});
+  if (!slot_v.empty())
+    for (const NamedSlice& p : names)
+      tensors.push_back({"optimizer/v/" + p.name, p.shape, slot_v.data() + p.offset});
   io::Metadata m;
   m["format"] = kFormat;
   m["kx_version"] = KX_VERSION_STRING;
@@ -175,7 +177,8 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   }
 
   const size_t n = static_cast<size_t>(net.num_params);
-  FloatBuffer params(n), m(replicas.front().slot_m.size()), v(replicas.front().slot_v.size());
+  const auto floats = [](const backend::DeviceBuffer& b) { return static_cast<size_t>(b.floats()); };
+  FloatBuffer params(n), m(floats(replicas.front().slot_m)), v(floats(replicas.front().slot_v));
   const auto read = [&](const std::string& name, const Shape& shape, float* out) {
     const io::TensorEntry* e = f.find(name);
     require(e != nullptr, Status::Corrupt, f.source() + ": tensor \"" + name + "\" is missing");
@@ -194,8 +197,8 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   // Everything is read and checked: only now does the model change.
   set_params(params.data());
   for (Replica& r : replicas) {
-    std::copy(m.begin(), m.end(), r.slot_m.begin());
-    std::copy(v.begin(), v.end(), r.slot_v.begin());
+    r.be->to_device(m.data(), r.slot_m.bytes(), r.slot_m.data());
+    r.be->to_device(v.data(), r.slot_v.bytes(), r.slot_v.data());
   }
   optimizer_steps = steps;
   options.seed = seed;  // dropout masks continue the stream they came from

@@ -9,15 +9,16 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
   return x ^ (x >> 31);
 }
 
-void StepPlan::reserve(const Network& net, int64_t max_rows, int64_t label_size) {
+void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size) {
   if (max_rows <= capacity_ && label_size == label_size_) return;
   const size_t L = net.layers.size();
   storage_.clear();
+  capacity_ = 0;  // until every buffer is allocated: an allocation failure leaves an empty plan
   act_.assign(L + 1, nullptr);
   grad_.assign(L + 1, nullptr);
   scratch_.assign(L, nullptr);
   auto buffer = [&](int64_t floats) {
-    storage_.emplace_back(static_cast<size_t>(floats));
+    storage_.push_back(be.allocate(static_cast<size_t>(floats) * sizeof(float)));
     return storage_.back().data();
   };
   // An input gradient is needed only when some layer before has parameters.
@@ -40,7 +41,8 @@ void StepPlan::reserve(const Network& net, int64_t max_rows, int64_t label_size)
     else if (has_params_before[i])
       grad_[i] = buffer(max_rows * num_elements(net.shapes[i]));
   }
-  labels_.assign(static_cast<size_t>(max_rows * label_size), 0.0f);
+  labels_ = be.allocate(static_cast<size_t>(max_rows * label_size) * sizeof(float));
+  batch_index_ = be.host_accessible() ? backend::DeviceBuffer{} : be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   capacity_ = max_rows;
   label_size_ = label_size;
 }

@@ -29,12 +29,14 @@ struct Network {
 
 class StepPlan {
  public:
-  // (Re)allocates for up to max_rows samples; a no-op when the capacity already suffices.
-  void reserve(const Network& net, int64_t max_rows, int64_t label_size);
+  // (Re)allocates for up to max_rows samples in be's memory; a no-op when the capacity already suffices.
+  void reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size);
   int64_t capacity() const { return capacity_; }
 
   float* input() { return act_.front(); }
   float* labels() { return labels_.data(); }
+  // Room for the storage index of every sample of a batch (backends that cannot read host memory).
+  int64_t* batch_index() { return batch_index_.data<int64_t>(); }
   float* output() { return act_.back(); }
   float* output_grad() { return grad_.back(); }
 
@@ -47,11 +49,11 @@ class StepPlan {
  private:
   int64_t capacity_ = 0;
   int64_t label_size_ = 0;
-  std::vector<FloatBuffer> storage_;
+  std::vector<backend::DeviceBuffer> storage_;
   std::vector<float*> act_;      // act_[i]: input of layer i; act_.back(): output
   std::vector<float*> grad_;     // grad_[i]: dL/d act_[i], null where nothing needs it
   std::vector<float*> scratch_;  // per layer
-  FloatBuffer labels_;
+  backend::DeviceBuffer labels_, batch_index_;
 };
 
 // A counter-based 64-bit mix (splitmix64's finaliser), the root of every seed kx derives.

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
@@ -52,6 +54,26 @@ class CpuBackend final : public Backend {
     if (!tile_) tile_ = tile_avx512();
     if (tile_) dot_ = dot_avx512();
     if (!tile_) tile_ = &tile_portable;
+  }
+
+  DeviceBuffer allocate(size_t bytes) override {
+    if (bytes == 0) return {};
+    // Whole cache lines, aligned: the SIMD kernels and for_spans rely on it.
+    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    require(p != nullptr, Status::OutOfMemory, "cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    std::memset(p, 0, rounded);
+    return DeviceBuffer(this, p, bytes);
+  }
+  bool host_accessible() const override { return true; }
+  void to_device(const void* host, size_t bytes, void* dst) override {
+    if (bytes) std::memcpy(dst, host, bytes);
+  }
+  void to_host(const void* src, size_t bytes, void* host) override {
+    if (bytes) std::memcpy(host, src, bytes);
+  }
+  void fill_zero(size_t bytes, void* dst) override {
+    if (bytes) std::memset(dst, 0, bytes);
   }
 
   std::string gemm_kernel_name() const override {
@@ -215,7 +237,7 @@ class CpuBackend final : public Backend {
   }
 
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
-            float grad_scale, float* dout, LossSums* sums) override {
+            float grad_scale, float* dout) override {
     double loss_sum = 0, correct = 0;
     // Rows in a fixed order on one thread: the sums are bitwise repeatable. The work is O(rows * cols),
     // small next to the GEMMs that produced `out`.
@@ -226,9 +248,10 @@ class CpuBackend final : public Backend {
       loss_sum += row_loss(spec, cols, o, t, grad_scale, d);
       correct += row_correct(spec, cols, o, t, y_cols);
     }
-    sums->loss += loss_sum;
-    sums->correct += correct;
+    sums_.loss += loss_sum;
+    sums_.correct += correct;
   }
+  LossSums take_loss_sums() override { return std::exchange(sums_, LossSums{}); }
 
   void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
     cpu::im2col(g, rows, x, col, threads_);
@@ -283,7 +306,12 @@ class CpuBackend final : public Backend {
       std::memcpy(dst + i * row_len, src + idx[i] * row_len, static_cast<size_t>(row_len) * sizeof(float));
   }
 
+ protected:
+  void release(void* p, size_t) noexcept override { std::free(p); }
+
  private:
+  static constexpr size_t kAlignment = 64;
+
   // fn(begin, end) over one span per thread, in whole cache lines so no two threads write the same
   // line; a single span below the parallel threshold.
   template <class Fn>
@@ -420,6 +448,7 @@ class CpuBackend final : public Backend {
   TileKernel tile_ = nullptr;
   DotKernel dot_ = nullptr;
   FloatBuffer transposed_;
+  LossSums sums_;
 };
 
 }  // namespace

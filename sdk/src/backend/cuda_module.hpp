@@ -1,0 +1,33 @@
+// libkx's handle on the CUDA backend module. libkx has no CUDA dependency: it looks for
+// libkx_cuda.so at run time and reports no CUDA device when the module, the driver or a GPU is missing.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "backend/module_api.hpp"
+
+namespace kx::backend {
+
+class CudaModule {
+ public:
+  // Looks for the module: $KX_CUDA_MODULE if set, else next to the code of libkx (its kx-MAJOR/
+  // subdirectory, then the directory itself), else the dynamic loader's search path. Never throws:
+  // a module that is missing or unusable gives a CudaModule with no devices and says why in status().
+  // The module stays loaded for the life of the process (its CUDA runtime must not be unloaded).
+  static CudaModule load();
+
+  int device_count() const { return device_count_; }
+  // Where the module came from and what it found, or why there is no CUDA device.
+  const std::string& status() const { return status_; }
+  std::string describe_device(int index) const;
+  // Status::Device when the module has no such device.
+  std::unique_ptr<Backend> create_backend(int index) const;
+
+ private:
+  const ModuleApi* api_ = nullptr;
+  int device_count_ = 0;
+  std::string status_;
+};
+
+}  // namespace kx::backend
