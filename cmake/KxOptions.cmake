@@ -8,14 +8,42 @@ foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_MPI KX_WITH_BLAS)
   set(${opt} ${_v})
 endforeach()
 
-# The CUDA backend module, NCCL and MPI come with later versions; asking for them now is an error
-# rather than a silent CPU-only build.
-foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_MPI)
+# NCCL and MPI come with later versions; asking for them now is an error rather than a silent
+# build without them.
+foreach(opt KX_WITH_NCCL KX_WITH_MPI)
   if(${opt} STREQUAL "ON")
     message(FATAL_ERROR "${opt}=ON: this version of kx has no such backend yet")
   endif()
 endforeach()
-set(KX_CUDA_STATUS "not in this version")
+
+# The CUDA backend module (libkx_cuda.so): CUDA 13 from /usr/local/cuda unless CMAKE_CUDA_COMPILER
+# says otherwise. AUTO builds it when nvcc works; ON fails without it.
+set(KX_HAVE_CUDA OFF)
+set(KX_CUDA_STATUS "off")
+if(NOT KX_WITH_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  # Jetson Orin (87), A100 (80) and Hopper (90); more only make the build slower.
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES "80;87;90")
+  endif()
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit)
+  endif()
+  if(CMAKE_CUDA_COMPILER AND CUDAToolkit_FOUND AND TARGET CUDA::cublasLt)
+    set(KX_HAVE_CUDA ON)
+    set(KX_CUDA_STATUS "module (CUDA ${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  elseif(KX_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "KX_WITH_CUDA=ON but no working CUDA toolkit with cuBLASLt was found "
+                        "(looked for /usr/local/cuda/bin/nvcc; set CMAKE_CUDA_COMPILER)")
+  else()
+    set(KX_CUDA_STATUS "no CUDA toolkit found")
+  endif()
+endif()
 
 # CBLAS: OpenBLAS's cblas.h and library (Debian: libopenblas-dev).
 function(kx_find_cblas)

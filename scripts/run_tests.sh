@@ -8,7 +8,7 @@ jobs=$(nproc)
 bash scripts/setup.sh build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
-bash scripts/setup.sh build-asan -DKX_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_BUILD_BENCH=OFF
+bash scripts/setup.sh build-asan -DKX_WITH_CUDA=OFF -DKX_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_BUILD_BENCH=OFF
 # Leak checks on; OpenMP's thread pool lives for the process and is not a leak of kx's.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"

@@ -1,6 +1,8 @@
 // The C handle types and the exception firewall every extern "C" function goes through.
 #pragma once
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <new>
 #include <string>
@@ -60,6 +62,14 @@ inline void require_arg(const void* p, const char* name, const char* function) {
 }
 
 // Hands a new object to the caller through *out (only on success).
+// A copy of text in memory the caller frees with kx_free.
+inline char* malloc_string(const std::string& text) {
+  char* copy = static_cast<char*>(std::malloc(text.size() + 1));
+  if (!copy) throw std::bad_alloc();
+  std::memcpy(copy, text.c_str(), text.size() + 1);
+  return copy;
+}
+
 template <class T>
 kx_status hand_out(std::unique_ptr<T> obj, T** out) {
   *out = obj.release();

@@ -66,6 +66,17 @@ kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t b
   });
 }
 
+kx_status kx_device_status(kx_device_kind kind, char** out_text) {
+  return guarded([&] {
+    require_arg(out_text, "out_text", "kx_device_status");
+    const int32_t k = kx::capi::enum_value(kind);
+    kx::require(k == KX_DEVICE_CPU || k == KX_DEVICE_CUDA, kx::Status::InvalidArgument,
+                "kx_device_status: unknown device kind " + std::to_string(k));
+    *out_text = kx::capi::malloc_string(kx::device_status(static_cast<kx::DeviceKind>(k)));
+    return KX_OK;
+  });
+}
+
 kx_status kx_strategy_create_default(kx_strategy** out) {
   return guarded([&] {
     require_arg(out, "out", "kx_strategy_create_default");
@@ -102,6 +113,14 @@ kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n) {
   return guarded([&] {
     require_arg(s, "s", "kx_strategy_set_num_threads");
     s->strategy.set_num_threads(n);
+    return KX_OK;
+  });
+}
+
+kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_tf32");
+    s->strategy.set_tf32(enabled != 0);
     return KX_OK;
   });
 }

@@ -100,11 +100,7 @@ kx_status kx_model_to_json(const kx_model* m, char** out_json) {
   return guarded([&] {
     require_arg(m, "m", "kx_model_to_json");
     require_arg(out_json, "out_json", "kx_model_to_json");
-    const std::string text = m->model.to_json();
-    char* copy = static_cast<char*>(std::malloc(text.size() + 1));
-    if (!copy) throw std::bad_alloc();
-    std::memcpy(copy, text.c_str(), text.size() + 1);
-    *out_json = copy;
+    *out_json = kx::capi::malloc_string(m->model.to_json());
     return KX_OK;
   });
 }

@@ -83,6 +83,12 @@ KX_API int32_t kx_device_count(kx_device_kind kind);
  * KX_E_INVALID_ARGUMENT for a bad kind, index out of range, NULL buf or a buf_len too small. */
 KX_API kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len);
 
+/* What kx found for a kind of device, as text for people (one fact per line): for CUDA, where the
+ * CUDA backend module was loaded from and each GPU (name, memory, compute capability), or why there
+ * is none (module not installed, no driver, no GPU). *out_text is allocated; free it with kx_free.
+ * Errors: KX_E_INVALID_ARGUMENT for a bad kind or NULL out_text. */
+KX_API kx_status kx_device_status(kx_device_kind kind, char** out_text);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Strategies: which devices train and how replicas stay in sync                                  */
 /* ---------------------------------------------------------------------------------------------- */
@@ -110,6 +116,12 @@ KX_API int32_t kx_strategy_num_replicas(const kx_strategy* s);
 /* CPU threads used by the kernels of models created from s afterwards: 0 = every core (the
  * default). Independent of OMP_NUM_THREADS. Errors: NULL s, negative n. */
 KX_API kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n);
+
+/* TF32 tensor cores for float32 matrix products on GPUs that have them (Ampere and later), for models
+ * created from s afterwards. On by default, as in TensorFlow: about 10 bits of mantissa in the
+ * products, sums in float32. kx_strategy_set_tf32(s, 0) gives full float32 products. No effect on
+ * the CPU. Errors: NULL s. */
+KX_API kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled);
 
 /* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
  * made from it. */

@@ -1,0 +1,225 @@
+// The CUDA backend: one stream per replica, memory from the device's stream-ordered pool, GEMMs in
+// cuBLASLt, loss sums accumulated on the device and read only when taken.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.cuh"
+#include "backend/cuda/lt_gemm.hpp"
+#include "backend/module_api.hpp"
+
+namespace kx::backend::cuda {
+namespace {
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendation for Hopper
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, const HostServices& host) : host_(host), device_(device) {
+    check(host_, cudaSetDevice(device_), "cudaSetDevice");
+    check(host_, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    // Memory handed back to the pool stays there for the next allocation instead of going back to
+    // the driver: plans reallocated between fit and evaluate cost no cudaMalloc.
+    check(host_, cudaDeviceGetDefaultMemPool(&pool_, device_), "cudaDeviceGetDefaultMemPool");
+    uint64_t keep = UINT64_MAX;
+    check(host_, cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    workspace_ = allocate(kWorkspaceBytes);
+    sums_ = allocate(2 * sizeof(double));
+    partials_ = allocate(2 * sizeof(double) * kLossMaxBlocks);
+    check(host_, cudaMallocHost(&host_sums_, 2 * sizeof(double)), "cudaMallocHost");
+    gemm_ = std::make_unique<LtGemm>(host_, workspace_.data<void>(), kWorkspaceBytes);
+  }
+
+  ~CudaBackend() override {
+    cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);
+    gemm_.reset();
+    workspace_.reset();
+    sums_.reset();
+    partials_.reset();
+    cudaFreeHost(host_sums_);
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string gemm_kernel_name() const override { return gemm_->tf32() ? "cublasLt (tf32)" : "cublasLt (fp32)"; }
+
+  DeviceBuffer allocate(size_t bytes) override {
+    if (bytes == 0) return {};
+    use_device();
+    void* p = nullptr;
+    check(host_, cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "allocating device memory");
+    DeviceBuffer b(this, p, bytes);
+    check(host_, cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync");
+    return b;
+  }
+  bool host_accessible() const override { return false; }
+  void to_device(const void* host, size_t bytes, void* dst) override {
+    if (bytes == 0) return;
+    use_device();
+    // From pageable memory the copy is staged before the call returns: the host may reuse its buffer.
+    check(host_, cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "copy to the device");
+  }
+  void to_host(const void* src, size_t bytes, void* host) override {
+    if (bytes == 0) return;
+    use_device();
+    check(host_, cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to the host");
+    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+  }
+  void fill_zero(size_t bytes, void* dst) override {
+    if (bytes == 0) return;
+    use_device();
+    check(host_, cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync");
+  }
+  void set_tf32(bool on) override { gemm_->set_tf32(on); }
+
+  void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+            int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
+    use_device();
+    gemm_->run(stream_, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
+  }
+  void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
+    use_device();
+    cuda::activation_forward(stream_, act, rows, cols, y);
+    launched("activation");
+  }
+  void activation_backward(Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
+                           float* dz) override {
+    use_device();
+    cuda::activation_backward(stream_, act, rows, cols, y, dy, dz);
+    launched("activation gradient");
+  }
+  void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
+    use_device();
+    cuda::bias_grad(stream_, rows, cols, dz, db);
+    launched("bias gradient");
+  }
+  void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
+            float grad_scale, float* dout) override {
+    use_device();
+    cuda::loss(stream_, spec, rows, cols, out, y, y_cols, grad_scale, dout, partials_.data<double>(),
+               sums_.data<double>());
+    launched("loss");
+  }
+  LossSums take_loss_sums() override {
+    use_device();
+    check(host_, cudaMemcpyAsync(host_sums_, sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+          "reading the loss");
+    check(host_, cudaMemsetAsync(sums_.data(), 0, 2 * sizeof(double), stream_), "cudaMemsetAsync");
+    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+    return {host_sums_[0], host_sums_[1]};
+  }
+  void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
+    use_device();
+    cuda::im2col(stream_, g, rows, x, col);
+    launched("im2col");
+  }
+  void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) override {
+    use_device();
+    cuda::col2im(stream_, g, rows, col, dx);
+    launched("col2im");
+  }
+  void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
+    use_device();
+    cuda::max_pool_forward(stream_, g, rows, x, y);
+    launched("max pooling");
+  }
+  void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy,
+                         float* dx) override {
+    use_device();
+    cuda::max_pool_backward(stream_, g, rows, x, y, dy, dx);
+    launched("max pooling gradient");
+  }
+  void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+                       float* y) override {
+    use_device();
+    cuda::dropout(stream_, rate, seed, first, n, x, mask, y);
+    launched("dropout");
+  }
+  void multiply(int64_t n, const float* a, const float* b, float* out) override {
+    use_device();
+    cuda::multiply(stream_, n, a, b, out);
+    launched("multiply");
+  }
+  void copy(int64_t n, const float* src, float* dst) override {
+    if (n == 0 || src == dst) return;
+    use_device();
+    check(host_, cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+          "device copy");
+  }
+  void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {
+    use_device();
+    cuda::sgd(stream_, n, p, g, v, lr, momentum);
+    launched("SGD");
+  }
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
+                   float epsilon) override {
+    use_device();
+    cuda::adam(stream_, n, p, g, m, v, lr_t, beta1, beta2, epsilon);
+    launched("Adam");
+  }
+  void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
+    use_device();
+    cuda::gather_rows(stream_, src, row_len, idx, n, dst);
+    launched("gather");
+  }
+
+ protected:
+  void release(void* p, size_t) noexcept override {
+    cudaSetDevice(device_);
+    cudaFreeAsync(p, stream_);
+  }
+
+ private:
+  // The current device is per host thread, and replicas run on several threads.
+  void use_device() { check(host_, cudaSetDevice(device_), "cudaSetDevice"); }
+  void launched(const char* what) { check(host_, cudaGetLastError(), what); }
+
+  const HostServices& host_;
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  DeviceBuffer workspace_, sums_, partials_;
+  double* host_sums_ = nullptr;
+  std::unique_ptr<LtGemm> gemm_;
+};
+
+int device_count(char* why, size_t why_len) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    std::snprintf(why, why_len, "%s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+    cudaGetLastError();  // not sticky: clear it
+    return 0;
+  }
+  if (n == 0) std::snprintf(why, why_len, "the driver reports no GPU");
+  return n;
+}
+
+void describe_device(int index, char* buf, size_t buf_len) {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, index) != cudaSuccess) {
+    std::snprintf(buf, buf_len, "unknown device");
+    return;
+  }
+  std::snprintf(buf, buf_len, "%s, %.1f GiB, compute capability %d.%d", p.name,
+                static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0), p.major, p.minor);
+}
+
+std::unique_ptr<Backend> create_backend(int index, const HostServices& host) {
+  return std::make_unique<CudaBackend>(index, host);
+}
+
+constexpr ModuleApi kApi{kInterfaceVersion, &device_count, &describe_device, &create_backend};
+
+}  // namespace
+}  // namespace kx::backend::cuda
+
+extern "C" __attribute__((visibility("default"))) const kx::backend::ModuleApi* kx_backend_module_v2() {
+  return &kx::backend::cuda::kApi;
+}

@@ -1,0 +1,204 @@
+// Element-wise kernels: activations, dropout, optimizers, gathers. Each element's result depends only
+// on its inputs, so they match the CPU backend whatever the launch shape.
+#include <cmath>
+
+#include "backend/cuda/kernels.cuh"
+
+namespace kx::backend::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65535 * 16 ? b : 65535 * 16);  // grid-stride loops cover the rest
+}
+
+#define KX_GRID_STRIDE(i, n) \
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+__device__ inline float sigmoid(float x) {
+  return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
+}
+
+__global__ void relu_kernel(int64_t n, float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = fmaxf(y[i], 0.0f);
+}
+__global__ void sigmoid_kernel(int64_t n, float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = sigmoid(y[i]);
+}
+__global__ void tanh_kernel(int64_t n, float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = tanhf(y[i]);
+}
+
+// One warp per row: rows of a classifier's output are short.
+__global__ void softmax_kernel(int64_t rows, int64_t cols, float* y) {
+  const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows) return;
+  float* v = y + warp * cols;
+  float mx = -INFINITY;
+  for (int64_t j = lane; j < cols; j += 32) mx = fmaxf(mx, v[j]);
+  for (int o = 16; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  float sum = 0;
+  for (int64_t j = lane; j < cols; j += 32) sum += (v[j] = expf(v[j] - mx));
+  for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  const float inv = 1.0f / sum;
+  for (int64_t j = lane; j < cols; j += 32) v[j] *= inv;
+}
+
+__global__ void relu_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
+  KX_GRID_STRIDE(i, n) dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+__global__ void sigmoid_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
+  KX_GRID_STRIDE(i, n) dz[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+__global__ void tanh_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
+  KX_GRID_STRIDE(i, n) dz[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+__global__ void copy_kernel(int64_t n, const float* src, float* dst) {
+  KX_GRID_STRIDE(i, n) dst[i] = src[i];
+}
+__global__ void softmax_backward_kernel(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz) {
+  const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (warp >= rows) return;
+  const float* yr = y + warp * cols;
+  const float* dyr = dy + warp * cols;
+  float* dzr = dz + warp * cols;
+  float dot = 0;
+  for (int64_t j = lane; j < cols; j += 32) dot += dyr[j] * yr[j];
+  for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, o);
+  for (int64_t j = lane; j < cols; j += 32) dzr[j] = yr[j] * (dyr[j] - dot);
+}
+
+__global__ void bias_relu_kernel(int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu) {
+  KX_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, c = i % cols;
+    float v = y[r * ld + c] + (bias ? bias[c] : 0.0f);
+    y[r * ld + c] = relu ? fmaxf(v, 0.0f) : v;
+  }
+}
+
+// splitmix64's finaliser, as the CPU backend's dropout: the mask of element i depends on (seed, i) only.
+__device__ inline uint64_t mix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void dropout_kernel(float rate, float keep_scale, uint64_t seed, int64_t first, int64_t n, const float* x,
+                               float* mask, float* y) {
+  KX_GRID_STRIDE(i, n) {
+    const uint64_t bits = mix64(seed ^ mix64(static_cast<uint64_t>(first + i)));
+    const float u = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+    const float m = u >= rate ? keep_scale : 0.0f;
+    mask[i] = m;
+    y[i] = x[i] * m;
+  }
+}
+
+__global__ void multiply_kernel(int64_t n, const float* a, const float* b, float* out) {
+  KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+}
+
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr) {
+  KX_GRID_STRIDE(i, n) p[i] = __fsub_rn(p[i], __fmul_rn(lr, g[i]));
+}
+__global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* v, float lr, float momentum) {
+  KX_GRID_STRIDE(i, n) {
+    const float vi = __fsub_rn(__fmul_rn(momentum, v[i]), __fmul_rn(lr, g[i]));
+    v[i] = vi;
+    p[i] = __fadd_rn(p[i], vi);
+  }
+}
+
+// The CPU's Adam expression, rounded step by step as it is (no fused multiply-add).
+__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float one_minus_b1,
+                            float one_minus_b2, float epsilon) {
+  KX_GRID_STRIDE(i, n) {
+    const float gi = g[i];
+    const float mi = __fadd_rn(m[i], __fmul_rn(one_minus_b1, __fsub_rn(gi, m[i])));
+    const float vi = __fadd_rn(v[i], __fmul_rn(one_minus_b2, __fsub_rn(__fmul_rn(gi, gi), v[i])));
+    m[i] = mi;
+    v[i] = vi;
+    p[i] = __fsub_rn(p[i], __fdiv_rn(__fmul_rn(lr_t, mi), __fadd_rn(__fsqrt_rn(vi), epsilon)));
+  }
+}
+
+__global__ void gather_rows_kernel(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) {
+  KX_GRID_STRIDE(i, n * row_len) {
+    const int64_t r = i / row_len, k = i % row_len;
+    dst[i] = src[idx[r] * row_len + k];
+  }
+}
+
+unsigned warp_blocks(int64_t rows) { return static_cast<unsigned>((rows * 32 + kThreads - 1) / kThreads); }
+
+}  // namespace
+
+void activation_forward(cudaStream_t s, Activation act, int64_t rows, int64_t cols, float* y) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  switch (act) {
+    case Activation::None: return;
+    case Activation::Relu: relu_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y); return;
+    case Activation::Sigmoid: sigmoid_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y); return;
+    case Activation::Tanh: tanh_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y); return;
+    case Activation::Softmax: softmax_kernel<<<warp_blocks(rows), kThreads, 0, s>>>(rows, cols, y); return;
+  }
+}
+
+void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
+                         float* dz) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  switch (act) {
+    case Activation::None:
+      if (dz != dy) copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, dy, dz);
+      return;
+    case Activation::Relu: relu_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y, dy, dz); return;
+    case Activation::Sigmoid: sigmoid_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y, dy, dz); return;
+    case Activation::Tanh: tanh_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y, dy, dz); return;
+    case Activation::Softmax:
+      softmax_backward_kernel<<<warp_blocks(rows), kThreads, 0, s>>>(rows, cols, y, dy, dz);
+      return;
+  }
+}
+
+void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu) {
+  if (rows * cols == 0) return;
+  bias_relu_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, ld, y, bias, relu);
+}
+
+void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+             float* y) {
+  if (n == 0) return;
+  const float keep_scale = 1.0f / (1.0f - rate);
+  dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(rate, keep_scale, seed, first, n, x, mask, y);
+}
+
+void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {
+  if (n) multiply_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, out);
+}
+
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum) {
+  if (n == 0) return;
+  if (v && momentum != 0.0f)
+    sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, v, lr, momentum);
+  else
+    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, lr);
+}
+
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
+          float beta2, float epsilon) {
+  if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, 1.0f - beta1, 1.0f - beta2, epsilon);
+}
+
+void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) {
+  if (n * row_len > 0) gather_rows_kernel<<<blocks_for(n * row_len), kThreads, 0, s>>>(src, row_len, idx, n, dst);
+}
+
+}  // namespace kx::backend::cuda

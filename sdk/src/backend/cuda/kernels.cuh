@@ -1,0 +1,39 @@
+// Launchers of the CUDA backend's kernels. Each queues its work on `stream` and returns; launch
+// errors are read by the caller (cudaGetLastError). Sums are in a fixed order: results do not depend
+// on the launch configuration's timing.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/backend.hpp"
+
+namespace kx::backend::cuda {
+
+void activation_forward(cudaStream_t s, Activation act, int64_t rows, int64_t cols, float* y);
+void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
+                         float* dz);
+// y[r, c] += bias[c] and/or relu, for a GEMM whose epilogue cuBLASLt could not fuse.
+void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu);
+void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db);
+
+// Per-row losses into partials[block] (loss, correct), then added in block order to sums[0..1].
+inline constexpr int kLossMaxBlocks = 1024;
+void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
+          int64_t y_cols, float grad_scale, float* dout, double* partials, double* sums);
+
+void im2col(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* col);
+void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, float* dx);
+void max_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
+void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, const float* y,
+                       const float* dy, float* dx);
+
+void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+             float* y);
+void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum);
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
+          float beta2, float epsilon);
+void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst);
+
+}  // namespace kx::backend::cuda

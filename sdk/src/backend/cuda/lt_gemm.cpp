@@ -1,0 +1,124 @@
+#include "backend/cuda/lt_gemm.hpp"
+
+#include <string>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.cuh"
+
+namespace kx::backend::cuda {
+namespace {
+
+// The largest power of two (up to 256) dividing the address: cuBLASLt picks kernels by alignment.
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  int k = 4;
+  while (k < 256 && a % (2 * k) == 0) k *= 2;
+  return k;
+}
+
+cublasOperation_t op(Trans t) { return t == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+}  // namespace
+
+LtGemm::LtGemm(const HostServices& host, void* workspace, size_t workspace_bytes)
+    : host_(host), workspace_(workspace), workspace_bytes_(workspace_bytes) {
+  check(host_, cublasLtCreate(&handle_), "cublasLtCreate");
+}
+
+LtGemm::~LtGemm() {
+  for (auto& [key, p] : plans_) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+  }
+  cublasLtDestroy(handle_);
+}
+
+LtGemm::Plan& LtGemm::plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda,
+                           int64_t ldb, int64_t ldc, cublasLtEpilogue_t epilogue) {
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+  Plan p;
+  // Built in a guard so that a failure half-way frees what was made.
+  struct Guard {
+    Plan& p;
+    bool keep = false;
+    ~Guard() {
+      if (keep) return;
+      if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+      if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+      if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+      if (p.op) cublasLtMatmulDescDestroy(p.op);
+    }
+  } guard{p};
+  const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  check(host_, cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  // Column-major: D^T[N, M] = op(B)^T op(A)^T, so cuBLASLt's A is our B and its B our A.
+  const cublasOperation_t op_a = op(tb), op_b = op(ta);
+  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
+  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+        "EPILOGUE");
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  // Our B as stored: [K, N] (ldb) read column-major is [N, K]; transposed it is stored [N, K] -> [K, N].
+  check(host_, cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb == Trans::No ? u(N) : u(K), tb == Trans::No ? u(K) : u(N), ldb),
+        "layout of B");
+  check(host_, cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta == Trans::No ? u(K) : u(M), ta == Trans::No ? u(M) : u(K), lda),
+        "layout of A");
+  check(host_, cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(N), u(M), ldc), "layout of C");
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(host_, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = workspace_bytes_;
+  const uint32_t align_a = static_cast<uint32_t>(std::get<11>(key)), align_b = static_cast<uint32_t>(std::get<12>(key)),
+                 align_c = static_cast<uint32_t>(std::get<13>(key));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_b, sizeof align_b);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_a, sizeof align_a);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_c, sizeof align_c);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_c, sizeof align_c);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check(host_, st, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    raise(host_, Status::Unsupported,
+          "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+              " GEMM");
+  p.algo = result.algo;
+  guard.keep = true;
+  return plans_.emplace(key, p).first->second;
+}
+
+void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A,
+                 int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) {
+  if (M <= 0 || N <= 0) return;
+  const bool relu = ep.activation == Activation::Relu;
+  // cuBLASLt reads the bias in 16-byte vectors; a bias that is not aligned so is added afterwards.
+  const bool fuse_bias = ep.bias && alignment(ep.bias) >= 16;
+  const bool fuse = K > 0 && (fuse_bias || !ep.bias);
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  if (fuse) epilogue = fuse_bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
+                                 : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
+  if (K <= 0) {  // an empty sum: C = beta C, then the epilogue
+    if (beta == 0.0f) check(host_, cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
+  } else {
+    const Key key{static_cast<int>(ta), static_cast<int>(tb), M, N, K, lda, ldb, ldc, static_cast<int>(epilogue),
+                  tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};
+    Plan& p = plan(key, ta, tb, M, N, K, lda, ldb, ldc, epilogue);
+    if (fuse_bias)
+      check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ep.bias, sizeof ep.bias),
+            "BIAS_POINTER");
+    const float alpha = 1.0f;
+    check(host_,
+          cublasLtMatmul(handle_, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_,
+                         workspace_bytes_, stream),
+          "cublasLtMatmul");
+  }
+  if (!fuse && (ep.bias || relu)) bias_relu(stream, M, N, ldc, C, ep.bias, relu);
+  check(host_, cudaGetLastError(), "GEMM epilogue");
+}
+
+}  // namespace kx::backend::cuda

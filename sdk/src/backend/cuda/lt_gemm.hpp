@@ -1,0 +1,50 @@
+// Row-major GEMMs through cuBLASLt, with the bias and ReLU epilogues fused. A row-major C = A B is
+// the column-major C^T = B^T A^T, so A and B trade places. The descriptors and the algorithm of each
+// shape are built once and kept: the step loop only looks them up.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+#include "backend/backend.hpp"
+#include "backend/module_api.hpp"
+
+namespace kx::backend::cuda {
+
+class LtGemm {
+ public:
+  LtGemm(const HostServices& host, void* workspace, size_t workspace_bytes);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  void set_tf32(bool on) { tf32_ = on; }
+  bool tf32() const { return tf32_; }
+
+  // As Backend::gemm; the epilogue is fused where cuBLASLt can (else a separate kernel follows).
+  void run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+           const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep);
+
+ private:
+  // Everything the algorithm choice depends on, pointers' alignment included.
+  using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, bool, int, int, int>;
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  Plan& plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+             int64_t ldc, cublasLtEpilogue_t epilogue);
+
+  const HostServices& host_;
+  cublasLtHandle_t handle_ = nullptr;
+  void* workspace_;
+  size_t workspace_bytes_;
+  bool tf32_ = true;
+  std::map<Key, Plan> plans_;
+};
+
+}  // namespace kx::backend::cuda

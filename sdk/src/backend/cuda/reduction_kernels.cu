@@ -1,0 +1,207 @@
+// Reductions: bias gradients and the loss. Every sum runs in a fixed order (rows in order per thread,
+// then threads, warps and blocks in order), so results repeat bitwise from run to run.
+#include <cmath>
+
+#include "backend/cuda/kernels.cuh"
+
+namespace kx::backend::cuda {
+namespace {
+
+constexpr double kProbEpsilon = 1e-7;  // Keras's epsilon, as in the CPU backend
+
+// db[c] = sum over rows of dz[r, c]: a block of 32 columns x 8 row groups; each thread sums every
+// 8th row, then the 8 partial sums are added in order.
+__global__ void bias_grad_kernel(int64_t rows, int64_t cols, const float* dz, float* db) {
+  __shared__ float part[8][33];
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  float acc = 0;
+  if (c < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += 8) acc += dz[r * cols + c];
+  part[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    float s = 0;
+    for (int k = 0; k < 8; ++k) s += part[k][threadIdx.x];
+    db[c] = s;
+  }
+}
+
+__device__ inline double warp_sum(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ inline double warp_max(double v) {
+  for (int o = 16; o > 0; o /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// The first index of the largest value over the warp's (value, index) pairs.
+__device__ inline int64_t warp_argmax(float v, int64_t j) {
+  for (int o = 16; o > 0; o /= 2) {
+    const float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    const int64_t oj = __shfl_xor_sync(0xffffffffu, j, o);
+    if (ov > v || (ov == v && oj < j)) v = ov, j = oj;
+  }
+  return j;
+}
+__device__ inline int64_t row_argmax(const float* v, int64_t n, int lane) {
+  float best = -INFINITY;
+  int64_t at = n;  // beyond every real index: loses ties
+  for (int64_t j = lane; j < n; j += 32)
+    if (v[j] > best || at == n) best = v[j], at = j;
+  if (at == n) best = -INFINITY;
+  return warp_argmax(best, at);
+}
+__device__ inline double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
+__device__ inline float sigmoidf(float x) { return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
+
+struct RowResult {
+  double loss, correct;
+};
+
+// One row by one warp; every lane returns the row's loss and correct count.
+__device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy, int64_t cols, const float* o,
+                              const float* t, int64_t y_cols, float scale, float* d, int lane) {
+  double loss = 0;
+  switch (kind) {
+    case LossKind::SparseCategoricalCrossentropy:
+    case LossKind::CategoricalCrossentropy: {
+      const bool sparse = kind == LossKind::SparseCategoricalCrossentropy;
+      const int64_t label = sparse ? static_cast<int64_t>(t[0]) : -1;
+      auto target = [&](int64_t j) -> double { return sparse ? (j == label ? 1.0 : 0.0) : t[j]; };
+      double tsum = 0;
+      if (logits) {
+        double mx = -INFINITY;
+        for (int64_t j = lane; j < cols; j += 32) mx = fmax(mx, static_cast<double>(o[j]));
+        mx = warp_max(mx);
+        double se = 0;
+        for (int64_t j = lane; j < cols; j += 32) se += exp(o[j] - mx);
+        const double lse = mx + log(warp_sum(se));
+        for (int64_t j = lane; j < cols; j += 32) {
+          const double tj = target(j);
+          loss -= tj * (o[j] - lse);
+          tsum += tj;
+        }
+        loss = warp_sum(loss);
+        tsum = warp_sum(tsum);
+        if (d)
+          for (int64_t j = lane; j < cols; j += 32) d[j] = static_cast<float>(scale * (exp(o[j] - lse) * tsum - target(j)));
+      } else {
+        double s = 0;
+        for (int64_t j = lane; j < cols; j += 32) s += o[j];
+        s = warp_sum(s);
+        for (int64_t j = lane; j < cols; j += 32) {
+          const double tj = target(j);
+          tsum += tj;
+          const double p = o[j] / s;
+          loss -= tj * log(fmin(fmax(p, kProbEpsilon), 1 - kProbEpsilon));
+        }
+        loss = warp_sum(loss);
+        tsum = warp_sum(tsum);
+        if (d)
+          for (int64_t j = lane; j < cols; j += 32) {
+            const double p = o[j] / s;
+            const bool clipped = p < kProbEpsilon || p > 1 - kProbEpsilon;
+            d[j] = static_cast<float>(scale * ((clipped ? 0.0 : -target(j) / o[j]) + tsum / s));
+          }
+      }
+      break;
+    }
+    case LossKind::BinaryCrossentropy: {
+      for (int64_t j = lane; j < cols; j += 32) {
+        const double tj = t[j], x = o[j];
+        if (logits) {
+          loss += softplus(x) - tj * x;
+          if (d) d[j] = static_cast<float>(scale * (sigmoidf(o[j]) - tj) / cols);
+        } else {
+          const double p = fmin(fmax(x, kProbEpsilon), 1 - kProbEpsilon);
+          loss -= tj * log(p) + (1 - tj) * log(1 - p);
+          if (d) {
+            const bool clipped = x < kProbEpsilon || x > 1 - kProbEpsilon;
+            d[j] = clipped ? 0.0f : static_cast<float>(scale * (-tj / p + (1 - tj) / (1 - p)) / cols);
+          }
+        }
+      }
+      loss = warp_sum(loss) / cols;
+      break;
+    }
+    case LossKind::MeanSquaredError: {
+      for (int64_t j = lane; j < cols; j += 32) {
+        const double e = static_cast<double>(o[j]) - t[j];
+        loss += e * e;
+        if (d) d[j] = static_cast<float>(scale * 2.0 * e / cols);
+      }
+      loss = warp_sum(loss) / cols;
+      break;
+    }
+  }
+  double correct = 0;
+  switch (accuracy) {
+    case AccuracyKind::SparseCategorical:
+      correct = row_argmax(o, cols, lane) == static_cast<int64_t>(t[0]) ? 1.0 : 0.0;
+      break;
+    case AccuracyKind::Categorical:
+      correct = row_argmax(o, cols, lane) == row_argmax(t, y_cols, lane) ? 1.0 : 0.0;
+      break;
+    case AccuracyKind::Binary: {
+      const float threshold = logits ? 0.0f : 0.5f;
+      double hits = 0;
+      for (int64_t j = lane; j < cols; j += 32) hits += ((o[j] > threshold) == (t[j] > 0.5f)) ? 1.0 : 0.0;
+      correct = warp_sum(hits) / cols;
+      break;
+    }
+  }
+  return {loss, correct};
+}
+
+constexpr int kLossWarps = 8;
+
+// Block b's warps take rows b*8 + w, then every (gridDim * 8)-th row after; the block's sums go to
+// partials[b].
+__global__ void loss_kernel(LossKind kind, bool logits, AccuracyKind accuracy, int64_t rows, int64_t cols,
+                            const float* out, const float* y, int64_t y_cols, float scale, float* dout,
+                            double* partials) {
+  __shared__ double warp_loss[kLossWarps], warp_correct[kLossWarps];
+  const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  double loss = 0, correct = 0;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(kLossWarps) + w; r < rows;
+       r += static_cast<int64_t>(gridDim.x) * kLossWarps) {
+    const RowResult rr = row_loss(kind, logits, accuracy, cols, out + r * cols, y + r * y_cols, y_cols, scale,
+                                  dout ? dout + r * cols : nullptr, lane);
+    loss += rr.loss;
+    correct += rr.correct;
+  }
+  if (lane == 0) warp_loss[w] = loss, warp_correct[w] = correct;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double l = 0, c = 0;
+    for (int k = 0; k < kLossWarps; ++k) l += warp_loss[k], c += warp_correct[k];
+    partials[2 * blockIdx.x] = l;
+    partials[2 * blockIdx.x + 1] = c;
+  }
+}
+
+__global__ void add_partials_kernel(int blocks, const double* partials, double* sums) {
+  double l = 0, c = 0;
+  for (int b = 0; b < blocks; ++b) l += partials[2 * b], c += partials[2 * b + 1];
+  sums[0] += l;
+  sums[1] += c;
+}
+
+}  // namespace
+
+void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db) {
+  if (cols == 0) return;
+  bias_grad_kernel<<<static_cast<unsigned>((cols + 31) / 32), dim3(32, 8), 0, s>>>(rows, cols, dz, db);
+}
+
+void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
+          int64_t y_cols, float grad_scale, float* dout, double* partials, double* sums) {
+  if (rows == 0) return;
+  const int64_t wanted = (rows + kLossWarps - 1) / kLossWarps;
+  const int blocks = static_cast<int>(wanted < kLossMaxBlocks ? wanted : kLossMaxBlocks);
+  loss_kernel<<<blocks, kLossWarps * 32, 0, s>>>(spec.kind, spec.logits, spec.accuracy, rows, cols, out, y, y_cols,
+                                                  grad_scale, dout, partials);
+  add_partials_kernel<<<1, 1, 0, s>>>(blocks, partials, sums);
+}
+
+}  // namespace kx::backend::cuda

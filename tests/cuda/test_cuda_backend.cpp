@@ -1,0 +1,388 @@
+// The CUDA backend against the CPU backend, kernel by kernel on fresh random inputs (float32 within a
+// relative 1e-5, TF32 GEMMs within 2e-3), and whole fits on cuda:0. Without a GPU every test that
+// needs one is skipped; the module itself must still load wherever it was built.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/cuda_module.hpp"
+#include "kx/kx.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+using backend::Backend;
+using backend::DeviceBuffer;
+using backend::Trans;
+
+bool have_gpu() { return device_count(DeviceKind::Cuda) > 0; }
+
+#define REQUIRE_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: " << backend::CudaModule::load().status()
+
+// Fresh inputs on every run: the seed comes from the clock unless KX_TEST_SEED fixes it, and a
+// failure prints it.
+uint32_t fresh_seed() {
+  if (const char* s = std::getenv("KX_TEST_SEED")) return static_cast<uint32_t>(std::strtoul(s, nullptr, 10));
+  return std::random_device{}();
+}
+
+// The CPU and the CUDA backend side by side, with host <-> device helpers.
+struct Pair {
+  std::unique_ptr<Backend> cpu = backend::make_cpu_backend(1);
+  std::unique_ptr<Backend> gpu = backend::CudaModule::load().create_backend(0);
+  std::vector<DeviceBuffer> keep;
+
+  Pair() { gpu->set_tf32(false); }
+  float* up(const std::vector<float>& v) {
+    keep.push_back(gpu->allocate(v.size() * sizeof(float)));
+    gpu->to_device(v.data(), v.size() * sizeof(float), keep.back().data());
+    return keep.back().data();
+  }
+  int64_t* up(const std::vector<int64_t>& v) {
+    keep.push_back(gpu->allocate(v.size() * sizeof(int64_t)));
+    gpu->to_device(v.data(), v.size() * sizeof(int64_t), keep.back().data());
+    return keep.back().data<int64_t>();
+  }
+  std::vector<float> down(const float* p, size_t n) {
+    std::vector<float> v(n);
+    gpu->to_host(p, n * sizeof(float), v.data());
+    return v;
+  }
+};
+
+// max |a - b| / max(|b|, floor) over the elements: floor keeps near-zero entries from dominating.
+double rel_error(const std::vector<float>& a, const std::vector<float>& b, double floor = 1e-3) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    worst = std::max(worst, std::abs(double(a[i]) - b[i]) / std::max(std::abs(double(b[i])), floor));
+  return worst;
+}
+
+TEST(CudaModule, LoadsWhereverItWasBuiltAndSaysWhyThereIsNoDevice) {
+  const backend::CudaModule m = backend::CudaModule::load();
+  std::printf("%s\n", m.status().c_str());
+#ifdef KX_TEST_HAVE_CUDA_MODULE
+  EXPECT_EQ(m.status().find("no CUDA backend module"), std::string::npos) << m.status();
+#endif
+  if (m.device_count() == 0) {
+    EXPECT_NE(m.status().find("no CUDA"), std::string::npos) << m.status();
+    EXPECT_EQ(device_count(DeviceKind::Cuda), 0);
+    EXPECT_EQ(Strategy::default_strategy().replicas().front().kind, DeviceKind::Cpu);
+    EXPECT_EQ(test::status_of([] { Strategy::mirrored({"cuda:0"}); }), Status::Device);
+  } else {
+    EXPECT_EQ(Strategy::default_strategy().replicas().front().kind, DeviceKind::Cuda);
+  }
+}
+
+TEST(CudaModule, AMissingModuleMeansNoCudaDeviceAndTrainingOnTheCpu) {
+  const char* old = std::getenv("KX_CUDA_MODULE");
+  const std::string saved = old ? old : "";
+  setenv("KX_CUDA_MODULE", "/nonexistent/libkx_cuda.so", 1);
+  const backend::CudaModule m = backend::CudaModule::load();
+  const Strategy s = Strategy::default_strategy();
+  if (old) setenv("KX_CUDA_MODULE", saved.c_str(), 1); else unsetenv("KX_CUDA_MODULE");
+  EXPECT_EQ(m.device_count(), 0);
+  EXPECT_NE(m.status().find("/nonexistent/libkx_cuda.so"), std::string::npos) << m.status();
+  EXPECT_EQ(s.replicas().front().kind, DeviceKind::Cpu);
+  Model model = Model::sequential(s, {4});
+  model.add_dense(3, Activation::Softmax);
+  model.compile(CompileOptions{});
+  const std::vector<float> x = test::random_floats(32 * 4, 1);
+  std::vector<float> y(32);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 3);
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {32, 4}, y.data(), DType::F32, {32, 1});
+  FitOptions fo;
+  fo.epochs = 2;
+  EXPECT_EQ(model.fit(d, fo, nullptr, nullptr), Status::Ok);
+}
+
+struct GemmCase {
+  Trans ta, tb;
+  int64_t M, N, K;
+  bool bias, relu;
+  float beta;
+};
+
+TEST(CudaKernels, GemmMatchesTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  const std::vector<GemmCase> cases = {
+      {Trans::No, Trans::No, 32, 128, 784, true, true, 0},     {Trans::No, Trans::No, 33, 10, 128, true, false, 0},
+      {Trans::Yes, Trans::No, 784, 128, 32, false, false, 0},  {Trans::No, Trans::Yes, 32, 784, 128, false, false, 0},
+      {Trans::Yes, Trans::Yes, 17, 29, 31, false, false, 1},   {Trans::No, Trans::No, 7, 5, 3, true, true, 1},
+      {Trans::No, Trans::No, 257, 300, 129, true, false, 0.5f}};
+  for (bool tf32 : {false, true}) {
+    Pair p;
+    p.gpu->set_tf32(tf32);
+    uint32_t s = seed;
+    for (const GemmCase& c : cases) {
+      const int64_t lda = c.ta == Trans::No ? c.K : c.M, ldb = c.tb == Trans::No ? c.N : c.K;
+      const std::vector<float> A = test::random_floats(static_cast<size_t>(c.M * c.K), ++s), B = test::random_floats(static_cast<size_t>(c.K * c.N), ++s),
+                               bias = test::random_floats(static_cast<size_t>(c.N), ++s);
+      std::vector<float> C = test::random_floats(static_cast<size_t>(c.M * c.N), ++s);
+      float* dC = p.up(C);
+      const backend::Epilogue cpu_ep{c.bias ? bias.data() : nullptr, c.relu ? Activation::Relu : Activation::None};
+      const backend::Epilogue gpu_ep{c.bias ? p.up(bias) : nullptr, cpu_ep.activation};
+      p.gpu->gemm(c.ta, c.tb, c.M, c.N, c.K, p.up(A), lda, p.up(B), ldb, c.beta, dC, c.N, gpu_ep);
+      p.cpu->gemm(c.ta, c.tb, c.M, c.N, c.K, A.data(), lda, B.data(), ldb, c.beta, C.data(), c.N, cpu_ep);
+      // Entries of a K-term sum are compared relative to the sum's scale (sqrt(K) for these inputs).
+      EXPECT_LE(rel_error(p.down(dC, C.size()), C, std::sqrt(double(c.K)) * 0.1), tf32 ? 2e-3 : 1e-5)
+          << c.M << "x" << c.N << "x" << c.K << (tf32 ? " tf32" : " fp32");
+    }
+  }
+}
+
+TEST(CudaKernels, ActivationsMatchTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  const int64_t rows = 37, cols = 45;
+  for (Activation a : {Activation::Relu, Activation::Sigmoid, Activation::Tanh, Activation::Softmax}) {
+    std::vector<float> y = test::random_floats(static_cast<size_t>(rows * cols), seed, -4, 4);
+    const std::vector<float> dy = test::random_floats(y.size(), seed + 1);
+    float* dev_y = p.up(y);
+    p.gpu->activation_forward(a, rows, cols, dev_y);
+    p.cpu->activation_forward(a, rows, cols, y.data());
+    EXPECT_LE(rel_error(p.down(dev_y, y.size()), y), 1e-5) << activation_name(a);
+    std::vector<float> dz(y.size());
+    float* dev_dz = p.up(dz);
+    p.gpu->activation_backward(a, rows, cols, dev_y, p.up(dy), dev_dz);
+    p.cpu->activation_backward(a, rows, cols, y.data(), dy.data(), dz.data());
+    EXPECT_LE(rel_error(p.down(dev_dz, dz.size()), dz), 1e-5) << activation_name(a);
+  }
+}
+
+TEST(CudaKernels, BiasGradientMatchesTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {33, 70}, {2048, 10}, {5, 4097}}) {
+    const std::vector<float> dz = test::random_floats(static_cast<size_t>(rows * cols), seed + uint32_t(cols));
+    std::vector<float> db(static_cast<size_t>(cols));
+    float* dev_db = p.up(db);
+    p.gpu->bias_grad(rows, cols, p.up(dz), dev_db);
+    p.cpu->bias_grad(rows, cols, dz.data(), db.data());
+    EXPECT_LE(rel_error(p.down(dev_db, db.size()), db, std::sqrt(double(rows)) * 0.1), 1e-5) << rows << "x" << cols;
+  }
+}
+
+TEST(CudaKernels, LossesMatchTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  std::mt19937 gen(seed);
+  const int64_t rows = 300;
+  for (LossKind kind : {LossKind::SparseCategoricalCrossentropy, LossKind::CategoricalCrossentropy,
+                        LossKind::BinaryCrossentropy, LossKind::MeanSquaredError})
+    for (bool logits : {true, false}) {
+      if (kind == LossKind::MeanSquaredError && logits) continue;
+      const int64_t cols = kind == LossKind::BinaryCrossentropy ? 3 : 10;
+      const bool sparse = kind == LossKind::SparseCategoricalCrossentropy;
+      const int64_t y_cols = sparse ? 1 : cols;
+      std::vector<float> out = logits || kind == LossKind::MeanSquaredError
+                                   ? test::random_floats(static_cast<size_t>(rows * cols), gen(), -3, 3)
+                                   : test::random_floats(static_cast<size_t>(rows * cols), gen(), 0.01f, 1.0f);
+      std::vector<float> y(static_cast<size_t>(rows * y_cols));
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < y_cols; ++j)
+          y[static_cast<size_t>(r * y_cols + j)] = sparse ? float(gen() % cols)
+                                             : kind == LossKind::MeanSquaredError ? float(gen() % 100) / 50 - 1
+                                             : kind == LossKind::BinaryCrossentropy ? float(gen() % 2)
+                                                                                   : (j == int64_t(gen() % cols) ? 1.0f : 0.0f);
+      backend::LossSpec spec{kind, logits, sparse ? AccuracyKind::SparseCategorical
+                                           : kind == LossKind::BinaryCrossentropy ? AccuracyKind::Binary
+                                                                                   : AccuracyKind::Categorical};
+      std::vector<float> d(out.size());
+      float* dev_d = p.up(d);
+      p.gpu->loss(spec, rows, cols, p.up(out), p.up(y), y_cols, 1.0f / rows, dev_d);
+      p.cpu->loss(spec, rows, cols, out.data(), y.data(), y_cols, 1.0f / rows, d.data());
+      const backend::LossSums g = p.gpu->take_loss_sums(), c = p.cpu->take_loss_sums();
+      const std::string what = std::string(loss_name(kind)) + (logits ? " logits" : " probabilities");
+      EXPECT_NEAR(g.loss, c.loss, 1e-9 * std::abs(c.loss)) << what;
+      EXPECT_EQ(g.correct, c.correct) << what;
+      EXPECT_LE(rel_error(p.down(dev_d, d.size()), d, 1e-6), 1e-5) << what;
+      EXPECT_EQ(p.gpu->take_loss_sums().loss, 0.0) << "taking the sums zeroes them";
+    }
+}
+
+TEST(CudaKernels, WindowKernelsMatchTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  const int64_t rows = 3;
+  for (auto [k, stride, pad] : {std::tuple<int64_t, int64_t, int64_t>{3, 1, 0}, {3, 1, 1}, {5, 2, 2}, {2, 2, 0}}) {
+    backend::Window2d g;
+    g.in_h = 11, g.in_w = 9, g.channels = 4, g.k_h = k, g.k_w = k, g.stride_h = stride, g.stride_w = stride;
+    g.pad_top = pad, g.pad_left = pad;
+    g.out_h = (g.in_h + 2 * pad - k) / stride + 1, g.out_w = (g.in_w + 2 * pad - k) / stride + 1;
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(rows * g.in_h * g.in_w * g.channels), seed + uint32_t(k));
+    std::vector<float> col(static_cast<size_t>(rows * g.out_h * g.out_w * g.patch()));
+    float* dev_x = p.up(x);
+    float* dev_col = p.up(col);
+    p.gpu->im2col(g, rows, dev_x, dev_col);
+    p.cpu->im2col(g, rows, x.data(), col.data());
+    EXPECT_EQ(p.down(dev_col, col.size()), col) << "im2col k" << k;
+    const std::vector<float> dcol = test::random_floats(col.size(), seed + 7);
+    std::vector<float> dx(x.size());
+    float* dev_dx = p.up(dx);
+    p.gpu->col2im(g, rows, p.up(dcol), dev_dx);
+    p.cpu->col2im(g, rows, dcol.data(), dx.data());
+    EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-5) << "col2im k" << k;
+    if (pad == 0) {
+      std::vector<float> y(static_cast<size_t>(rows * g.out_h * g.out_w * g.channels));
+      float* dev_y = p.up(y);
+      p.gpu->max_pool_forward(g, rows, dev_x, dev_y);
+      p.cpu->max_pool_forward(g, rows, x.data(), y.data());
+      EXPECT_EQ(p.down(dev_y, y.size()), y) << "max pool k" << k;
+      const std::vector<float> dy = test::random_floats(y.size(), seed + 9);
+      p.gpu->max_pool_backward(g, rows, dev_x, dev_y, p.up(dy), dev_dx);
+      p.cpu->max_pool_backward(g, rows, x.data(), y.data(), dy.data(), dx.data());
+      EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-5) << "max pool backward k" << k;
+    }
+  }
+}
+
+TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  const int64_t n = 100003;
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n), seed), g = test::random_floats(static_cast<size_t>(n), seed + 1);
+  // Dropout: the same counter-based mask, bit for bit.
+  std::vector<float> mask(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+  float* dev_mask = p.up(mask);
+  float* dev_y = p.up(y);
+  p.gpu->dropout_forward(0.3f, seed, 12345, n, p.up(x), dev_mask, dev_y);
+  p.cpu->dropout_forward(0.3f, seed, 12345, n, x.data(), mask.data(), y.data());
+  EXPECT_EQ(p.down(dev_mask, mask.size()), mask);
+  EXPECT_EQ(p.down(dev_y, y.size()), y);
+  // multiply and copy
+  p.gpu->multiply(n, p.up(x), p.up(g), dev_y);
+  p.cpu->multiply(n, x.data(), g.data(), y.data());
+  EXPECT_EQ(p.down(dev_y, y.size()), y);
+  p.gpu->copy(n, p.up(g), dev_y);
+  EXPECT_EQ(p.down(dev_y, y.size()), g);
+  // Optimizers, several steps.
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<float> w = x, m(static_cast<size_t>(n)), v(static_cast<size_t>(n));
+    float* dev_w = p.up(w);
+    float* dev_m = p.up(m);
+    float* dev_v = p.up(v);
+    const float* dev_g = p.up(g);
+    for (int step = 1; step <= 5; ++step) {
+      if (variant == 0) {
+        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, 0.01f, 0.0f);
+        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, 0.01f, 0.0f);
+      } else if (variant == 1) {
+        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, 0.01f, 0.9f);
+        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), 0.01f, 0.9f);
+      } else {
+        const float lr_t = 1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step));
+        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, lr_t, 0.9f, 0.999f, 1e-7f);
+        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t, 0.9f, 0.999f, 1e-7f);
+      }
+    }
+    EXPECT_LE(rel_error(p.down(dev_w, w.size()), w), 1e-5) << "optimizer " << variant;
+  }
+  // gather_rows with a device index.
+  std::vector<int64_t> idx(500);
+  std::mt19937 gen(seed);
+  for (auto& i : idx) i = int64_t(gen() % 1000);
+  std::vector<float> rows_out(500 * 100);
+  float* dev_rows = p.up(rows_out);
+  p.gpu->gather_rows(p.up(x), 100, p.up(idx), 500, dev_rows);
+  p.cpu->gather_rows(x.data(), 100, idx.data(), 500, rows_out.data());
+  EXPECT_EQ(p.down(dev_rows, rows_out.size()), rows_out);
+}
+
+// ---- whole models on cuda:0 ----
+
+std::string fashion_dir() {
+  const char* env = std::getenv("KX_FASHION_MNIST_DIR");
+  return env ? env : "/usr/share/datasets/fashion-mnist";
+}
+bool have_fashion_mnist() { return std::filesystem::exists(fashion_dir() + "/train-images-idx3-ubyte.gz"); }
+
+struct FitResult {
+  std::vector<float> weights;
+  double test_accuracy = 0;
+};
+
+FitResult fashion_mlp(const std::string& device, int epochs, bool tf32) {
+  const std::string dir = fashion_dir();
+  Dataset train = Dataset::from_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz");
+  Dataset test = Dataset::from_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
+  Strategy s = Strategy::mirrored({device});
+  s.set_tf32(tf32);
+  Model m = Model::sequential(s, {28, 28});
+  m.add_flatten();
+  m.add_dense(128, Activation::Relu);
+  m.add_dropout(0.2f);
+  m.add_dense(10, Activation::Softmax);
+  CompileOptions co;
+  co.accuracy = true;
+  co.seed = 11;
+  m.compile(co);
+  train.shuffle(train.num_samples(), 5);
+  train.batch(32, false);
+  FitOptions fo;
+  fo.epochs = epochs;
+  EXPECT_EQ(m.fit(train, fo, nullptr, nullptr), Status::Ok);
+  return {m.get_weights(), m.evaluate(test).accuracy};
+}
+
+TEST(CudaTraining, FashionMnistMlpReachesTheCpuAccuracy) {
+  REQUIRE_GPU();
+  if (!have_fashion_mnist()) GTEST_SKIP() << "no Fashion-MNIST in " << fashion_dir();
+  const FitResult cpu = fashion_mlp("cpu", 3, false);
+  const FitResult gpu = fashion_mlp("cuda:0", 3, true);
+  std::printf("test accuracy: cpu %.4f, cuda:0 (tf32) %.4f\n", cpu.test_accuracy, gpu.test_accuracy);
+  EXPECT_NEAR(gpu.test_accuracy, cpu.test_accuracy, 0.01);
+}
+
+TEST(CudaTraining, StepsMatchTheCpuAndRepeatBitwise) {
+  REQUIRE_GPU();
+  const std::vector<float> x = test::random_floats(512 * 20, 3);
+  std::vector<float> y(512);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 7) % 5);
+  auto run = [&](const std::string& device) {
+    Strategy s = Strategy::mirrored({device});
+    s.set_tf32(false);
+    Model m = Model::sequential(s, {20});
+    m.add_dense(64, Activation::Relu);
+    m.add_dropout(0.1f);
+    m.add_dense(32, Activation::Tanh);
+    m.add_dense(5, Activation::Softmax);
+    CompileOptions co;
+    co.seed = 4;
+    m.compile(co);
+    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {512, 20}, y.data(), DType::F32, {512, 1});
+    d.batch(64, false);
+    FitOptions fo;
+    fo.epochs = 2;  // 16 Adam steps: before rounding differences can grow
+    EXPECT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+    return m.get_weights();
+  };
+  const std::vector<float> cpu = run("cpu"), gpu = run("cuda:0"), again = run("cuda:0");
+  EXPECT_LE(test::relative_difference(gpu, cpu), 1e-4);
+  EXPECT_EQ(gpu, again) << "two runs on cuda:0 differ";
+}
+
+}  // namespace
+}  // namespace kx
