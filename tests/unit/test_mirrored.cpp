@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@
 namespace kx {
 namespace {
 
-const std::string kDataDir = "/usr/share/datasets/fashion-mnist";
+// KX_FASHION_MNIST_DIR, for machines without the Debian package (the GPU machine).
+const std::string kDataDir = std::getenv("KX_FASHION_MNIST_DIR") ? std::getenv("KX_FASHION_MNIST_DIR")
+                                                                  : "/usr/share/datasets/fashion-mnist";
 
 bool have_fashion_mnist() { return std::filesystem::exists(kDataDir + "/train-images-idx3-ubyte.gz"); }
 
@@ -35,6 +38,7 @@ TrainedRun train(int replicas, Dataset data, int64_t global_batch, int64_t steps
                  OptimizerKind optimizer = OptimizerKind::Adam, const std::string& device = "cpu") {
   Strategy s = Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), device));
   if (device == "cpu") s.set_num_threads(replicas);
+  s.set_tf32(false);  // the replicas are compared, not the precision of the products
   Model m = Model::sequential(s, {28, 28});
   m.add_flatten();
   m.add_dense(256, Activation::Relu);

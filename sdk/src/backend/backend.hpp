@@ -142,6 +142,11 @@ class Backend {
   // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t).
   virtual void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
                            float beta2, float epsilon) = 0;
+  // For i in [first, first + n): s = buffers[0][i] + buffers[1][i] + ... (in that order), then every
+  // buffers[r][i] = s. The buffers are memory of this device (replicas that share it).
+  virtual void sum_across(int64_t first, int64_t n, float* const* buffers, int count) = 0;
+  // Returns when every call queued before has finished.
+  virtual void synchronize() = 0;
   // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too.
   virtual void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) = 0;
 

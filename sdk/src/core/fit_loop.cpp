@@ -146,7 +146,7 @@ void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums
   // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
   for_each_replica([&](int k) {
     Replica& r = replicas[static_cast<size_t>(k)];
-    if (collective_) collective_->all_reduce_sum(k, r.grads.data(), net.num_params);
+    if (collective_) collective_->all_reduce_sum(k, *r.be, r.grads.data(), net.num_params);
     replica_optimizer(r);
   });
   *sums = take_loss_sums();

@@ -44,12 +44,12 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
   bounded_elements(input, "the input shape");
-  // Replicas sharing host memory sum gradients with host threads; a device collective for several
-  // GPU replicas (NCCL, or a kernel for logical replicas of one GPU) is not there yet.
-  if (strategy.num_replicas() > 1)
-    for (const Device& d : strategy.replicas())
-      require(d.kind == DeviceKind::Cpu, Status::Unsupported,
-              "this version of kx trains several replicas on CPUs only (replica on " + d.name() + ")");
+  // Replicas that share a memory (CPU replicas, logical replicas of one GPU) sum their gradients in
+  // process; replicas on distinct GPUs need NCCL, which this version does not have yet.
+  for (const Device& d : strategy.replicas())
+    require(d == strategy.replicas().front(), Status::Unsupported,
+            "this version of kx trains several replicas only on one device (replicas on " +
+                strategy.replicas().front().name() + " and " + d.name() + "); NCCL for distinct GPUs is not there yet");
   net.shapes.push_back(std::move(input));
 }
 

@@ -300,6 +300,16 @@ class CpuBackend final : public Backend {
     for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
   }
 
+  void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
+    float* sum = buffers[0] + first;
+    for (int r = 1; r < count; ++r) {
+      const float* part = buffers[r] + first;
+      for (int64_t i = 0; i < n; ++i) sum[i] += part[i];
+    }
+    for (int r = 1; r < count; ++r) std::copy(sum, sum + n, buffers[r] + first);
+  }
+  void synchronize() override {}
+
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
 #pragma omp parallel for num_threads(threads_) if (n * row_len >= kParallelElements)
     for (int64_t i = 0; i < n; ++i)

@@ -163,6 +163,18 @@ class CudaBackend final : public Backend {
     cuda::adam(stream_, n, p, g, m, v, lr_t, beta1, beta2, epsilon);
     launched("Adam");
   }
+  void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
+    if (count > kMaxSharedReplicas)
+      raise(host_, Status::Unsupported,
+            std::to_string(count) + " replicas on one GPU; at most " + std::to_string(kMaxSharedReplicas) + " are supported");
+    use_device();
+    cuda::sum_across(stream_, first, n, buffers, count);
+    launched("gradient sum");
+  }
+  void synchronize() override {
+    use_device();
+    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+  }
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
     use_device();
     cuda::gather_rows(stream_, src, row_len, idx, n, dst);

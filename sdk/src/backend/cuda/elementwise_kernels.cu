@@ -135,6 +135,20 @@ __global__ void gather_rows_kernel(const float* src, int64_t row_len, const int6
   }
 }
 
+struct BufferList {
+  float* p[kMaxSharedReplicas];
+};
+
+// Replica order, as the CPU sums: bitwise the same result.
+__global__ void sum_across_kernel(int64_t first, int64_t n, BufferList b, int count) {
+  KX_GRID_STRIDE(i, n) {
+    const int64_t at = first + i;
+    float s = b.p[0][at];
+    for (int r = 1; r < count; ++r) s = __fadd_rn(s, b.p[r][at]);
+    for (int r = 0; r < count; ++r) b.p[r][at] = s;
+  }
+}
+
 unsigned warp_blocks(int64_t rows) { return static_cast<unsigned>((rows * 32 + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -195,6 +209,13 @@ void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
           float beta2, float epsilon) {
   if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, 1.0f - beta1, 1.0f - beta2, epsilon);
+}
+
+void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count) {
+  if (n <= 0) return;
+  BufferList list{};
+  for (int r = 0; r < count; ++r) list.p[r] = buffers[r];
+  sum_across_kernel<<<blocks_for(n), kThreads, 0, s>>>(first, n, list, count);
 }
 
 void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) {

@@ -34,6 +34,9 @@ void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* 
 void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum);
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
           float beta2, float epsilon);
+// As Backend::sum_across, for up to kMaxSharedReplicas buffers.
+inline constexpr int kMaxSharedReplicas = 16;
+void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count);
 void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst);
 
 }  // namespace kx::backend::cuda

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU (no apt, no network): build with the CUDA module, run the CUDA
+# tests and the GPU benchmark. Results go to $OUT (default build-gpu/out). Fashion-MNIST is read
+# from KX_FASHION_MNIST_DIR (default: data/fashion-mnist, git-ignored, copied there beforehand).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-build-gpu/out}
+mkdir -p "$out"
+export KX_FASHION_MNIST_DIR=${KX_FASHION_MNIST_DIR:-$PWD/data/fashion-mnist}
+nvidia-smi > "$out/nvidia-smi.txt" 2>&1
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKX_WITH_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+  > "$out/configure.txt" 2>&1 || { tail -30 "$out/configure.txt"; exit 1; }
+cmake --build build-gpu -j "$(nproc)" > "$out/build.txt" 2>&1 || { grep -E "error" "$out/build.txt" | head -30; exit 1; }
+ctest --test-dir build-gpu -R "Cuda|Mirrored" --output-on-failure > "$out/cuda_tests.txt" 2>&1
+tail -25 "$out/cuda_tests.txt"
+timeout 300 ./build-gpu/bench/bench_gpu --steps "${BENCH_STEPS:-500}" > "$out/bench_gpu.txt" 2>&1
+cat "$out/bench_gpu.txt"
