@@ -142,6 +142,14 @@ int64_t kx_model_num_params(const kx_model* m) {
   return m->model.num_params();
 }
 
+int64_t kx_model_output_size(const kx_model* m) {
+  if (!m) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_output_size: m is NULL");
+    return -1;
+  }
+  return kx::num_elements(m->model.output_shape());
+}
+
 kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len) {
   return guarded([&] {
     require_arg(m, "m", "kx_model_get_weights");

@@ -202,6 +202,9 @@ KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
 /* Number of trainable parameters (known as soon as layers are added); -1 for NULL. */
 KX_API int64_t kx_model_num_params(const kx_model* m);
 
+/* Values per sample of the model's output (what kx_predict writes per sample); -1 for NULL. */
+KX_API int64_t kx_model_output_size(const kx_model* m);
+
 /* Copies all parameters, layer by layer (kernel then bias), into out (out_len floats, at least
  * kx_model_num_params). Errors: NULL, out_len too small, KX_E_MISUSE before compile. */
 KX_API kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len);

@@ -1,0 +1,378 @@
+"""kx for Python: Keras-like training on kx's C library, with numpy arrays in and out.
+
+    import kx
+    strategy = kx.Strategy.default()                  # the first GPU, else the CPU
+    model = kx.Sequential(strategy, input_shape=(28, 28))
+    model.add_flatten(); model.add_dense(128, "relu"); model.add_dense(10, "softmax")
+    model.compile(optimizer="adam", metrics=["accuracy"])
+    train = kx.Dataset.from_arrays(x, y).shuffle(60000, seed=42).batch(32)
+    history = model.fit(train, epochs=5, verbose=1)
+
+Every failure raises kx.Error with the C status (.code, .name) and kx's message. Objects free their
+C handles on close() (or as context managers), and when garbage-collected.
+"""
+import ctypes
+import math
+
+import numpy as np
+
+from . import _capi
+from ._capi import Error, check, lib
+
+__all__ = ["Error", "Strategy", "Model", "Sequential", "Dataset", "Callbacks", "History", "load_model",
+           "version", "device_count", "device_status"]
+
+_ACTIVATIONS = {None: 0, "linear": 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "softmax": 4}
+_LOSSES = {"sparse_categorical_crossentropy": 0, "categorical_crossentropy": 1, "binary_crossentropy": 2,
+           "mean_squared_error": 3, "mse": 3}
+_OPTIMIZERS = {"adam": 0, "sgd": 1}
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.uint8): 3}
+_DEVICE_KINDS = {"cpu": 0, "cuda": 1}
+
+
+def _lookup(table, key, what):
+    k = key.lower() if isinstance(key, str) else key
+    if k not in table:
+        raise Error(-1, f"unknown {what} {key!r} (expected one of {sorted(str(t) for t in table if t)})")
+    return table[k]
+
+
+def version():
+    """kx's version string, e.g. "0.1.0"."""
+    return lib.kx_version_string().decode()
+
+
+def device_count(kind="cuda"):
+    """Devices of a kind ("cpu" or "cuda"); 0 CUDA devices without a GPU, driver or CUDA module."""
+    return check(lib.kx_device_count(_lookup(_DEVICE_KINDS, kind, "device kind")))
+
+
+def device_status(kind="cuda"):
+    """What kx found for a kind of device, as text (where the CUDA module is, each GPU, or why none)."""
+    out = ctypes.c_void_p()
+    check(lib.kx_device_status(_lookup(_DEVICE_KINDS, kind, "device kind"), ctypes.byref(out)))
+    return _capi.take_string(out)
+
+
+class _Handle:
+    """Owns one C handle; close() (or leaving a with-block, or garbage collection) destroys it."""
+    _destroy = None
+
+    def __init__(self, handle):
+        self._h = handle
+
+    @property
+    def handle(self):
+        if not self._h:
+            raise Error(-2, f"{type(self).__name__} is closed")
+        return self._h
+
+    def close(self):
+        if self._h:
+            type(self)._destroy(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass
+
+
+class Strategy(_Handle):
+    """Which devices train: Strategy.default() or Strategy.mirrored(["cuda:0", "cuda:1"])."""
+    _destroy = staticmethod(lib.kx_strategy_destroy)
+
+    @classmethod
+    def default(cls):
+        out = ctypes.c_void_p()
+        check(lib.kx_strategy_create_default(ctypes.byref(out)))
+        return cls(out.value)
+
+    @classmethod
+    def mirrored(cls, devices=None):
+        """Replicas on the named devices ("cpu", "cuda:N"; a repeated name makes logical replicas);
+        None: every GPU, or one CPU replica without GPUs."""
+        out = ctypes.c_void_p()
+        if devices is None:
+            check(lib.kx_strategy_create_mirrored(None, 0, ctypes.byref(out)))
+        else:
+            names = (ctypes.c_char_p * len(devices))(*[d.encode() for d in devices])
+            check(lib.kx_strategy_create_mirrored(names, len(devices), ctypes.byref(out)))
+        return cls(out.value)
+
+    @property
+    def num_replicas_in_sync(self):
+        return lib.kx_strategy_num_replicas(self.handle)
+
+    def set_num_threads(self, n):
+        check(lib.kx_strategy_set_num_threads(self.handle, n))
+
+    def set_tf32(self, enabled):
+        check(lib.kx_strategy_set_tf32(self.handle, 1 if enabled else 0))
+
+
+class History:
+    """Per-epoch metrics of a fit, as Keras's History.history: {"loss": [...], "accuracy": [...]}."""
+
+    def __init__(self, handle):
+        self.history = {}
+        try:
+            epochs = lib.kx_history_epochs(handle)
+            for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+                v = ctypes.c_double()
+                if epochs <= 0 or lib.kx_history_get(handle, name.encode(), 0, ctypes.byref(v)) != _capi.OK:
+                    continue  # not recorded by this fit
+                values = []
+                for e in range(epochs):
+                    check(lib.kx_history_get(handle, name.encode(), e, ctypes.byref(v)))
+                    values.append(v.value)
+                if not all(math.isnan(x) for x in values):
+                    self.history[name] = values
+        finally:
+            lib.kx_history_destroy(handle)
+        self.stopped = False
+
+
+class Callbacks(_Handle):
+    """A list of Keras-like callbacks for fit. Python functions get an event dict and may return
+    True to stop training; an exception in one stops training and is raised again by fit."""
+    _destroy = staticmethod(lib.kx_callbacks_destroy)
+
+    def __init__(self):
+        out = ctypes.c_void_p()
+        check(lib.kx_callbacks_create(ctypes.byref(out)))
+        super().__init__(out.value)
+        self._functions = []  # keeps the ctypes trampolines alive
+        self.pending_error = None
+
+    def model_checkpoint(self, path_template, every_n_batches=0, keep_last=0):
+        check(lib.kx_callbacks_add_model_checkpoint(self.handle, path_template.encode(), every_n_batches, keep_last))
+        return self
+
+    def early_stopping(self, monitor="val_loss", patience=0, min_delta=0.0, restore_best_weights=False):
+        check(lib.kx_callbacks_add_early_stopping(self.handle, monitor.encode(), patience, min_delta,
+                                                  1 if restore_best_weights else 0))
+        return self
+
+    def csv_logger(self, path, append=False):
+        check(lib.kx_callbacks_add_csv_logger(self.handle, path.encode(), 1 if append else 0))
+        return self
+
+    def terminate_on_nan(self):
+        check(lib.kx_callbacks_add_terminate_on_nan(self.handle))
+        return self
+
+    _KINDS = ["train_begin", "epoch_begin", "batch_end", "epoch_end", "train_end", "checkpoint_saved"]
+
+    def add(self, fn):
+        """fn(event: dict) -> truthy to stop. Keys: kind, epoch, step, loss, accuracy, val_loss,
+        val_accuracy, path, steps_per_epoch, global_step."""
+        def trampoline(ev_ptr, _user):
+            if self.pending_error is not None:
+                return 1
+            ev = ev_ptr.contents
+            event = {"kind": self._KINDS[ev.kind] if 0 <= ev.kind < len(self._KINDS) else ev.kind,
+                     "epoch": ev.epoch, "step": ev.step, "loss": ev.loss, "accuracy": ev.accuracy,
+                     "val_loss": ev.val_loss, "val_accuracy": ev.val_accuracy,
+                     "path": ev.path.decode() if ev.path else None, "steps_per_epoch": ev.steps_per_epoch,
+                     "global_step": ev.global_step}
+            try:
+                return 1 if fn(event) else 0
+            except BaseException as e:  # never unwinds through C: stop, and fit raises it
+                self.pending_error = e
+                return 1
+        c_fn = _capi.CALLBACK(trampoline)
+        self._functions.append(c_fn)
+        check(lib.kx_callbacks_add_function(self.handle, c_fn, None))
+        return self
+
+
+class Dataset(_Handle):
+    """(x, y) samples held by kx. Methods that configure return self, so calls chain."""
+    _destroy = staticmethod(lib.kx_dataset_destroy)
+
+    @classmethod
+    def from_arrays(cls, x, y):
+        """Copies numpy arrays (shape[0] = samples): x float32/int32/int64/uint8 (uint8 is scaled to
+        [0, 1]), y the labels (class indices, one-hot rows or targets). Other dtypes become float32."""
+        x, y = cls._prepare(x), cls._prepare(y)
+        if y.ndim == 1:
+            y = y.reshape(-1, 1)
+        xs = (ctypes.c_int64 * x.ndim)(*x.shape)
+        ys = (ctypes.c_int64 * y.ndim)(*y.shape)
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_from_arrays(x.ctypes.data, _DTYPES[x.dtype], xs, x.ndim, y.ctypes.data,
+                                         _DTYPES[y.dtype], ys, y.ndim, ctypes.byref(out)))
+        return cls(out.value)
+
+    @staticmethod
+    def _prepare(a):
+        a = np.asarray(a)
+        if a.dtype not in _DTYPES:
+            a = a.astype(np.float32)
+        return np.ascontiguousarray(a)
+
+    @classmethod
+    def from_idx(cls, images_path, labels_path):
+        """MNIST-format IDX files (.gz or not); images scaled to [0, 1]."""
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_from_idx(str(images_path).encode(), str(labels_path).encode(), ctypes.byref(out)))
+        return cls(out.value)
+
+    def take(self, n):
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_take(self.handle, n, ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def skip(self, n):
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_skip(self.handle, n, ctypes.byref(out)))
+        return Dataset(out.value)
+
+    def shuffle(self, buffer_size, seed=0):
+        check(lib.kx_dataset_shuffle(self.handle, buffer_size, seed))
+        return self
+
+    def batch(self, global_batch_size, drop_remainder=False):
+        """Global batch: kx splits it across a strategy's replicas (Keras's batch_size *= replicas)."""
+        check(lib.kx_dataset_batch(self.handle, global_batch_size, 1 if drop_remainder else 0))
+        return self
+
+    def __len__(self):
+        return lib.kx_dataset_num_samples(self.handle)
+
+
+class Model(_Handle):
+    """A kx model. Build one with Sequential(...), Model.from_json(...) or load_model(...)."""
+    _destroy = staticmethod(lib.kx_model_destroy)
+
+    @classmethod
+    def from_json(cls, strategy, text):
+        out = ctypes.c_void_p()
+        check(lib.kx_model_from_json(strategy.handle, text.encode(), ctypes.byref(out)))
+        return cls(out.value)
+
+    def to_json(self):
+        out = ctypes.c_void_p()
+        check(lib.kx_model_to_json(self.handle, ctypes.byref(out)))
+        return _capi.take_string(out)
+
+    def compile(self, optimizer="adam", learning_rate=0.0, loss="sparse_categorical_crossentropy", metrics=(),
+                from_logits=False, momentum=0.0, beta1=0.0, beta2=0.0, epsilon=0.0, seed=0):
+        """As Keras's compile; zero values mean kx's (Keras's) defaults."""
+        o = _capi.CompileOptions()
+        lib.kx_compile_options_init(ctypes.byref(o), ctypes.sizeof(o))
+        o.optimizer = _lookup(_OPTIMIZERS, optimizer, "optimizer")
+        o.loss = _lookup(_LOSSES, loss, "loss")
+        o.learning_rate, o.momentum, o.beta1, o.beta2, o.epsilon = learning_rate, momentum, beta1, beta2, epsilon
+        o.from_logits = 1 if from_logits else 0
+        for m in metrics:
+            if m != "accuracy":
+                raise Error(-1, f"unknown metric {m!r} (kx has \"accuracy\")")
+            o.metrics |= 1
+        o.seed = seed
+        check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
+        return self
+
+    @property
+    def num_params(self):
+        return lib.kx_model_num_params(self.handle)
+
+    def get_weights(self):
+        """Every parameter, layer by layer (kernel then bias), as one float32 array."""
+        w = np.empty(self.num_params, np.float32)
+        check(lib.kx_model_get_weights(self.handle, w.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), w.size))
+        return w
+
+    def set_weights(self, w):
+        w = np.ascontiguousarray(w, np.float32).ravel()
+        check(lib.kx_model_set_weights(self.handle, w.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), w.size))
+
+    def fit(self, train, epochs=1, initial_epoch=0, steps_per_epoch=0, validation=None, validation_steps=0,
+            verbose=0, callbacks=None, resume_from=None):
+        """Trains; returns a History (history.stopped is True when a callback stopped training)."""
+        o = _capi.FitOptions()
+        lib.kx_fit_options_init(ctypes.byref(o), ctypes.sizeof(o))
+        o.epochs, o.initial_epoch, o.steps_per_epoch = epochs, initial_epoch, steps_per_epoch
+        o.validation = validation.handle if validation is not None else None
+        o.validation_steps, o.verbose = validation_steps, verbose
+        o.resume_from = str(resume_from).encode() if resume_from else None
+        out = ctypes.c_void_p()
+        cb = callbacks.handle if callbacks is not None else None
+        if callbacks is not None:
+            callbacks.pending_error = None
+        status = lib.kx_fit(self.handle, train.handle, ctypes.byref(o), cb, ctypes.byref(out))
+        if callbacks is not None and callbacks.pending_error is not None:
+            if out.value:
+                lib.kx_history_destroy(out.value)
+            error, callbacks.pending_error = callbacks.pending_error, None
+            raise error
+        check(status)
+        history = History(out.value)
+        history.stopped = status == _capi.STOPPED
+        return history
+
+    def evaluate(self, data):
+        """(loss, accuracy) over the dataset; accuracy is NaN without the metric."""
+        loss, acc = ctypes.c_double(), ctypes.c_double()
+        check(lib.kx_evaluate(self.handle, data.handle, ctypes.byref(loss), ctypes.byref(acc)))
+        return loss.value, acc.value
+
+    def predict(self, x):
+        """The model's outputs (probabilities for softmax/sigmoid outputs), one row per sample."""
+        x = np.ascontiguousarray(x, np.float32)
+        out = np.empty((x.shape[0], lib.kx_model_output_size(self.handle)), np.float32)
+        fp = ctypes.POINTER(ctypes.c_float)
+        check(lib.kx_predict(self.handle, x.ctypes.data_as(fp), x.shape[0], out.ctypes.data_as(fp), out.size))
+        return out
+
+    def save(self, path):
+        check(lib.kx_model_save(self.handle, str(path).encode()))
+
+
+class Sequential(Model):
+    """A stack of layers: Sequential(strategy, input_shape=(28, 28)) then add_* in order."""
+
+    def __init__(self, strategy, input_shape):
+        shape = (ctypes.c_int64 * len(input_shape))(*input_shape)
+        out = ctypes.c_void_p()
+        check(lib.kx_model_create_sequential(strategy.handle, shape, len(input_shape), ctypes.byref(out)))
+        super().__init__(out.value)
+
+    def add_dense(self, units, activation=None):
+        check(lib.kx_model_add_dense(self.handle, units, _lookup(_ACTIVATIONS, activation, "activation")))
+        return self
+
+    def add_conv2d(self, filters, kernel_size, strides=1, padding="valid", activation=None):
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        pad = _lookup({"valid": 0, "same": 1}, padding, "padding")
+        check(lib.kx_model_add_conv2d(self.handle, filters, kh, kw, strides, pad,
+                                      _lookup(_ACTIVATIONS, activation, "activation")))
+        return self
+
+    def add_max_pool2d(self, pool_size=2):
+        ph, pw = (pool_size, pool_size) if isinstance(pool_size, int) else pool_size
+        check(lib.kx_model_add_max_pool2d(self.handle, ph, pw))
+        return self
+
+    def add_flatten(self):
+        check(lib.kx_model_add_flatten(self.handle))
+        return self
+
+    def add_dropout(self, rate):
+        check(lib.kx_model_add_dropout(self.handle, rate))
+        return self
+
+
+def load_model(strategy, path):
+    """A model saved with Model.save (or a checkpoint), compiled as it was, with its weights."""
+    out = ctypes.c_void_p()
+    check(lib.kx_model_load(strategy.handle, str(path).encode(), ctypes.byref(out)))
+    return Model(out.value)

@@ -1,0 +1,139 @@
+"""The C ABI of libkx through ctypes: the library, every declaration of kx.h used here, and errors.
+
+The library is found as $KX_LIBRARY (a path), else libkx.so.<MAJOR> on the loader's search path
+(installed packages, LD_LIBRARY_PATH).
+"""
+import ctypes
+import os
+
+MAJOR = 0
+
+
+def _load():
+    path = os.environ.get("KX_LIBRARY") or f"libkx.so.{MAJOR}"
+    try:
+        return ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"kx: cannot load the kx library ({path}): {e}. Install the libkx{MAJOR} package "
+                          f"or set KX_LIBRARY to the path of libkx.so.{MAJOR}") from e
+
+
+lib = _load()
+
+c_int32, c_int64, c_uint32, c_uint64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32, ctypes.c_uint64
+c_double, c_float, c_size_t, c_char_p, c_void_p = (ctypes.c_double, ctypes.c_float, ctypes.c_size_t,
+                                                   ctypes.c_char_p, ctypes.c_void_p)
+P = ctypes.POINTER
+
+# Status codes of kx.h.
+OK, STOPPED = 0, 1
+STATUS_NAMES = {-1: "KX_E_INVALID_ARGUMENT", -2: "KX_E_MISUSE", -3: "KX_E_OUT_OF_MEMORY", -4: "KX_E_DEVICE",
+                -5: "KX_E_IO", -6: "KX_E_CORRUPT", -7: "KX_E_UNSUPPORTED", -8: "KX_E_DIVERGED", -9: "KX_E_COMM",
+                -100: "KX_E_INTERNAL"}
+
+
+class CompileOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("optimizer", c_int32), ("learning_rate", c_double),
+                ("beta1", c_double), ("beta2", c_double), ("epsilon", c_double), ("momentum", c_double),
+                ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64)]
+
+
+class FitOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("epochs", c_int32), ("initial_epoch", c_int32),
+                ("steps_per_epoch", c_int64), ("validation", c_void_p), ("validation_steps", c_int64),
+                ("verbose", c_int32), ("resume_from", c_char_p)]
+
+
+class Event(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("kind", c_int32), ("epoch", c_int32), ("step", c_int64),
+                ("loss", c_double), ("accuracy", c_double), ("val_loss", c_double), ("val_accuracy", c_double),
+                ("path", c_char_p), ("steps_per_epoch", c_int64), ("global_step", c_int64)]
+
+
+CALLBACK = ctypes.CFUNCTYPE(c_int32, P(Event), c_void_p)
+
+_SIGNATURES = {
+    "kx_last_error_message": (c_char_p, []),
+    "kx_version_number": (c_uint32, []),
+    "kx_version_string": (c_char_p, []),
+    "kx_free": (None, [c_void_p]),
+    "kx_device_count": (c_int32, [c_int32]),
+    "kx_device_name": (c_int32, [c_int32, c_int32, c_char_p, c_size_t]),
+    "kx_device_status": (c_int32, [c_int32, P(c_void_p)]),
+    "kx_strategy_create_default": (c_int32, [P(c_void_p)]),
+    "kx_strategy_create_mirrored": (c_int32, [P(c_char_p), c_size_t, P(c_void_p)]),
+    "kx_strategy_num_replicas": (c_int32, [c_void_p]),
+    "kx_strategy_set_num_threads": (c_int32, [c_void_p, c_int32]),
+    "kx_strategy_set_tf32": (c_int32, [c_void_p, c_int32]),
+    "kx_strategy_destroy": (None, [c_void_p]),
+    "kx_model_create_sequential": (c_int32, [c_void_p, P(c_int64), c_size_t, P(c_void_p)]),
+    "kx_model_add_dense": (c_int32, [c_void_p, c_int64, c_int32]),
+    "kx_model_add_conv2d": (c_int32, [c_void_p, c_int64, c_int32, c_int32, c_int32, c_int32, c_int32]),
+    "kx_model_add_max_pool2d": (c_int32, [c_void_p, c_int32, c_int32]),
+    "kx_model_add_flatten": (c_int32, [c_void_p]),
+    "kx_model_add_dropout": (c_int32, [c_void_p, c_float]),
+    "kx_model_from_json": (c_int32, [c_void_p, c_char_p, P(c_void_p)]),
+    "kx_model_to_json": (c_int32, [c_void_p, P(c_void_p)]),
+    "kx_compile_options_init": (None, [P(CompileOptions), c_size_t]),
+    "kx_model_compile": (c_int32, [c_void_p, P(CompileOptions)]),
+    "kx_model_num_params": (c_int64, [c_void_p]),
+    "kx_model_output_size": (c_int64, [c_void_p]),
+    "kx_model_get_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
+    "kx_model_set_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
+    "kx_model_save": (c_int32, [c_void_p, c_char_p]),
+    "kx_model_load": (c_int32, [c_void_p, c_char_p, P(c_void_p)]),
+    "kx_model_destroy": (None, [c_void_p]),
+    "kx_dataset_from_arrays": (c_int32, [c_void_p, c_int32, P(c_int64), c_size_t, c_void_p, c_int32, P(c_int64),
+                                         c_size_t, P(c_void_p)]),
+    "kx_dataset_from_idx": (c_int32, [c_char_p, c_char_p, P(c_void_p)]),
+    "kx_dataset_take": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
+    "kx_dataset_skip": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
+    "kx_dataset_shuffle": (c_int32, [c_void_p, c_int64, c_uint64]),
+    "kx_dataset_batch": (c_int32, [c_void_p, c_int64, c_int32]),
+    "kx_dataset_num_samples": (c_int64, [c_void_p]),
+    "kx_dataset_destroy": (None, [c_void_p]),
+    "kx_callbacks_create": (c_int32, [P(c_void_p)]),
+    "kx_callbacks_add_model_checkpoint": (c_int32, [c_void_p, c_char_p, c_int64, c_int32]),
+    "kx_callbacks_add_early_stopping": (c_int32, [c_void_p, c_char_p, c_int32, c_double, c_int32]),
+    "kx_callbacks_add_csv_logger": (c_int32, [c_void_p, c_char_p, c_int32]),
+    "kx_callbacks_add_terminate_on_nan": (c_int32, [c_void_p]),
+    "kx_callbacks_add_function": (c_int32, [c_void_p, CALLBACK, c_void_p]),
+    "kx_callbacks_destroy": (None, [c_void_p]),
+    "kx_fit_options_init": (None, [P(FitOptions), c_size_t]),
+    "kx_fit": (c_int32, [c_void_p, c_void_p, P(FitOptions), c_void_p, P(c_void_p)]),
+    "kx_history_epochs": (c_int32, [c_void_p]),
+    "kx_history_get": (c_int32, [c_void_p, c_char_p, c_int32, P(c_double)]),
+    "kx_history_destroy": (None, [c_void_p]),
+    "kx_evaluate": (c_int32, [c_void_p, c_void_p, P(c_double), P(c_double)]),
+    "kx_predict": (c_int32, [c_void_p, P(c_float), c_int64, P(c_float), c_size_t]),
+}
+
+for _name, (_res, _args) in _SIGNATURES.items():
+    _f = getattr(lib, _name)
+    _f.restype, _f.argtypes = _res, _args
+
+
+class Error(Exception):
+    """A failed kx call: .code is the kx_status (negative), .name its KX_E_* name, .message kx's text."""
+
+    def __init__(self, code, message):
+        self.code = code
+        self.name = STATUS_NAMES.get(code, f"status {code}")
+        self.message = message
+        super().__init__(f"{self.name}: {message}")
+
+
+def check(status):
+    """Raises Error for a negative status; returns the status otherwise (OK or STOPPED)."""
+    if status < 0:
+        msg = lib.kx_last_error_message()
+        raise Error(status, msg.decode("utf-8", "replace") if msg else "")
+    return status
+
+
+def take_string(ptr):
+    """A library-allocated string as str, freed with kx_free."""
+    try:
+        return ctypes.string_at(ptr).decode("utf-8")
+    finally:
+        lib.kx_free(ptr)

@@ -1,0 +1,157 @@
+"""Tests of the Python binding: training, arrays in and out, files, callbacks, and errors that carry
+kx's status code and message. Run with KX_LIBRARY pointing at libkx.so.0 and bindings/python on
+PYTHONPATH (ctest does both)."""
+import math
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+import kx
+
+
+def blobs(n=600, seed=0):
+    """Three separable clusters in 8 dimensions."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    centres = rng.normal(0, 3, (3, 8)).astype(np.float32)
+    x = centres[y] + rng.normal(0, 0.5, (n, 8)).astype(np.float32)
+    return x.astype(np.float32), y.astype(np.int64)
+
+
+def small_model(strategy=None, seed=1):
+    m = kx.Sequential(strategy or kx.Strategy.mirrored(["cpu"]), input_shape=(8,))
+    m.add_dense(16, "relu").add_dense(3, "softmax")
+    m.compile(optimizer="adam", learning_rate=0.01, metrics=["accuracy"], seed=seed)
+    return m
+
+
+class Basics(unittest.TestCase):
+    def test_version_and_devices(self):
+        self.assertRegex(kx.version(), r"^\d+\.\d+\.\d+$")
+        self.assertEqual(kx.device_count("cpu"), 1)
+        self.assertGreaterEqual(kx.device_count("cuda"), 0)
+        self.assertTrue(kx.device_status("cuda"))
+
+    def test_training_learns_and_predict_returns_probabilities(self):
+        x, y = blobs()
+        with small_model() as m:
+            data = kx.Dataset.from_arrays(x, y).shuffle(600, seed=3).batch(32)
+            h = m.fit(data, epochs=5)
+            self.assertEqual(len(h.history["loss"]), 5)
+            self.assertLess(h.history["loss"][-1], h.history["loss"][0])
+            loss, acc = m.evaluate(kx.Dataset.from_arrays(x, y))
+            self.assertGreater(acc, 0.95)
+            p = m.predict(x[:10])
+            self.assertEqual(p.shape, (10, 3))
+            np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+            self.assertGreater(np.mean(p.argmax(axis=1) == y[:10]), 0.8)
+
+    def test_uint8_images_and_int32_labels(self):
+        rng = np.random.default_rng(2)
+        x = rng.integers(0, 256, (64, 4, 4), dtype=np.uint8)
+        y = rng.integers(0, 2, 64).astype(np.int32)
+        m = kx.Sequential(kx.Strategy.default(), input_shape=(4, 4))
+        m.add_flatten().add_dense(2, "softmax")
+        m.compile()
+        m.fit(kx.Dataset.from_arrays(x, y).batch(16))
+        self.assertEqual(len(kx.Dataset.from_arrays(x, y).take(10)), 10)
+
+    def test_weights_round_trip_and_save_load(self):
+        x, y = blobs(200)
+        m = small_model()
+        m.fit(kx.Dataset.from_arrays(x, y), epochs=1)
+        w = m.get_weights()
+        self.assertEqual(w.shape, (m.num_params,))
+        self.assertEqual(m.num_params, 8 * 16 + 16 + 16 * 3 + 3)
+        other = small_model(seed=99)
+        self.assertFalse(np.array_equal(other.get_weights(), w))
+        other.set_weights(w)
+        np.testing.assert_array_equal(other.get_weights(), w)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "m.kx")
+            m.save(path)
+            loaded = kx.load_model(kx.Strategy.default(), path)
+            np.testing.assert_array_equal(loaded.get_weights(), w)
+            np.testing.assert_array_equal(loaded.predict(x[:5]), m.predict(x[:5]))
+        self.assertIn('"Dense"', m.to_json())
+        again = kx.Model.from_json(kx.Strategy.default(), m.to_json())
+        self.assertEqual(again.num_params, m.num_params)
+
+    def test_callbacks_see_events_stop_and_checkpoint(self):
+        x, y = blobs(320)
+        events = []
+        with tempfile.TemporaryDirectory() as d:
+            cb = kx.Callbacks().model_checkpoint(os.path.join(d, "epoch-{epoch:02d}.kx"))
+            cb.add(lambda e: events.append(e) or (e["kind"] == "epoch_end" and e["epoch"] == 1))
+            h = small_model().fit(kx.Dataset.from_arrays(x, y).batch(32), epochs=5, callbacks=cb)
+            self.assertTrue(h.stopped)
+            self.assertEqual(len(h.history["loss"]), 2)
+            self.assertEqual(sorted(os.listdir(d)), ["epoch-01.kx", "epoch-02.kx"])
+            saved = [e["path"] for e in events if e["kind"] == "checkpoint_saved"]
+            self.assertEqual([os.path.basename(p) for p in saved], ["epoch-01.kx", "epoch-02.kx"])
+            # Resuming from the directory continues at epoch 3.
+            h2 = small_model().fit(kx.Dataset.from_arrays(x, y).batch(32), epochs=3, resume_from=d)
+            self.assertEqual(len(h2.history["loss"]), 1)
+        self.assertEqual(sum(1 for e in events if e["kind"] == "batch_end"), 20)
+        self.assertFalse(math.isnan([e for e in events if e["kind"] == "batch_end"][-1]["loss"]))
+
+    def test_an_exception_in_a_callback_stops_fit_and_is_raised(self):
+        x, y = blobs(64)
+        cb = kx.Callbacks()
+
+        def boom(event):
+            if event["kind"] == "batch_end":
+                raise ValueError("from the callback")
+        cb.add(boom)
+        with self.assertRaisesRegex(ValueError, "from the callback"):
+            small_model().fit(kx.Dataset.from_arrays(x, y).batch(8), epochs=2, callbacks=cb)
+
+
+class Errors(unittest.TestCase):
+    """Bad input raises kx.Error with the C status and kx's message; nothing is lost."""
+
+    def assert_kx_error(self, code, pattern, fn, *args, **kwargs):
+        with self.assertRaises(kx.Error) as ctx:
+            fn(*args, **kwargs)
+        self.assertEqual(ctx.exception.code, code)
+        self.assertRegex(ctx.exception.message, pattern)
+        return ctx.exception
+
+    def test_each_status_comes_with_its_message(self):
+        s = kx.Strategy.default()
+        e = self.assert_kx_error(-1, "positive", kx.Sequential, s, (0, 3))
+        self.assertEqual(e.name, "KX_E_INVALID_ARGUMENT")
+        self.assert_kx_error(-1, "unknown device", kx.Strategy.mirrored, ["tpu:0"])
+        m = kx.Sequential(s, (8,))
+        self.assert_kx_error(-1, "units", m.add_dense, 0)
+        m.add_dense(3, "softmax")
+        x, y = blobs(32)
+        self.assert_kx_error(-2, "compile", m.fit, kx.Dataset.from_arrays(x, y))
+        m.compile()
+        bad_labels = kx.Dataset.from_arrays(x, np.full(32, 7))
+        self.assert_kx_error(-1, "label", m.fit, bad_labels)
+        self.assert_kx_error(-1, "set_weights needs", m.set_weights, np.zeros(3, np.float32))
+        self.assert_kx_error(-5, "nonexistent", kx.Dataset.from_idx, "/nonexistent/a.gz", "/nonexistent/b.gz")
+        self.assert_kx_error(-1, ".", kx.Model.from_json, s, "{not json")
+        with tempfile.NamedTemporaryFile(suffix=".kx") as f:
+            f.write(b"\x10\x00\x00\x00\x00\x00\x00\x00{}")
+            f.flush()
+            self.assert_kx_error(-6, ".", kx.load_model, s, f.name)
+        # The model still trains after all of that.
+        m.fit(kx.Dataset.from_arrays(x, y))
+
+    def test_unknown_names_are_errors_before_reaching_c(self):
+        m = kx.Sequential(kx.Strategy.default(), (8,))
+        self.assert_kx_error(-1, "activation", m.add_dense, 3, "swish")
+        self.assert_kx_error(-1, "loss", m.compile, loss="hinge")
+
+    def test_closed_handles_are_misuse(self):
+        s = kx.Strategy.default()
+        s.close()
+        self.assert_kx_error(-2, "closed", kx.Sequential, s, (3,))
+
+
+if __name__ == "__main__":
+    unittest.main()
