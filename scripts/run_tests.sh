@@ -15,3 +15,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 
 # The checkpoint loader under libFuzzer (clang), from a seed corpus of valid files, for a minute.
 FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/run_fuzz.sh
+
+# The .deb packages installed on this machine, the C sample built against them (pkg-config and
+# find_package) and run; the .rpm contents listed and checked.
+bash packaging/test_packages.sh

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds the .deb packages (Debian's multiarch libdir) and the .rpm packages (lib64) from one build
+# tree, build-pkg/, configured for /usr. Packages land in build-pkg/packages/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-pkg
+configure() {
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DKX_BUILD_TESTS=OFF \
+    -DKX_BUILD_BENCH=OFF "$@" > "$build.configure.log"
+}
+mkdir -p "$build"
+rm -rf "$build/packages"
+configure -UCMAKE_INSTALL_LIBDIR
+cmake --build "$build"
+(cd "$build" && cpack -G DEB)
+# Only the install paths change: nothing is recompiled.
+configure -DCMAKE_INSTALL_LIBDIR=lib64
+(cd "$build" && cpack -G RPM)
+configure -UCMAKE_INSTALL_LIBDIR
+ls "$build/packages"/*.deb "$build/packages"/*.rpm

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Builds the packages, installs the .deb files on this machine (as root), compiles the installed C
+# sample against them with pkg-config and with find_package(kx), runs both, and checks what the
+# .rpm files hold and that no package contains a path of the build machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p build-pkg
+bash packaging/build_packages.sh > build-pkg/build.log 2>&1 || { tail -30 build-pkg/build.log; exit 1; }
+pkgs=$PWD/build-pkg/packages
+version=$(sed -n 's/^project(kx VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "packaging test: $*" >&2; exit 1; }
+
+# No absolute path of this build inside any package.
+for f in "$pkgs"/*.deb; do dpkg-deb -x "$f" "$tmp/extracted"; done
+if grep -rl --binary-files=text "$PWD" "$tmp/extracted"; then fail "build paths inside the packages (above)"; fi
+test -f "$tmp/extracted/usr/share/doc/libkx0/copyright" || fail "libkx0 has no copyright file"
+
+# The CUDA module package needs NVIDIA's cuBLAS package, which Debian does not have: checked, not installed.
+if ls "$pkgs"/libkx0-cuda_*.deb > /dev/null 2>&1; then
+  contents=$(dpkg-deb -c "$pkgs"/libkx0-cuda_*.deb)
+  grep -q "kx-0/libkx_cuda.so" <<< "$contents" || fail "libkx0-cuda lacks libkx_cuda.so"
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall --allow-downgrades \
+  "$pkgs/libkx0_${version}_amd64.deb" "$pkgs/libkx-dev_${version}_amd64.deb" "$pkgs/kx-samples_${version}_amd64.deb" \
+  > "$tmp/apt.log" || { cat "$tmp/apt.log"; fail "apt-get install"; }
+test "$(readlink /usr/lib/x86_64-linux-gnu/libkx.so)" = libkx.so.0 || fail "libkx.so does not point at libkx.so.0"
+objdump -p /usr/lib/x86_64-linux-gnu/libkx.so.0 | grep -q "SONAME *libkx.so.0" || fail "SONAME is not libkx.so.0"
+
+data=/usr/share/datasets/fashion-mnist
+# 1. pkg-config
+cc -std=c99 -Wall -o "$tmp/fm_pkgconfig" /usr/share/kx/samples/c/fashion_mnist.c $(pkg-config --cflags --libs kx)
+"$tmp/fm_pkgconfig" "$data" 1 "$tmp/ckpt-pkgconfig" | tail -2
+# 2. find_package(kx)
+cmake -S packaging/consumer -B "$tmp/consumer" -G Ninja > /dev/null
+cmake --build "$tmp/consumer" > /dev/null
+"$tmp/consumer/fashion_mnist" "$data" 1 "$tmp/ckpt-cmake" | tail -2
+# 3. the packaged program
+fashion_mnist_c "$data" 1 "$tmp/ckpt-packaged" | tail -1
+
+# The RPMs hold the expected files (lib64 layout).
+expect_rpm() {
+  local rpm=$1; shift
+  local list
+  list=$(rpm -qpl "$pkgs/$rpm")
+  for f in "$@"; do grep -qx "$f" <<< "$list" || fail "$rpm lacks $f (has: $list)"; done
+  echo "$rpm: ${*}"
+}
+expect_rpm "libkx0-${version}-1.x86_64.rpm" /usr/lib64/libkx.so.0 "/usr/lib64/libkx.so.${version}"
+expect_rpm "libkx-devel-${version}-1.x86_64.rpm" /usr/include/kx/kx.h /usr/lib64/libkx.so /usr/lib64/pkgconfig/kx.pc \
+  /usr/lib64/cmake/kx/kxConfig.cmake
+expect_rpm "kx-samples-${version}-1.x86_64.rpm" /usr/bin/fashion_mnist_c /usr/share/kx/samples/c/fashion_mnist.c
+if ls "$pkgs"/libkx0-cuda-*.rpm > /dev/null 2>&1; then
+  expect_rpm "libkx0-cuda-${version}-1.x86_64.rpm" /usr/lib64/kx-0/libkx_cuda.so
+fi
+echo "packaging test: passed"
