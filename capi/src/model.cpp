@@ -142,6 +142,14 @@ int64_t kx_model_num_params(const kx_model* m) {
   return m->model.num_params();
 }
 
+int64_t kx_model_input_size(const kx_model* m) {
+  if (!m) {
+    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_input_size: m is NULL");
+    return -1;
+  }
+  return kx::num_elements(m->model.input_shape());
+}
+
 int64_t kx_model_output_size(const kx_model* m) {
   if (!m) {
     kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_output_size: m is NULL");

@@ -125,6 +125,7 @@ static void test_models(kx_strategy* s) {
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(NULL, NULL));
   EXPECT(kx_model_num_params(NULL) == -1);
   EXPECT(kx_model_output_size(NULL) == -1);
+  EXPECT(kx_model_input_size(NULL) == -1);
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_get_weights(NULL, w, 64));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_set_weights(NULL, w, 64));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_save(NULL, "m.kx"));
@@ -148,6 +149,7 @@ static void test_models(kx_strategy* s) {
   EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
   EXPECT(kx_model_num_params(m) == 4 * 5 + 5 + 5 * 3 + 3);
   EXPECT(kx_model_output_size(m) == 3);
+  EXPECT(kx_model_input_size(m) == 4);
 
   kx_compile_options_init(&co, sizeof co);
   co.struct_size = 0;

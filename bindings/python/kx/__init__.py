@@ -328,6 +328,9 @@ class Model(_Handle):
     def predict(self, x):
         """The model's outputs (probabilities for softmax/sigmoid outputs), one row per sample."""
         x = np.ascontiguousarray(x, np.float32)
+        per_sample = lib.kx_model_input_size(self.handle)
+        if x.ndim == 0 or x.size != x.shape[0] * per_sample:
+            raise Error(-1, f"predict: samples of shape {x.shape[1:]} do not have the model's {per_sample} values")
         out = np.empty((x.shape[0], lib.kx_model_output_size(self.handle)), np.float32)
         fp = ctypes.POINTER(ctypes.c_float)
         check(lib.kx_predict(self.handle, x.ctypes.data_as(fp), x.shape[0], out.ctypes.data_as(fp), out.size))

@@ -78,6 +78,7 @@ _SIGNATURES = {
     "kx_model_compile": (c_int32, [c_void_p, P(CompileOptions)]),
     "kx_model_num_params": (c_int64, [c_void_p]),
     "kx_model_output_size": (c_int64, [c_void_p]),
+    "kx_model_input_size": (c_int64, [c_void_p]),
     "kx_model_get_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
     "kx_model_set_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
     "kx_model_save": (c_int32, [c_void_p, c_char_p]),

@@ -202,7 +202,9 @@ KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
 /* Number of trainable parameters (known as soon as layers are added); -1 for NULL. */
 KX_API int64_t kx_model_num_params(const kx_model* m);
 
-/* Values per sample of the model's output (what kx_predict writes per sample); -1 for NULL. */
+/* Values per sample of the model's input (what kx_predict reads per sample) and of its output (what
+ * kx_predict writes per sample); -1 for NULL. */
+KX_API int64_t kx_model_input_size(const kx_model* m);
 KX_API int64_t kx_model_output_size(const kx_model* m);
 
 /* Copies all parameters, layer by layer (kernel then bias), into out (out_len floats, at least

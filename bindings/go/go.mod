@@ -1,0 +1,3 @@
+module kx
+
+go 1.19

@@ -1,0 +1,83 @@
+// Package kx trains deep-learning models with the kx C library from Go, as Keras does from Python:
+// a Strategy (which devices train), a Model, a Dataset, and Model.Fit.
+//
+// Every failing call returns an *Error carrying kx's status code and message. Objects own C handles:
+// call Close when done (a finalizer closes forgotten ones, later). A handle is used by one goroutine
+// at a time; different handles are independent.
+package kx
+
+/*
+#cgo LDFLAGS: -lkx
+#include <kx/kx.h>
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// Status codes of kx.h.
+const (
+	OK                 = 0
+	Stopped            = 1
+	ErrInvalidArgument = -1
+	ErrMisuse          = -2
+	ErrOutOfMemory     = -3
+	ErrDevice          = -4
+	ErrIO              = -5
+	ErrCorrupt         = -6
+	ErrUnsupported     = -7
+	ErrDiverged        = -8
+	ErrComm            = -9
+	ErrInternal        = -100
+)
+
+var statusNames = map[int]string{
+	ErrInvalidArgument: "KX_E_INVALID_ARGUMENT", ErrMisuse: "KX_E_MISUSE", ErrOutOfMemory: "KX_E_OUT_OF_MEMORY",
+	ErrDevice: "KX_E_DEVICE", ErrIO: "KX_E_IO", ErrCorrupt: "KX_E_CORRUPT", ErrUnsupported: "KX_E_UNSUPPORTED",
+	ErrDiverged: "KX_E_DIVERGED", ErrComm: "KX_E_COMM", ErrInternal: "KX_E_INTERNAL",
+}
+
+// Error is a failed kx call: Code is the kx_status (negative), Message kx's one-line explanation.
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string {
+	name, ok := statusNames[e.Code]
+	if !ok {
+		name = fmt.Sprintf("status %d", e.Code)
+	}
+	return "kx: " + name + ": " + e.Message
+}
+
+// call runs f, a kx call returning a status, and turns a negative status into an *Error. The
+// goroutine stays on its OS thread between the call and reading the thread-local message.
+func call(f func() C.kx_status) (int, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := int(f())
+	if st < 0 {
+		return st, &Error{Code: st, Message: C.GoString(C.kx_last_error_message())}
+	}
+	return st, nil
+}
+
+// callErr is call for functions whose only result is the error.
+func callErr(f func() C.kx_status) error {
+	_, err := call(f)
+	return err
+}
+
+// invalid is an error detected on the Go side, before reaching C.
+func invalid(format string, args ...interface{}) error {
+	return &Error{Code: ErrInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}
+
+// Version is kx's version string, e.g. "0.1.0".
+func Version() string { return C.GoString(C.kx_version_string()) }
+
+// DeviceCount is the number of CUDA devices (0 without a GPU, driver or the CUDA module).
+func CUDADeviceCount() int { return int(C.kx_device_count(C.KX_DEVICE_CUDA)) }

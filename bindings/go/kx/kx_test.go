@@ -1,0 +1,220 @@
+package kx
+
+import (
+	"errors"
+	"math"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// blobs: three separable clusters in 8 dimensions.
+func blobs(n int, seed int64) ([]float32, []float32) {
+	r := rand.New(rand.NewSource(seed))
+	centres := make([]float32, 3*8)
+	for i := range centres {
+		centres[i] = float32(r.NormFloat64() * 3)
+	}
+	x, y := make([]float32, n*8), make([]float32, n)
+	for i := 0; i < n; i++ {
+		c := r.Intn(3)
+		y[i] = float32(c)
+		for j := 0; j < 8; j++ {
+			x[i*8+j] = centres[c*8+j] + float32(r.NormFloat64()*0.5)
+		}
+	}
+	return x, y
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func smallModel(t *testing.T, seed uint64) *Model {
+	s, err := NewMirroredStrategy("cpu")
+	must(t, err)
+	defer s.Close()
+	m, err := NewSequential(s, 8)
+	must(t, err)
+	must(t, m.AddDense(16, ReLU))
+	must(t, m.AddDense(3, Softmax))
+	must(t, m.Compile(CompileOptions{LearningRate: 0.01, Accuracy: true, Seed: seed}))
+	return m
+}
+
+func dataset(t *testing.T, n int, batch int64) *Dataset {
+	x, y := blobs(n, 1)
+	d, err := DatasetFromArrays(x, []int64{int64(n), 8}, y, []int64{int64(n), 1})
+	must(t, err)
+	must(t, d.Batch(batch, false))
+	return d
+}
+
+func TestTrainingLearnsAndPredicts(t *testing.T) {
+	m := smallModel(t, 1)
+	defer m.Close()
+	d := dataset(t, 600, 32)
+	defer d.Close()
+	must(t, d.Shuffle(600, 3))
+	h, err := m.Fit(d, FitOptions{Epochs: 5}, nil)
+	must(t, err)
+	loss := h.Metrics["loss"]
+	if len(loss) != 5 || loss[4] >= loss[0] {
+		t.Fatalf("loss did not fall over 5 epochs: %v", loss)
+	}
+	_, acc, err := m.Evaluate(d)
+	must(t, err)
+	if acc < 0.95 {
+		t.Fatalf("accuracy %.3f", acc)
+	}
+	x, _ := blobs(10, 1)
+	p, err := m.Predict(x, 10)
+	must(t, err)
+	for i := 0; i < 10; i++ {
+		sum := p[i*3] + p[i*3+1] + p[i*3+2]
+		if math.Abs(float64(sum)-1) > 1e-5 {
+			t.Fatalf("row %d sums to %v", i, sum)
+		}
+	}
+}
+
+func TestWeightsSaveLoadAndJSON(t *testing.T) {
+	m := smallModel(t, 1)
+	defer m.Close()
+	d := dataset(t, 200, 32)
+	_, err := m.Fit(d, FitOptions{}, nil)
+	must(t, err)
+	w, err := m.Weights()
+	must(t, err)
+	if int64(len(w)) != m.NumParams() || m.NumParams() != 8*16+16+16*3+3 {
+		t.Fatalf("%d weights, %d params", len(w), m.NumParams())
+	}
+	other := smallModel(t, 99)
+	must(t, other.SetWeights(w))
+	w2, _ := other.Weights()
+	for i := range w {
+		if w[i] != w2[i] {
+			t.Fatal("SetWeights did not copy")
+		}
+	}
+	path := filepath.Join(t.TempDir(), "m.kx")
+	must(t, m.Save(path))
+	s, _ := NewDefaultStrategy()
+	loaded, err := LoadModel(s, path)
+	must(t, err)
+	w3, _ := loaded.Weights()
+	for i := range w {
+		if w[i] != w3[i] {
+			t.Fatal("LoadModel changed the weights")
+		}
+	}
+	js, err := m.ToJSON()
+	must(t, err)
+	again, err := ModelFromJSON(s, js)
+	must(t, err)
+	if again.NumParams() != m.NumParams() {
+		t.Fatal("JSON round trip changed the model")
+	}
+}
+
+func TestCallbacksStopAndCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	cb, err := NewCallbacks()
+	must(t, err)
+	defer cb.Close()
+	must(t, cb.AddModelCheckpoint(filepath.Join(dir, "epoch-{epoch:02d}.kx"), 0, 0))
+	var batches int
+	var saved []string
+	must(t, cb.AddFunc(func(e Event) bool {
+		switch e.Kind {
+		case BatchEnd:
+			batches++
+		case CheckpointSaved:
+			saved = append(saved, filepath.Base(e.Path))
+		}
+		return e.Kind == EpochEnd && e.Epoch == 1
+	}))
+	m := smallModel(t, 1)
+	h, err := m.Fit(dataset(t, 320, 32), FitOptions{Epochs: 5}, cb)
+	must(t, err)
+	if !h.Stopped || len(h.Metrics["loss"]) != 2 || batches != 20 {
+		t.Fatalf("stopped=%v epochs=%d batches=%d", h.Stopped, len(h.Metrics["loss"]), batches)
+	}
+	if strings.Join(saved, ",") != "epoch-01.kx,epoch-02.kx" {
+		t.Fatalf("checkpoints %v", saved)
+	}
+	h2, err := smallModel(t, 1).Fit(dataset(t, 320, 32), FitOptions{Epochs: 3, ResumeFrom: dir}, nil)
+	must(t, err)
+	if len(h2.Metrics["loss"]) != 1 {
+		t.Fatalf("resume ran %d epochs, want 1", len(h2.Metrics["loss"]))
+	}
+}
+
+func TestAPanicInACallbackStopsFitAndIsRaisedAgain(t *testing.T) {
+	cb, _ := NewCallbacks()
+	defer cb.Close()
+	must(t, cb.AddFunc(func(e Event) bool {
+		if e.Kind == BatchEnd {
+			panic("from the callback")
+		}
+		return false
+	}))
+	defer func() {
+		if r := recover(); r != "from the callback" {
+			t.Fatalf("recovered %v", r)
+		}
+	}()
+	_, _ = smallModel(t, 1).Fit(dataset(t, 64, 8), FitOptions{Epochs: 2}, cb)
+	t.Fatal("Fit returned after a panic")
+}
+
+// expectError checks that err is a *kx.Error with the code and a message containing want.
+func expectError(t *testing.T, err error, code int, want string) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want a *kx.Error with code %d, got %v", code, err)
+	}
+	if e.Code != code || !strings.Contains(e.Message, want) {
+		t.Fatalf("want code %d and %q in the message, got %d: %q", code, want, e.Code, e.Message)
+	}
+}
+
+func TestErrorsCarryTheCodeAndMessage(t *testing.T) {
+	s, _ := NewDefaultStrategy()
+	_, err := NewSequential(s, 0, 3)
+	expectError(t, err, ErrInvalidArgument, "positive")
+	_, err = NewMirroredStrategy("tpu:0")
+	expectError(t, err, ErrInvalidArgument, "unknown device")
+	m, _ := NewSequential(s, 8)
+	expectError(t, m.AddDense(0, ReLU), ErrInvalidArgument, "units")
+	must(t, m.AddDense(3, Softmax))
+	_, err = m.Fit(dataset(t, 32, 8), FitOptions{}, nil)
+	expectError(t, err, ErrMisuse, "compile")
+	must(t, m.Compile(CompileOptions{}))
+	x, _ := blobs(32, 1)
+	bad := make([]float32, 32)
+	for i := range bad {
+		bad[i] = 7
+	}
+	d, _ := DatasetFromArrays(x, []int64{32, 8}, bad, []int64{32, 1})
+	_, err = m.Fit(d, FitOptions{}, nil)
+	expectError(t, err, ErrInvalidArgument, "label")
+	expectError(t, m.SetWeights(make([]float32, 3)), ErrInvalidArgument, "set_weights needs")
+	_, err = DatasetFromIDX("/nonexistent/a.gz", "/nonexistent/b.gz")
+	expectError(t, err, ErrIO, "nonexistent")
+	_, err = m.Predict(x[:5], 1)
+	expectError(t, err, ErrInvalidArgument, "Predict")
+	corrupt := filepath.Join(t.TempDir(), "bad.kx")
+	must(t, os.WriteFile(corrupt, []byte("\x10\x00\x00\x00\x00\x00\x00\x00{}"), 0o644))
+	_, err = LoadModel(s, corrupt)
+	expectError(t, err, ErrCorrupt, "bad.kx")
+	// Still usable after all of that.
+	_, err = m.Fit(dataset(t, 32, 8), FitOptions{}, nil)
+	must(t, err)
+}
