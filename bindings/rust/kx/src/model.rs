@@ -1,0 +1,250 @@
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::ptr;
+
+use crate::callbacks::Callbacks;
+use crate::dataset::Dataset;
+use crate::error::{c_string, check, Error, Result};
+use crate::strategy::Strategy;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    Linear = 0,
+    Relu = 1,
+    Sigmoid = 2,
+    Tanh = 3,
+    Softmax = 4,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Padding {
+    Valid = 0,
+    Same = 1,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Optimizer {
+    #[default]
+    Adam = 0,
+    Sgd = 1,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Loss {
+    #[default]
+    SparseCategoricalCrossentropy = 0,
+    CategoricalCrossentropy = 1,
+    BinaryCrossentropy = 2,
+    MeanSquaredError = 3,
+}
+
+/// Keras's compile arguments; zero values mean kx's (Keras's) defaults.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    pub optimizer: Optimizer,
+    pub learning_rate: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub epsilon: f64,
+    pub momentum: f64,
+    pub loss: Loss,
+    pub from_logits: bool,
+    pub accuracy: bool,
+    pub seed: u64,
+}
+
+/// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
+#[derive(Default)]
+pub struct FitOptions<'a> {
+    pub epochs: i32,
+    pub initial_epoch: i32,
+    pub steps_per_epoch: i64,
+    pub validation: Option<&'a Dataset>,
+    pub validation_steps: i64,
+    /// 0 silent, 1 progress bar, 2 one line per epoch.
+    pub verbose: i32,
+    /// A checkpoint file or directory to continue from.
+    pub resume_from: Option<&'a str>,
+}
+
+/// Per-epoch metrics ("loss", "accuracy", "val_loss", "val_accuracy").
+#[derive(Clone, Debug, Default)]
+pub struct History {
+    pub metrics: BTreeMap<String, Vec<f64>>,
+    /// A callback stopped training.
+    pub stopped: bool,
+}
+
+/// A kx model: [`Model::sequential`], [`Model::from_json`] or [`Model::load`].
+pub struct Model {
+    p: *mut kx_sys::kx_model,
+}
+
+unsafe impl Send for Model {}
+
+impl Model {
+    /// An empty Sequential model for samples of `input_shape` (no batch dimension).
+    pub fn sequential(s: &Strategy, input_shape: &[i64]) -> Result<Model> {
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_create_sequential(s.p, input_shape.as_ptr(), input_shape.len(), &mut p) })?;
+        Ok(Model { p })
+    }
+
+    pub fn from_json(s: &Strategy, config: &str) -> Result<Model> {
+        let c = c_string(config, "the JSON")?;
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_from_json(s.p, c.as_ptr(), &mut p) })?;
+        Ok(Model { p })
+    }
+
+    /// A model saved with [`Model::save`] (or a checkpoint), compiled as it was.
+    pub fn load(s: &Strategy, path: &str) -> Result<Model> {
+        let c = c_string(path, "the path")?;
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_load(s.p, c.as_ptr(), &mut p) })?;
+        Ok(Model { p })
+    }
+
+    pub fn add_dense(&mut self, units: i64, act: Activation) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_dense(self.p, units, act as i32) }).map(|_| ())
+    }
+
+    pub fn add_conv2d(&mut self, filters: i64, kernel: (i32, i32), stride: i32, pad: Padding, act: Activation) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_conv2d(self.p, filters, kernel.0, kernel.1, stride, pad as i32, act as i32) })
+            .map(|_| ())
+    }
+
+    pub fn add_max_pool2d(&mut self, pool_h: i32, pool_w: i32) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_max_pool2d(self.p, pool_h, pool_w) }).map(|_| ())
+    }
+
+    pub fn add_flatten(&mut self) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_flatten(self.p) }).map(|_| ())
+    }
+
+    pub fn add_dropout(&mut self, rate: f32) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_dropout(self.p, rate) }).map(|_| ())
+    }
+
+    /// Plans the training step and initialises the weights.
+    pub fn compile(&mut self, o: &CompileOptions) -> Result<()> {
+        let mut co = kx_sys::kx_compile_options::default();
+        unsafe { kx_sys::kx_compile_options_init(&mut co, std::mem::size_of::<kx_sys::kx_compile_options>()) };
+        co.optimizer = o.optimizer as i32;
+        co.learning_rate = o.learning_rate;
+        co.beta1 = o.beta1;
+        co.beta2 = o.beta2;
+        co.epsilon = o.epsilon;
+        co.momentum = o.momentum;
+        co.loss = o.loss as i32;
+        co.from_logits = o.from_logits as i32;
+        co.metrics = if o.accuracy { kx_sys::KX_METRIC_ACCURACY } else { 0 };
+        co.seed = o.seed;
+        check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
+    }
+
+    pub fn num_params(&self) -> i64 {
+        unsafe { kx_sys::kx_model_num_params(self.p) }
+    }
+    /// Values per sample that predict reads and writes.
+    pub fn input_size(&self) -> i64 {
+        unsafe { kx_sys::kx_model_input_size(self.p) }
+    }
+    pub fn output_size(&self) -> i64 {
+        unsafe { kx_sys::kx_model_output_size(self.p) }
+    }
+
+    /// All parameters, layer by layer (kernel then bias).
+    pub fn weights(&self) -> Result<Vec<f32>> {
+        let mut w = vec![0.0f32; self.num_params().max(0) as usize];
+        check(unsafe { kx_sys::kx_model_get_weights(self.p, w.as_mut_ptr(), w.len()) })?;
+        Ok(w)
+    }
+
+    pub fn set_weights(&mut self, w: &[f32]) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_set_weights(self.p, w.as_ptr(), w.len()) }).map(|_| ())
+    }
+
+    pub fn to_json(&self) -> Result<String> {
+        let mut out = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_to_json(self.p, &mut out) })?;
+        let s = unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned();
+        unsafe { kx_sys::kx_free(out as *mut std::os::raw::c_void) };
+        Ok(s)
+    }
+
+    /// Writes config, weights and optimizer state to one safetensors file.
+    pub fn save(&mut self, path: &str) -> Result<()> {
+        let c = c_string(path, "the path")?;
+        check(unsafe { kx_sys::kx_model_save(self.p, c.as_ptr()) }).map(|_| ())
+    }
+
+    /// Trains the model. A panic in a callback closure is resumed here once kx has returned.
+    pub fn fit(&mut self, train: &mut Dataset, o: &FitOptions, cb: Option<&mut Callbacks>) -> Result<History> {
+        let mut fo: kx_sys::kx_fit_options = unsafe { std::mem::zeroed() };
+        unsafe { kx_sys::kx_fit_options_init(&mut fo, std::mem::size_of::<kx_sys::kx_fit_options>()) };
+        fo.epochs = o.epochs;
+        fo.initial_epoch = o.initial_epoch;
+        fo.steps_per_epoch = o.steps_per_epoch;
+        fo.validation = o.validation.map_or(ptr::null_mut(), |d| d.p);
+        fo.validation_steps = o.validation_steps;
+        fo.verbose = o.verbose;
+        let resume = o.resume_from.map(|r| c_string(r, "resume_from")).transpose()?;
+        fo.resume_from = resume.as_ref().map_or(ptr::null(), |r| r.as_ptr());
+        let (cp, panic) = match cb {
+            Some(c) => (c.p, Some(c.panic.clone())),
+            None => (ptr::null_mut(), None),
+        };
+        let mut h = ptr::null_mut();
+        let status = unsafe { kx_sys::kx_fit(self.p, train.p, &fo, cp, &mut h) };
+        if let Some(payload) = panic.and_then(|p| p.borrow_mut().take()) {
+            unsafe { kx_sys::kx_history_destroy(h) };
+            std::panic::resume_unwind(payload);
+        }
+        let status = check(status)?;
+        let mut history = History { metrics: BTreeMap::new(), stopped: status == kx_sys::KX_STOPPED };
+        let epochs = unsafe { kx_sys::kx_history_epochs(h) };
+        for name in ["loss", "accuracy", "val_loss", "val_accuracy"] {
+            let cname = c_string(name, "a metric")?;
+            let mut values = Vec::new();
+            for e in 0..epochs {
+                let mut v = 0.0;
+                if unsafe { kx_sys::kx_history_get(h, cname.as_ptr(), e, &mut v) } != kx_sys::KX_OK {
+                    values.clear();
+                    break;
+                }
+                values.push(v);
+            }
+            if !values.is_empty() {
+                history.metrics.insert(name.to_string(), values);
+            }
+        }
+        unsafe { kx_sys::kx_history_destroy(h) };
+        Ok(history)
+    }
+
+    /// (loss, accuracy) over d; accuracy is NaN without the metric.
+    pub fn evaluate(&mut self, d: &mut Dataset) -> Result<(f64, f64)> {
+        let (mut loss, mut acc) = (0.0, 0.0);
+        check(unsafe { kx_sys::kx_evaluate(self.p, d.p, &mut loss, &mut acc) })?;
+        Ok((loss, acc))
+    }
+
+    /// output_size() values per sample for the samples of x (input_size() values each).
+    pub fn predict(&mut self, x: &[f32]) -> Result<Vec<f32>> {
+        let per = self.input_size();
+        if per <= 0 || x.len() as i64 % per != 0 {
+            return Err(Error::invalid(format!("predict: {} values are not whole samples of {}", x.len(), per)));
+        }
+        let n = x.len() as i64 / per;
+        let mut out = vec![0.0f32; (n * self.output_size()) as usize];
+        check(unsafe { kx_sys::kx_predict(self.p, x.as_ptr(), n, out.as_mut_ptr(), out.len()) })?;
+        Ok(out)
+    }
+}
+
+impl Drop for Model {
+    fn drop(&mut self) {
+        unsafe { kx_sys::kx_model_destroy(self.p) }
+    }
+}

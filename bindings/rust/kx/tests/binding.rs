@@ -1,0 +1,145 @@
+//! The safe API: training, arrays in and out, files, callbacks, and errors with kx's code and message.
+use kx::{Activation, Callbacks, CompileOptions, Dataset, Error, EventKind, FitOptions, Model, Strategy};
+
+fn blobs(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
+    // A small xorshift generator: the tests need no crates.
+    let mut state = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let centres: Vec<f32> = (0..24).map(|_| (next() * 12.0 - 6.0) as f32).collect();
+    let (mut x, mut y) = (Vec::with_capacity(n * 8), Vec::with_capacity(n));
+    for _ in 0..n {
+        let c = (next() * 3.0) as usize % 3;
+        y.push(c as f32);
+        for j in 0..8 {
+            x.push(centres[c * 8 + j] + (next() - 0.5) as f32);
+        }
+    }
+    (x, y)
+}
+
+fn dataset(n: usize, batch: i64) -> Dataset {
+    let (x, y) = blobs(n, 1);
+    let mut d = Dataset::from_arrays(&x, &[n as i64, 8], &y, &[n as i64, 1]).unwrap();
+    d.batch(batch, false).unwrap();
+    d
+}
+
+fn small_model(seed: u64) -> Model {
+    let s = Strategy::mirrored(&["cpu"]).unwrap();
+    let mut m = Model::sequential(&s, &[8]).unwrap();
+    m.add_dense(16, Activation::Relu).unwrap();
+    m.add_dense(3, Activation::Softmax).unwrap();
+    m.compile(&CompileOptions { learning_rate: 0.01, accuracy: true, seed, ..Default::default() }).unwrap();
+    m
+}
+
+#[test]
+fn training_learns_and_predicts_probabilities() {
+    let mut m = small_model(1);
+    let mut d = dataset(600, 32);
+    d.shuffle(600, 3).unwrap();
+    let h = m.fit(&mut d, &FitOptions { epochs: 5, ..Default::default() }, None).unwrap();
+    let loss = &h.metrics["loss"];
+    assert_eq!(loss.len(), 5);
+    assert!(loss[4] < loss[0], "{:?}", loss);
+    let (_, acc) = m.evaluate(&mut d).unwrap();
+    assert!(acc > 0.95, "accuracy {}", acc);
+    let (x, _) = blobs(10, 1);
+    let p = m.predict(&x).unwrap();
+    assert_eq!(p.len(), 30);
+    for row in p.chunks(3) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn weights_files_and_json_round_trip() {
+    let mut m = small_model(1);
+    m.fit(&mut dataset(200, 32), &FitOptions::default(), None).unwrap();
+    let w = m.weights().unwrap();
+    assert_eq!(w.len() as i64, m.num_params());
+    assert_eq!(m.num_params(), 8 * 16 + 16 + 16 * 3 + 3);
+    let mut other = small_model(99);
+    other.set_weights(&w).unwrap();
+    assert_eq!(other.weights().unwrap(), w);
+    let dir = std::env::temp_dir().join(format!("kx-rust-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.kx");
+    m.save(path.to_str().unwrap()).unwrap();
+    let s = Strategy::default().unwrap();
+    let loaded = Model::load(&s, path.to_str().unwrap()).unwrap();
+    assert_eq!(loaded.weights().unwrap(), w);
+    let again = Model::from_json(&s, &m.to_json().unwrap()).unwrap();
+    assert_eq!(again.num_params(), m.num_params());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn callbacks_see_events_and_stop() {
+    let mut cb = Callbacks::new().unwrap();
+    let seen = std::rc::Rc::new(std::cell::Cell::new(0));
+    let counter = seen.clone();
+    cb.add(move |e| {
+        if e.kind == EventKind::BatchEnd {
+            counter.set(counter.get() + 1);
+        }
+        e.kind == EventKind::EpochEnd && e.epoch == 1
+    })
+    .unwrap();
+    let h = small_model(1).fit(&mut dataset(320, 32), &FitOptions { epochs: 5, ..Default::default() }, Some(&mut cb)).unwrap();
+    assert!(h.stopped);
+    assert_eq!(h.metrics["loss"].len(), 2);
+    assert_eq!(seen.get(), 20);
+}
+
+#[test]
+fn a_panic_in_a_callback_is_resumed_after_fit() {
+    let mut cb = Callbacks::new().unwrap();
+    cb.add(|e| {
+        if e.kind == EventKind::BatchEnd {
+            panic!("from the callback");
+        }
+        false
+    })
+    .unwrap();
+    let mut m = small_model(1);
+    let mut d = dataset(64, 8);
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = m.fit(&mut d, &FitOptions { epochs: 2, ..Default::default() }, Some(&mut cb));
+    }));
+    let payload = result.expect_err("fit returned after a panic");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"from the callback"));
+    // The model and the callbacks are still usable.
+    m.fit(&mut d, &FitOptions::default(), None).unwrap();
+}
+
+fn expect(err: Error, code: i32, fragment: &str) {
+    assert_eq!(err.code, code, "{}", err);
+    assert!(err.message.contains(fragment), "{:?} lacks {:?}", err.message, fragment);
+}
+
+#[test]
+fn errors_carry_the_code_and_message() {
+    let s = Strategy::default().unwrap();
+    expect(Model::sequential(&s, &[0, 3]).err().unwrap(), -1, "positive");
+    expect(Strategy::mirrored(&["tpu:0"]).err().unwrap(), -1, "unknown device");
+    let mut m = Model::sequential(&s, &[8]).unwrap();
+    expect(m.add_dense(0, Activation::Relu).unwrap_err(), -1, "units");
+    m.add_dense(3, Activation::Softmax).unwrap();
+    expect(m.fit(&mut dataset(32, 8), &FitOptions::default(), None).unwrap_err(), -2, "compile");
+    m.compile(&CompileOptions::default()).unwrap();
+    let (x, _) = blobs(32, 1);
+    let mut bad = Dataset::from_arrays(&x, &[32, 8], &[7.0; 32], &[32, 1]).unwrap();
+    expect(m.fit(&mut bad, &FitOptions::default(), None).unwrap_err(), -1, "label");
+    expect(m.set_weights(&[0.0; 3]).unwrap_err(), -1, "set_weights needs");
+    expect(Dataset::from_idx("/nonexistent/a.gz", "/nonexistent/b.gz").err().unwrap(), -5, "nonexistent");
+    expect(m.predict(&x[..5]).unwrap_err(), -1, "predict");
+    expect(Model::load(&s, "/nonexistent/m.kx").err().unwrap(), -5, "/nonexistent/m.kx");
+    assert_eq!(Model::load(&s, "/nonexistent/m.kx").err().unwrap().name(), "KX_E_IO");
+    m.fit(&mut dataset(32, 8), &FitOptions::default(), None).unwrap();
+}
