@@ -19,3 +19,6 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/run_fuzz.sh
 # The .deb packages installed on this machine, the C sample built against them (pkg-config and
 # find_package) and run; the .rpm contents listed and checked.
 bash packaging/test_packages.sh
+
+# The ABI guard: libkx against the committed baseline abi/libkx.abi (libabigail).
+bash abi/check_abi.sh

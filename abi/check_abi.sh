@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The ABI guard: libkx's ABI (kx.h's functions and types, from DWARF, by libabigail) against the
+# baseline abi/libkx.abi. kx's rules allow adding functions, enumerators and struct members at the
+# end; anything else fails: abidiff's incompatible bit, or a report of a removal, a moved or changed
+# member, a changed parameter or return type, a changed enumerator. `check_abi.sh --update`
+# rewrites the baseline (at a release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=build-abi
+mkdir -p "$build"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_WITH_CUDA=OFF -DKX_BUILD_TESTS=OFF \
+  -DKX_BUILD_SAMPLES=OFF -DKX_BUILD_BENCH=OFF > "$build/configure-and-build.log" 2>&1 || { cat "$build/configure-and-build.log"; exit 1; }
+cmake --build "$build" --target kx >> "$build/configure-and-build.log" 2>&1 || { tail -30 "$build/configure-and-build.log"; exit 1; }
+current="$build/libkx.abi"
+# Only what kx.h declares, without paths or DT_NEEDED (they differ between machines).
+abidw --exported-interfaces-only --headers-dir capi/include/kx --drop-private-types --no-corpus-path \
+  --no-show-locs --no-comp-dir-path --no-elf-needed --out-file "$current" "$build/libkx.so.0"
+if [[ "${1:-}" == "--update" ]]; then
+  cp "$current" abi/libkx.abi
+  echo "abi/libkx.abi updated"
+  exit 0
+fi
+set +e
+abidiff --no-show-locs abi/libkx.abi "$current" > "$build/abidiff.txt" 2>&1
+rc=$?
+set -e
+cat "$build/abidiff.txt"
+if (( rc & 3 )); then echo "ABI check: abidiff failed (exit $rc)"; exit 1; fi
+breaking="[1-9][0-9]* Removed|offset changed|data member deletion|data member change|of type '[^']*' changed:|"
+breaking+='return type changed|enumerator deletion|value changed|parameter .*deletion|name changed'
+if (( rc & 8 )) || grep -Eq "$breaking" "$build/abidiff.txt"; then
+  echo "ABI check: incompatible change against abi/libkx.abi (above)"
+  exit 1
+fi
+if (( rc & 4 )); then echo "ABI check: compatible changes (additions); run abi/check_abi.sh --update at release"; fi
+echo "ABI check: passed"
