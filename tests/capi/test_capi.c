@@ -70,10 +70,25 @@ static void test_library_and_devices(void) {
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, 0, NULL, 16));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name(KX_DEVICE_CPU, 0, name, 3)); /* "cpu" + NUL needs 4 */
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_name((kx_device_kind)9, 0, name, sizeof name));
+  {
+    char* text = NULL;
+    EXPECT_OK(kx_device_status(KX_DEVICE_CPU, &text));
+    EXPECT(text != NULL && strncmp(text, "cpu: ", 5) == 0);
+    kx_free(text);
+    text = NULL;
+    EXPECT_OK(kx_device_status(KX_DEVICE_CUDA, &text)); /* the module and devices, or why there are none */
+    EXPECT(text != NULL && strlen(text) > 0);
+    kx_free(text);
+    text = (char*)SENTINEL;
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_status((kx_device_kind)9, &text));
+    EXPECT(text == (char*)SENTINEL); /* untouched on error */
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_device_status(KX_DEVICE_CPU, NULL));
+  }
 }
 
 static void test_strategies(void) {
   kx_strategy* s = (kx_strategy*)SENTINEL;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_strategy_set_tf32(NULL, 0));
   const char* two_cpus[2] = {"cpu", "cpu"};
   const char* bad[1] = {"tpu:0"};
   const char* gpu[1] = {"cuda:0"};
