@@ -82,9 +82,10 @@ void Model::Impl::stage_dataset(const Dataset& data) {
     };
     auto hit = std::find_if(r.cache.begin(), r.cache.end(), same);
     if (hit == r.cache.end()) {
-      // Keep the most recent other dataset (training data while validating, and back).
-      if (r.cache.size() >= kCachedDatasets) r.cache.erase(r.cache.begin());
+      // Freed datasets go first; then the oldest, keeping the most recent other one (training data
+      // while validating, and back).
       std::erase_if(r.cache, [](const CachedDataset& c) { return c.storage.expired(); });
+      if (r.cache.size() >= kCachedDatasets) r.cache.erase(r.cache.begin());
       CachedDataset c;
       const size_t x_bytes = storage->x.size() * sizeof(float), y_bytes = storage->y.size() * sizeof(float);
       c.x = r.be->allocate(x_bytes);
