@@ -42,15 +42,12 @@ struct Pair {
   std::vector<DeviceBuffer> keep;
 
   Pair() { gpu->set_tf32(false); }
-  float* up(const std::vector<float>& v) {
-    keep.push_back(gpu->allocate(v.size() * sizeof(float)));
-    gpu->to_device(v.data(), v.size() * sizeof(float), keep.back().data());
-    return keep.back().data();
-  }
-  int64_t* up(const std::vector<int64_t>& v) {
-    keep.push_back(gpu->allocate(v.size() * sizeof(int64_t)));
-    gpu->to_device(v.data(), v.size() * sizeof(int64_t), keep.back().data());
-    return keep.back().data<int64_t>();
+  // A device copy of v, kept until the pair goes.
+  template <class T>
+  T* up(const std::vector<T>& v) {
+    keep.push_back(gpu->allocate(v.size() * sizeof(T)));
+    gpu->to_device(v.data(), v.size() * sizeof(T), keep.back().data());
+    return keep.back().data<T>();
   }
   std::vector<float> down(const float* p, size_t n) {
     std::vector<float> v(n);

@@ -35,8 +35,7 @@ LtGemm::~LtGemm() {
   cublasLtDestroy(handle_);
 }
 
-LtGemm::Plan& LtGemm::plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda,
-                           int64_t ldb, int64_t ldc, cublasLtEpilogue_t epilogue) {
+LtGemm::Plan& LtGemm::plan(const Key& key) {
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
   Plan p;
   // Built in a guard so that a failure half-way frees what was made.
@@ -51,27 +50,28 @@ LtGemm::Plan& LtGemm::plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_
       if (p.op) cublasLtMatmulDescDestroy(p.op);
     }
   } guard{p};
-  const cublasComputeType_t compute = tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   check(host_, cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // Column-major: D^T[N, M] = op(B)^T op(A)^T, so cuBLASLt's A is our B and its B our A.
-  const cublasOperation_t op_a = op(tb), op_b = op(ta);
+  const cublasOperation_t op_a = op(key.tb), op_b = op(key.ta);
   check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
   check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
-  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &key.epilogue, sizeof key.epilogue),
         "EPILOGUE");
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   // Our B as stored: [K, N] (ldb) read column-major is [N, K]; transposed it is stored [N, K] -> [K, N].
-  check(host_, cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, tb == Trans::No ? u(N) : u(K), tb == Trans::No ? u(K) : u(N), ldb),
+  const bool b_plain = key.tb == Trans::No, a_plain = key.ta == Trans::No;
+  check(host_, cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, u(b_plain ? key.N : key.K), u(b_plain ? key.K : key.N), key.ldb),
         "layout of B");
-  check(host_, cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, ta == Trans::No ? u(K) : u(M), ta == Trans::No ? u(M) : u(K), lda),
+  check(host_, cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, u(a_plain ? key.K : key.M), u(a_plain ? key.M : key.K), key.lda),
         "layout of A");
-  check(host_, cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(N), u(M), ldc), "layout of C");
+  check(host_, cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(key.N), u(key.M), key.ldc), "layout of C");
 
   cublasLtMatmulPreference_t pref = nullptr;
   check(host_, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = workspace_bytes_;
-  const uint32_t align_a = static_cast<uint32_t>(std::get<11>(key)), align_b = static_cast<uint32_t>(std::get<12>(key)),
-                 align_c = static_cast<uint32_t>(std::get<13>(key));
+  const auto align_a = static_cast<uint32_t>(key.align_a), align_b = static_cast<uint32_t>(key.align_b),
+             align_c = static_cast<uint32_t>(key.align_c);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_b, sizeof align_b);
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_a, sizeof align_a);
@@ -85,7 +85,8 @@ LtGemm::Plan& LtGemm::plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_
   check(host_, st, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     raise(host_, Status::Unsupported,
-          "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) + "x" + std::to_string(K) +
+          "cuBLASLt has no algorithm for a " + std::to_string(key.M) + "x" + std::to_string(key.N) + "x" +
+              std::to_string(key.K) +
               " GEMM");
   p.algo = result.algo;
   guard.keep = true;
@@ -105,9 +106,8 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
   if (K <= 0) {  // an empty sum: C = beta C, then the epilogue
     if (beta == 0.0f) check(host_, cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
   } else {
-    const Key key{static_cast<int>(ta), static_cast<int>(tb), M, N, K, lda, ldb, ldc, static_cast<int>(epilogue),
-                  tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};
-    Plan& p = plan(key, ta, tb, M, N, K, lda, ldb, ldc, epilogue);
+    Plan& p = plan(Key{ta, tb, M, N, K, lda, ldb, ldc, epilogue, tf32_, beta != 0.0f, alignment(A), alignment(B),
+                       alignment(C)});
     if (fuse_bias)
       check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ep.bias, sizeof ep.bias),
             "BIAS_POINTER");

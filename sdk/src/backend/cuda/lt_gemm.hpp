@@ -30,14 +30,23 @@ class LtGemm {
 
  private:
   // Everything the algorithm choice depends on, pointers' alignment included.
-  using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, bool, bool, int, int, int>;
+  struct Key {
+    Trans ta, tb;
+    int64_t M, N, K, lda, ldb, ldc;
+    cublasLtEpilogue_t epilogue;
+    bool tf32, accumulate;  // accumulate: beta != 0
+    int align_a, align_b, align_c;
+    auto tie() const {
+      return std::tie(ta, tb, M, N, K, lda, ldb, ldc, epilogue, tf32, accumulate, align_a, align_b, align_c);
+    }
+    bool operator<(const Key& o) const { return tie() < o.tie(); }
+  };
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  Plan& plan(const Key& key, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
-             int64_t ldc, cublasLtEpilogue_t epilogue);
+  Plan& plan(const Key& key);
 
   const HostServices& host_;
   cublasLtHandle_t handle_ = nullptr;

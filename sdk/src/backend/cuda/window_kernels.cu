@@ -4,20 +4,10 @@
 #include <cmath>
 
 #include "backend/cuda/kernels.cuh"
+#include "backend/cuda/launch.cuh"
 
 namespace kx::backend::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65535 * 16 ? b : 65535 * 16);
-}
-
-#define KX_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); \
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
 
 // One thread per column entry: col[(r, i, j), (a, b, c)].
 __global__ void im2col_kernel(Window2d g, int64_t rows, const float* x, float* col) {
