@@ -26,7 +26,9 @@ DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall --allow-downgrades
   "$pkgs/libkx0_${version}_amd64.deb" "$pkgs/libkx-dev_${version}_amd64.deb" "$pkgs/kx-samples_${version}_amd64.deb" \
   > "$tmp/apt.log" || { cat "$tmp/apt.log"; fail "apt-get install"; }
 test "$(readlink /usr/lib/x86_64-linux-gnu/libkx.so)" = libkx.so.0 || fail "libkx.so does not point at libkx.so.0"
-objdump -p /usr/lib/x86_64-linux-gnu/libkx.so.0 | grep -q "SONAME *libkx.so.0" || fail "SONAME is not libkx.so.0"
+# Read whole before matching: with pipefail, grep -q closing the pipe early fails objdump (SIGPIPE).
+dynamic=$(objdump -p /usr/lib/x86_64-linux-gnu/libkx.so.0)
+grep -q "SONAME *libkx.so.0" <<< "$dynamic" || fail "SONAME is not libkx.so.0"
 
 data=/usr/share/datasets/fashion-mnist
 # 1. pkg-config
