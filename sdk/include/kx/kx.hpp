@@ -1,5 +1,6 @@
 // The C++ API of kx in one include.
 #pragma once
+#include "kx/applications.hpp"
 #include "kx/callback.hpp"
 #include "kx/dataset.hpp"
 #include "kx/device.hpp"

@@ -11,7 +11,20 @@ const char* activation_name(Activation a);
 // "relu" -> Relu ...; throws InvalidArgument for an unknown name.
 Activation activation_from_name(const std::string& name);
 
-enum class LayerKind { Dense, Flatten, Dropout, Conv2D, MaxPooling2D };
+enum class LayerKind {
+  Dense,
+  Flatten,
+  Dropout,
+  Conv2D,
+  MaxPooling2D,
+  AveragePooling2D,
+  GlobalAveragePooling2D,
+  ZeroPadding2D,
+  BatchNormalization,
+  Add,
+  Concatenate,
+  Activation,
+};
 
 // Keras's padding: "valid" (no padding) or "same" (output size = ceil(input / stride)).
 enum class Padding { Valid = 0, Same = 1 };
@@ -24,9 +37,18 @@ struct LayerSpec {
   float rate = 0.0f;           // Dropout
   int64_t filters = 0;         // Conv2D
   int64_t kernel_h = 0, kernel_w = 0;  // Conv2D
-  int64_t stride = 1;          // Conv2D (both directions); MaxPooling2D uses its pool size
+  int64_t stride = 1;          // Conv2D (both directions)
   Padding padding = Padding::Valid;    // Conv2D
-  int64_t pool_h = 2, pool_w = 2;      // MaxPooling2D
+  int64_t pool_h = 2, pool_w = 2;      // MaxPooling2D, AveragePooling2D
+  int64_t pool_stride_h = 0, pool_stride_w = 0;  // pooling strides; 0: the pool size (Keras's default)
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;  // ZeroPadding2D
+  // BatchNormalization, Concatenate: the axis, counting the batch as axis 0 as Keras does; only the
+  // last (-1, or the sample rank) is supported.
+  int64_t axis = -1;
+  float momentum = 0.99f;      // BatchNormalization (Keras's defaults)
+  float epsilon = 1e-3f;       // BatchNormalization
+  bool trainable = true;       // false: the layer's weights stay as they are (BatchNormalization then
+                               // normalises with its moving statistics, as Keras does)
 };
 
 }  // namespace kx

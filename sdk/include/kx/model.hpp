@@ -1,4 +1,5 @@
-// A model: a Sequential stack of layers, compiled into a static training-step plan.
+// A model: a graph of layers (a Sequential stack or a Functional graph), compiled into a static
+// training-step plan.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,15 +39,34 @@ struct EvalResult {
   double accuracy = 0;
 };
 
+// What load_weights did.
+struct WeightsReport {
+  int64_t loaded = 0;   // tensors copied into the model
+  int64_t skipped = 0;  // tensors of the model left as they were (absent or of another shape)
+};
+
 class Model {
  public:
   static Model sequential(const Strategy& strategy, const Shape& input_shape);
+  // A model whose layers name the layers they read (add(spec, inbound)); the input is input_name.
+  static Model functional(const Strategy& strategy, const Shape& input_shape,
+                          const std::string& input_name = "input_layer");
+  // A Sequential or Functional config as Keras writes it (and to_json).
   static Model from_json(const Strategy& strategy, const std::string& json);
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
   ~Model();
 
+  // Appends a layer that reads the last layer's output (or the input).
   void add(LayerSpec spec);
+  // Appends a layer that reads the outputs of the named earlier layers (or the input's name), in
+  // order: Add and Concatenate take several. The last layer added is the model's output.
+  void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  std::vector<std::string> layer_names() const;
+  // A frozen layer (trainable false) keeps its weights; BatchNormalization then uses its moving
+  // statistics. Takes effect at the next step. Throws InvalidArgument for an unknown name.
+  void set_trainable(const std::string& layer, bool trainable);
+  bool trainable(const std::string& layer) const;
   void add_dense(int64_t units, Activation act = Activation::None);
   // Conv2D over (height, width, channels) samples, as Keras: kernel [kh, kw, in, filters], same stride
   // both ways, "valid" or "same" padding.
@@ -59,7 +79,8 @@ class Model {
 
   void compile(const CompileOptions& options);
   bool compiled() const;
-  int64_t num_params() const;
+  int64_t num_params() const;            // every weight, as Keras's "Total params"
+  int64_t num_trainable_params() const;  // those the optimizer trains now
   const Shape& input_shape() const;
   const Shape& output_shape() const;
   std::string to_json() const;
@@ -70,6 +91,11 @@ class Model {
   // One safetensors file with the config, compile settings, weights and optimizer state, written
   // durably (a crash leaves the old file or the new one). Throws Misuse before compile, Io.
   void save(const std::string& path) const;
+  // Weights by name ("<layer>/<weight>") from a safetensors file (a saved model, a checkpoint, or
+  // any file with float32 tensors of those names). With skip_mismatch, tensors of the model that the
+  // file lacks or holds with another shape are left as they are and counted; without it they are
+  // InvalidArgument and nothing changes. Throws Misuse before compile, Io, Corrupt.
+  WeightsReport load_weights(const std::string& path, bool skip_mismatch);
   // A model saved by save() or a checkpoint, compiled as it was, on `strategy` (any replica count).
   // Throws Io, Corrupt (damaged or not a kx file).
   static Model load(const Strategy& strategy, const std::string& path);

@@ -14,7 +14,7 @@
 
 namespace kx::backend {
 
-inline constexpr int kInterfaceVersion = 2;
+inline constexpr int kInterfaceVersion = 3;
 
 class Backend;
 
@@ -130,6 +130,21 @@ class Backend {
   // dx (overwritten): each window's dy goes to the first position holding its maximum.
   virtual void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy,
                                  float* dx) = 0;
+  // Mean over each window (no padding), channel by channel.
+  virtual void avg_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) = 0;
+  // dx (overwritten): each window's dy shared equally between its positions.
+  virtual void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx) = 0;
+  // Per column c of x [rows, cols]: mean[c] and the biased variance var[c] (batch normalisation's
+  // statistics over every sample and position of a channel).
+  virtual void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) = 0;
+  // y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; beta may be null (0).
+  virtual void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
+                                float epsilon, const float* gamma, const float* beta, float* y) = 0;
+  // The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):
+  // dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy).
+  virtual void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                                   const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
+                                   float* dbeta) = 0;
   // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by (seed, first + i), so
   // a replica holding rows from `first` on draws the same mask as one device holding the whole batch.
   virtual void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
@@ -137,6 +152,13 @@ class Backend {
   // out[i] = a[i] * b[i]
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
   virtual void copy(int64_t n, const float* src, float* dst) = 0;
+  // out[i] = a[i] + b[i]; out may alias a or b.
+  virtual void add(int64_t n, const float* a, const float* b, float* out) = 0;
+  // out[i] = alpha * (a[i] - b[i]).
+  virtual void scaled_difference(int64_t n, float alpha, const float* a, const float* b, float* out) = 0;
+  // dst[r * dst_ld + c] = src[r * src_ld + c] for r < rows, c < cols (a block of columns).
+  virtual void copy_columns(int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst,
+                            int64_t dst_ld) = 0;
   // p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras).
   virtual void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) = 0;
   // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t).

@@ -48,15 +48,20 @@ class Conv2dLayer final : public Layer {
             {"bias", {spec_.filters}, Init::Zeros, 0, 0}};
   }
 
-  int64_t scratch_per_sample() const override { return g_.out_h * g_.out_w * g_.patch(); }  // the columns
+  // The columns; none for a 1x1 kernel with stride 1, whose columns are the input itself.
+  int64_t scratch_per_sample() const override { return pointwise() ? 0 : g_.out_h * g_.out_w * g_.patch(); }
   Activation output_activation() const override { return spec_.activation; }
 
   void forward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
-    c.be->im2col(g_, c.rows, c.x, c.scratch);
+    const float* columns = c.x;
+    if (!pointwise()) {
+      c.be->im2col(g_, c.rows, c.x, c.scratch);
+      columns = c.scratch;
+    }
     Epilogue ep{c.w + patch * F, act == Activation::Relu ? Activation::Relu : Activation::None};
-    c.be->gemm(Trans::No, Trans::No, positions, F, patch, c.scratch, patch, c.w, F, 0.0f, c.y, F, ep);
+    c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
     if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, positions, F, c.y);
   }
 
@@ -64,9 +69,16 @@ class Conv2dLayer final : public Layer {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     if (!c.fold_activation && spec_.activation != Activation::None)
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
-    c.be->bias_grad(positions, F, c.dy, c.dw + patch * F);
-    c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, c.scratch, patch, c.dy, F, 0.0f, c.dw, F, {});
+    const float* columns = pointwise() ? c.x : c.scratch;
+    if (c.dw) {
+      c.be->bias_grad(positions, F, c.dy, c.dw + patch * F);
+      c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, {});
+    }
     if (!c.dx) return;
+    if (pointwise()) {
+      c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.dx, patch, {});
+      return;
+    }
     // The columns are no longer needed: their gradient takes their place, then folds back onto dx.
     c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.scratch, patch, {});
     c.be->col2im(g_, c.rows, c.scratch, c.dx);
@@ -83,44 +95,7 @@ class Conv2dLayer final : public Layer {
   }
 
  private:
-  Window2d g_;
-};
-
-class MaxPooling2dLayer final : public Layer {
- public:
-  using Layer::Layer;
-  const char* class_name() const override { return "MaxPooling2D"; }
-
-  Shape build(const Shape& in) override {
-    require(in.size() == 3, Status::InvalidArgument,
-            "MaxPooling2D layer \"" + name() + "\" needs samples of shape (height, width, channels), gets " +
-                to_string(in));
-    require(in[0] >= spec_.pool_h && in[1] >= spec_.pool_w, Status::InvalidArgument,
-            "MaxPooling2D layer \"" + name() + "\": pool " + std::to_string(spec_.pool_h) + "x" +
-                std::to_string(spec_.pool_w) + " is larger than its input " + to_string(in));
-    g_.in_h = in[0];
-    g_.in_w = in[1];
-    g_.channels = in[2];
-    g_.k_h = g_.stride_h = spec_.pool_h;  // Keras's default strides: the pool size
-    g_.k_w = g_.stride_w = spec_.pool_w;
-    g_.out_h = (g_.in_h - g_.k_h) / g_.stride_h + 1;
-    g_.out_w = (g_.in_w - g_.k_w) / g_.stride_w + 1;
-    return {g_.out_h, g_.out_w, g_.channels};
-  }
-
-  void forward(const LayerContext& c) const override { c.be->max_pool_forward(g_, c.rows, c.x, c.y); }
-  void backward(const LayerContext& c) const override {
-    if (c.dx) c.be->max_pool_backward(g_, c.rows, c.x, c.y, c.dy, c.dx);
-  }
-
- protected:
-  void add_config(json::Value& config) const override {
-    config.set("pool_size", json::Value::Array{json::Value(spec_.pool_h), json::Value(spec_.pool_w)});
-    config.set("strides", json::Value::Array{json::Value(spec_.pool_h), json::Value(spec_.pool_w)});
-    config.set("padding", "valid");
-  }
-
- private:
+  bool pointwise() const { return g_.k_h == 1 && g_.k_w == 1 && g_.stride_h == 1 && g_.stride_w == 1; }
   Window2d g_;
 };
 
@@ -136,11 +111,6 @@ std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
   require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<Conv2dLayer>(spec);
-}
-
-std::unique_ptr<Layer> make_max_pooling2d_layer(const LayerSpec& spec) {
-  require(spec.pool_h > 0 && spec.pool_w > 0, Status::InvalidArgument, "MaxPooling2D pool sizes must be positive");
-  return std::make_unique<MaxPooling2dLayer>(spec);
 }
 
 }  // namespace kx::core

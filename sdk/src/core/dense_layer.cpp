@@ -42,10 +42,12 @@ class DenseLayer final : public Layer {
     const int64_t units = spec_.units;
     if (!c.fold_activation && spec_.activation != Activation::None)
       c.be->activation_backward(spec_.activation, c.rows, units, c.y, c.dy, c.dy);
-    float* dkernel = c.dw;
-    float* dbias = c.dw + in_ * units;
-    c.be->bias_grad(c.rows, units, c.dy, dbias);
-    c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, {});
+    if (c.dw) {
+      float* dkernel = c.dw;
+      float* dbias = c.dw + in_ * units;
+      c.be->bias_grad(c.rows, units, c.dy, dbias);
+      c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, {});
+    }
     if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, {});
   }
 

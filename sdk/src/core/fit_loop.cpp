@@ -125,7 +125,8 @@ void Model::Impl::replica_forward_backward(Replica& r, const int64_t* idx, Slice
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
   replica_forward_loss(r, idx, s, true, step_seed, 1.0f / static_cast<float>(global_rows));
-  r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows);
+  r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows,
+                  static_cast<float>(s.rows) / static_cast<float>(global_rows));
 }
 
 backend::LossSums Model::Impl::take_loss_sums() {
@@ -139,6 +140,9 @@ backend::LossSums Model::Impl::take_loss_sums() {
 }
 
 void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums) {
+  // A layer frozen or unfrozen since the last step (by a callback) changes which gradients exist.
+  refresh_spans();
+  for (Replica& r : replicas) r.plan.reserve(*r.be, net, r.plan.capacity(), label_size());
   const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
   for_each_replica([&](int k) {
     replica_forward_backward(replicas[static_cast<size_t>(k)], idx, slice(k, rows), rows, step_seed);
@@ -153,19 +157,31 @@ void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums
   *sums = take_loss_sums();
 }
 
+void Model::Impl::refresh_spans() {
+  if (spans_revision_ == net.revision) return;
+  trained_spans_ = net.trained_spans();
+  state_spans_ = net.state_spans();
+  spans_revision_ = net.revision;
+}
+
 void Model::Impl::replica_optimizer(Replica& r) {
-  const int64_t n = net.num_params;
+  float* p = r.params.data();
+  const float* g = r.grads.data();
   if (optimizer.kind == OptimizerKind::Adam) {
     const double t = static_cast<double>(optimizer_steps);
     const double lr_t = learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
                         (1 - std::pow(optimizer.beta1, t));
-    r.be->adam_update(n, r.params.data(), r.grads.data(), r.slot_m.data(), r.slot_v.data(), static_cast<float>(lr_t),
-                      static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
-                      static_cast<float>(optimizer.epsilon));
+    for (const core::ArenaSpan& s : trained_spans_)
+      r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
+                        static_cast<float>(lr_t), static_cast<float>(optimizer.beta1),
+                        static_cast<float>(optimizer.beta2), static_cast<float>(optimizer.epsilon));
   } else {
-    r.be->sgd_update(n, r.params.data(), r.grads.data(), r.slot_m.empty() ? nullptr : r.slot_m.data(),
-                     static_cast<float>(learning_rate), static_cast<float>(optimizer.momentum));
+    for (const core::ArenaSpan& s : trained_spans_)
+      r.be->sgd_update(s.count, p + s.first, g + s.first, r.slot_m.empty() ? nullptr : r.slot_m.data() + s.first,
+                       static_cast<float>(learning_rate), static_cast<float>(optimizer.momentum));
   }
+  // State such as moving statistics: its "gradient" is the step to subtract.
+  for (const core::ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, 1.0f, 0.0f);
 }
 
 namespace {

@@ -13,26 +13,37 @@
 
 namespace kx::core {
 
-enum class Init { GlorotUniform, Zeros };
+enum class Init { GlorotUniform, Zeros, Ones };
 
 struct ParamSpec {
   std::string name;  // "kernel", "bias"
   Shape shape;
   Init init = Init::Zeros;
   int64_t fan_in = 0, fan_out = 0;
+  // False for state the optimizer does not train (batch normalisation's moving statistics): its
+  // "gradient" is the step to subtract, written by the layer's backward.
+  bool trainable = true;
 };
 
 // Everything one call of forward or backward touches, for `rows` samples.
 struct LayerContext {
   backend::Backend* be = nullptr;
   int64_t rows = 0;
-  const float* x = nullptr;   // input  [rows, in]
+  const float* x = nullptr;   // input  [rows, in] (the first input of a layer with several)
   float* y = nullptr;         // output [rows, out]
   float* dy = nullptr;        // dL/dy; a layer may overwrite it
-  float* dx = nullptr;        // dL/dx, or null when nothing before this layer needs it
+  float* dx = nullptr;        // dL/dx (overwritten), or null when nothing before this layer needs it
+  // Every input and its gradient, for layers with several inputs (xs[0] == x, dxs[0] == dx).
+  const float* const* xs = nullptr;
+  float* const* dxs = nullptr;
   const float* w = nullptr;   // this layer's parameters (arena slice)
-  float* dw = nullptr;        // this layer's gradients (same offsets in the gradient arena)
-  float* scratch = nullptr;   // scratch_per_sample() * rows floats, kept from forward to backward
+  // This layer's gradients (same offsets in the gradient arena); null when the layer is frozen
+  // (trainable false): backward then computes only dx.
+  float* dw = nullptr;
+  float* scratch = nullptr;   // scratch_floats(rows) floats, kept from forward to backward
+  // The share of the global batch these rows are (rows / global rows): what a replica's statistics
+  // weigh when the replicas' moving averages are combined.
+  float batch_share = 1.0f;
   bool training = false;
   // The output activation is folded into the loss (softmax + cross-entropy ...): forward leaves the
   // output as logits and backward receives dL/dlogits.
@@ -55,8 +66,14 @@ class Layer {
   // Checks the input shape (per sample) and returns the output shape; InvalidArgument if it does
   // not fit. Called once, when the layer is added.
   virtual Shape build(const Shape& input) = 0;
+  // The same for every input of the layer; layers with one input check there is one.
+  virtual Shape build_inputs(const std::vector<Shape>& inputs);
   virtual std::vector<ParamSpec> params() const { return {}; }
   virtual int64_t scratch_per_sample() const { return 0; }
+  // Scratch floats for `rows` samples; layers with per-layer state (statistics) add to the default.
+  virtual int64_t scratch_floats(int64_t rows) const { return scratch_per_sample() * rows; }
+  bool trainable() const { return spec_.trainable; }
+  void set_trainable(bool t) { spec_.trainable = t; }
   // The output is the input buffer itself (a reshape): forward and backward do nothing.
   virtual bool aliases_input() const { return false; }
   // The activation the loss may fold in (Dense's), else None.
@@ -74,6 +91,9 @@ class Layer {
 };
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
+// Unsupported unless spec.axis is the last axis of samples of shape `in` (-1, or in.size() counting
+// the batch axis as Keras does).
+void require_last_axis(const LayerSpec& spec, const Shape& in, const char* class_name);
 // The LayerSpec of a {"class_name", "config"} object; InvalidArgument naming what is wrong.
 LayerSpec layer_spec_from_json(const json::Value& v);
 

@@ -34,6 +34,13 @@ const char* default_name_stem(LayerKind k) {
     case LayerKind::Dropout: return "dropout";
     case LayerKind::Conv2D: return "conv2d";
     case LayerKind::MaxPooling2D: return "max_pooling2d";
+    case LayerKind::AveragePooling2D: return "average_pooling2d";
+    case LayerKind::GlobalAveragePooling2D: return "global_average_pooling2d";
+    case LayerKind::ZeroPadding2D: return "zero_padding2d";
+    case LayerKind::BatchNormalization: return "batch_normalization";
+    case LayerKind::Add: return "add";
+    case LayerKind::Concatenate: return "concatenate";
+    case LayerKind::Activation: return "activation";
   }
   return "layer";
 }
@@ -53,7 +60,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   net.shapes.push_back(std::move(input));
 }
 
-void Model::Impl::add(LayerSpec spec) {
+void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
   if (spec.name.empty()) {
     const std::string stem = default_name_stem(spec.kind);
@@ -62,10 +69,26 @@ void Model::Impl::add(LayerSpec spec) {
       if (l->spec().kind == spec.kind) ++n;
     spec.name = n == 0 ? stem : stem + "_" + std::to_string(n);
   }
+  require(spec.name != net.input_name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\" (the input's)");
   for (const auto& l : net.layers)
     require(l->name() != spec.name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\"");
+  // The tensors read: the named layers' outputs, or the last layer's (a Sequential model).
+  std::vector<int> inputs;
+  for (const std::string& from : inbound) {
+    int t = from == net.input_name ? 0 : -1;
+    for (size_t i = 0; i < net.layers.size() && t < 0; ++i)
+      if (net.layers[i]->name() == from) t = static_cast<int>(i + 1);
+    require(t >= 0, Status::InvalidArgument,
+            "layer \"" + spec.name + "\" reads \"" + from + "\", which is not the input or a layer added before it");
+    inputs.push_back(t);
+  }
+  if (inputs.empty()) inputs.push_back(static_cast<int>(net.layers.size()));
+  std::vector<Shape> in_shapes;
+  for (int t : inputs) in_shapes.push_back(net.shapes[static_cast<size_t>(t)]);
+
   auto layer = core::make_layer(spec);
-  Shape out = layer->build(net.shapes.back());
+  Shape out = layer->build_inputs(in_shapes);
+  require(!layer->aliases_input() || inputs.size() == 1, Status::Internal, "a reshape with several inputs");
   bounded_elements(out, "the output of layer \"" + spec.name + "\"");
   int64_t count = 0;
   for (const auto& p : layer->params()) count += bounded_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");
@@ -74,7 +97,26 @@ void Model::Impl::add(LayerSpec spec) {
   net.param_offset.push_back(net.num_params);
   net.num_params += count;
   net.layers.push_back(std::move(layer));
+  net.inputs.push_back(std::move(inputs));
   net.shapes.push_back(std::move(out));
+}
+
+void Model::Impl::set_trainable(const std::string& layer, bool trainable) {
+  for (auto& l : net.layers)
+    if (l->name() == layer) {
+      if (l->trainable() != trainable) {
+        l->set_trainable(trainable);
+        ++net.revision;  // step plans and optimizer spans are rebuilt before the next step
+      }
+      return;
+    }
+  fail(Status::InvalidArgument, "the model has no layer \"" + layer + "\"");
+}
+
+bool Model::Impl::trainable(const std::string& layer) const {
+  for (const auto& l : net.layers)
+    if (l->name() == layer) return l->trainable();
+  fail(Status::InvalidArgument, "the model has no layer \"" + layer + "\"");
 }
 
 int64_t Model::Impl::label_size() const {
@@ -84,6 +126,7 @@ int64_t Model::Impl::label_size() const {
 void Model::Impl::compile(const CompileOptions& o) {
   require(!compiled, Status::Misuse, "the model is already compiled");
   require(!net.layers.empty(), Status::Misuse, "the model has no layers to compile");
+  net.require_connected();
   const int loss_kind = static_cast<int>(o.loss.kind);
   require(loss_kind >= 0 && loss_kind <= 3, Status::InvalidArgument, "unknown loss " + std::to_string(loss_kind));
   OptimizerConfig resolved = o.optimizer.resolved();
@@ -160,7 +203,8 @@ void Model::Impl::init_weights(uint64_t seed) {
           p[j] = static_cast<float>((2 * u - 1) * limit);
         }
       } else {
-        for (int64_t j = 0; j < n; ++j) p[j] = 0.0f;
+        const float value = spec.init == core::Init::Ones ? 1.0f : 0.0f;
+        for (int64_t j = 0; j < n; ++j) p[j] = value;
       }
       p += n;
       layer_seed = core::mix_seed(layer_seed, 0x5eed);
@@ -171,27 +215,6 @@ void Model::Impl::init_weights(uint64_t seed) {
 
 void Model::Impl::require_compiled(const char* what) const {
   require(compiled, Status::Misuse, std::string(what) + " needs a compiled model: call compile first");
-}
-
-std::string Model::Impl::to_json() const {
-  json::Value layers{json::Value::Array{}};
-  json::Value::Array batch_shape{json::Value()};
-  for (int64_t d : net.shapes.front()) batch_shape.emplace_back(d);
-  json::Value input{json::Value::Object{}};
-  input.set("class_name", "InputLayer");
-  json::Value input_config{json::Value::Object{}};
-  input_config.set("batch_shape", std::move(batch_shape));
-  input.set("config", std::move(input_config));
-  json::Value::Array items{std::move(input)};
-  for (const auto& l : net.layers) items.push_back(l->to_json());
-  json::Value config{json::Value::Object{}};
-  config.set("name", "sequential");
-  config.set("layers", json::Value(std::move(items)));
-  json::Value root{json::Value::Object{}};
-  root.set("class_name", "Sequential");
-  root.set("config", std::move(config));
-  root.set("kx_version", KX_VERSION_STRING);
-  return root.dump();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -205,28 +228,24 @@ Model Model::sequential(const Strategy& strategy, const Shape& input_shape) {
   return Model(std::make_unique<Impl>(strategy, input_shape));
 }
 
-Model Model::from_json(const Strategy& strategy, const std::string& text) {
-  const json::Value root = json::parse(text);
-  const std::string cls = root.at("class_name", "model config").as_string("model class_name");
-  require(cls == "Sequential", cls == "Functional" ? Status::Unsupported : Status::InvalidArgument,
-          "model class \"" + cls + "\" is not supported (only Sequential in this version)");
-  const json::Value::Array& layers =
-      root.at("config", "model config").at("layers", "model config").as_array("model layers");
-  require(!layers.empty(), Status::InvalidArgument, "model config has no layers");
-  const json::Value& first = layers.front();
-  require(first.find("class_name") && first.at("class_name", "layer").as_string("layer class_name") == "InputLayer",
-          Status::InvalidArgument, "the first layer of a Sequential config must be an InputLayer");
-  const json::Value::Array& batch_shape =
-      first.at("config", "InputLayer").at("batch_shape", "InputLayer config").as_array("batch_shape");
-  require(batch_shape.size() >= 2, Status::InvalidArgument, "InputLayer batch_shape needs a batch and a sample dimension");
-  Shape input;
-  for (size_t i = 1; i < batch_shape.size(); ++i) input.push_back(batch_shape[i].as_int("batch_shape entry"));
-  Model model = sequential(strategy, input);
-  for (size_t i = 1; i < layers.size(); ++i) model.add(core::layer_spec_from_json(layers[i]));
-  return model;
+Model Model::functional(const Strategy& strategy, const Shape& input_shape, const std::string& input_name) {
+  require(!input_name.empty(), Status::InvalidArgument, "the input needs a name");
+  auto impl = std::make_unique<Impl>(strategy, input_shape);
+  impl->net.input_name = input_name;
+  return Model(std::move(impl));
 }
 
-void Model::add(LayerSpec spec) { impl_->add(std::move(spec)); }
+std::vector<std::string> Model::layer_names() const {
+  std::vector<std::string> names;
+  for (const auto& l : impl_->net.layers) names.push_back(l->name());
+  return names;
+}
+
+void Model::add(LayerSpec spec) { impl_->add(std::move(spec), {}); }
+void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_->add(std::move(spec), inbound); }
+void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
+bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }
+int64_t Model::num_trainable_params() const { return impl_->net.num_trainable_params(); }
 void Model::add_dense(int64_t units, Activation act) {
   LayerSpec s;
   s.kind = LayerKind::Dense;

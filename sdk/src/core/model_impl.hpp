@@ -50,7 +50,10 @@ class Model::Impl {
  public:
   Impl(Strategy s, Shape input);
 
-  void add(LayerSpec spec);
+  void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  void set_trainable(const std::string& layer, bool trainable);
+  bool trainable(const std::string& layer) const;
+  WeightsReport load_weights(const std::string& path, bool skip_mismatch);
   void compile(const CompileOptions& options);
   void require_compiled(const char* what) const;
   std::string to_json() const;
@@ -119,6 +122,10 @@ class Model::Impl {
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.
   backend::LossSums take_loss_sums();
   void replica_optimizer(Replica& r);
+  // The arena spans the optimizer updates, for the network's current revision.
+  void refresh_spans();
+  uint64_t spans_revision_ = ~uint64_t{0};
+  std::vector<core::ArenaSpan> trained_spans_, state_spans_;
   // Runs task(k) on every replica k: concurrently when there are several.
   template <class Task>
   void for_each_replica(Task task) {

@@ -32,7 +32,8 @@ void check_format(const io::SafetensorsFile& f) {
 // The first place where two JSON values differ, as "path: a there, b here"; "" when equal. Object
 // members named `ignored` are not compared.
 std::string first_difference(const json::Value& there, const json::Value& here, const std::string& path,
-                             const std::string& ignored) {
+                             const std::vector<std::string>& ignored) {
+  const auto skip = [&](const std::string& k) { return std::find(ignored.begin(), ignored.end(), k) != ignored.end(); };
   if (there.type() != here.type()) return path + ": " + there.dump() + " in the file, " + here.dump() + " here";
   switch (there.type()) {
     case json::Value::Type::Array: {
@@ -48,14 +49,14 @@ std::string first_difference(const json::Value& there, const json::Value& here, 
     }
     case json::Value::Type::Object: {
       for (const auto& [k, v] : there.as_object(path)) {
-        if (k == ignored) continue;
+        if (skip(k)) continue;
         const json::Value* w = here.find(k);
         if (!w) return path + "." + k + ": in the file, not here";
         std::string d = first_difference(v, *w, path + "." + k, ignored);
         if (!d.empty()) return d;
       }
       for (const auto& [k, v] : here.as_object(path))
-        if (k != ignored && !there.find(k)) return path + "." + k + ": here, not in the file";
+        if (!skip(k) && !there.find(k)) return path + "." + k + ": here, not in the file";
       return "";
     }
     default:
@@ -163,11 +164,12 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   require_compiled("restoring a checkpoint");
   check_format(f);
   // A file from another kx version may hold the same model; the seed is the file's RNG state, restored.
+  // Which layers train is the caller's choice now (a fine-tuning run unfreezes what was frozen).
   const std::string model_diff =
-      first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model", "kx_version");
+      first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model", {"kx_version", "trainable"});
   require(model_diff.empty(), Status::InvalidArgument, f.source() + " holds a different model: " + model_diff);
   const json::Value compile = meta_json(f, "compile_config");
-  const std::string compile_diff = first_difference(compile, compile_config(), "compile", "seed");
+  const std::string compile_diff = first_difference(compile, compile_config(), "compile", {"seed"});
   require(compile_diff.empty(), Status::InvalidArgument, f.source() + " was compiled differently: " + compile_diff);
   uint64_t seed = 0;
   try {
@@ -202,6 +204,33 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   }
   optimizer_steps = steps;
   options.seed = seed;  // dropout masks continue the stream they came from
+}
+
+WeightsReport Model::Impl::load_weights(const std::string& path, bool skip_mismatch) {
+  require_compiled("load_weights");
+  const io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path, io::Checksums::IfPresent);
+  std::vector<float> params = host_params();
+  WeightsReport report;
+  for (const NamedSlice& p : named_params()) {
+    const io::TensorEntry* e = f.find(p.name);
+    if (e && e->shape == p.shape) {
+      f.read(*e, params.data() + p.offset);
+      ++report.loaded;
+      continue;
+    }
+    require(skip_mismatch, Status::InvalidArgument,
+            path + ": " +
+                (e ? "tensor \"" + p.name + "\" has shape " + to_string(e->shape) + ", the model's is " + to_string(p.shape)
+                   : "no tensor \"" + p.name + "\"") +
+                " (nothing was loaded; skip mismatches to load the rest)");
+    ++report.skipped;
+  }
+  set_params(params.data());  // every tensor was read and checked: only now does the model change
+  return report;
+}
+
+WeightsReport Model::load_weights(const std::string& path, bool skip_mismatch) {
+  return impl_->load_weights(path, skip_mismatch);
 }
 
 void Model::save(const std::string& path) const {

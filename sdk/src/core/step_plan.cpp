@@ -10,51 +10,88 @@ uint64_t mix_seed(uint64_t a, uint64_t b) {
 }
 
 void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size) {
-  if (max_rows <= capacity_ && label_size == label_size_) return;
-  const size_t L = net.layers.size();
+  if (max_rows <= capacity_ && label_size == label_size_ && revision_ == net.revision) return;
+  const size_t L = net.layers.size(), T = L + 1;
   storage_.clear();
   capacity_ = 0;  // until every buffer is allocated: an allocation failure leaves an empty plan
-  act_.assign(L + 1, nullptr);
-  grad_.assign(L + 1, nullptr);
+  act_.assign(T, nullptr);
+  grad_.assign(T, nullptr);
+  edge_grad_.assign(L, {});
+  sums_after_.assign(L, {});
   scratch_.assign(L, nullptr);
   auto buffer = [&](int64_t floats) {
     storage_.push_back(be.allocate(static_cast<size_t>(floats) * sizeof(float)));
     return storage_.back().data();
   };
-  // An input gradient is needed only when some layer before has parameters.
-  std::vector<bool> has_params_before(L + 1, false);
-  for (size_t i = 0; i < L; ++i) has_params_before[i + 1] = has_params_before[i] || !net.layers[i]->params().empty();
+  auto floats_of = [&](size_t t) { return max_rows * num_elements(net.shapes[t]); };
 
-  act_[0] = buffer(max_rows * num_elements(net.shapes[0]));
+  // A tensor's gradient is needed when the layer that made it, or one before that, trains.
+  std::vector<bool> needs_grad(T, false);
   for (size_t i = 0; i < L; ++i) {
     const Layer& layer = *net.layers[i];
-    const int64_t out = max_rows * num_elements(net.shapes[i + 1]);
-    act_[i + 1] = layer.aliases_input() ? act_[i] : buffer(out);
-    if (layer.scratch_per_sample() > 0) scratch_[i] = buffer(max_rows * layer.scratch_per_sample());
+    bool need = layer.trainable() && !layer.params().empty();
+    for (int t : net.inputs[i]) need = need || needs_grad[static_cast<size_t>(t)];
+    needs_grad[i + 1] = need;
   }
-  // Gradients: the output's always; a layer's input gradient where something before it trains.
-  grad_[L] = buffer(max_rows * num_elements(net.shapes[L]));
-  for (size_t i = L; i-- > 0;) {
+  needs_grad[L] = true;  // the loss always writes the output's gradient
+
+  // Which layers read each tensor, in layer order.
+  std::vector<std::vector<std::pair<size_t, size_t>>> consumers(T);  // (layer, input slot)
+  for (size_t i = 0; i < L; ++i) {
+    edge_grad_[i].assign(net.inputs[i].size(), nullptr);
+    for (size_t k = 0; k < net.inputs[i].size(); ++k) consumers[static_cast<size_t>(net.inputs[i][k])].push_back({i, k});
+  }
+
+  act_[0] = buffer(floats_of(0));
+  for (size_t i = 0; i < L; ++i) {
     const Layer& layer = *net.layers[i];
-    if (layer.aliases_input())
-      grad_[i] = grad_[i + 1];
-    else if (has_params_before[i])
-      grad_[i] = buffer(max_rows * num_elements(net.shapes[i]));
+    const size_t in = static_cast<size_t>(net.inputs[i].front());
+    act_[i + 1] = layer.aliases_input() ? act_[in] : buffer(floats_of(i + 1));
+    if (const int64_t n = layer.scratch_floats(max_rows); n > 0) scratch_[i] = buffer(n);
+  }
+  // Tensors in order: a tensor's gradient buffer is known before the edges that read into it.
+  for (size_t t = 0; t < T; ++t) {
+    if (t > 0) {
+      const Layer& producer = *net.layers[t - 1];
+      if (producer.aliases_input())
+        grad_[t] = edge_grad_[t - 1][0];  // a reshape's gradient is its input's (null if not needed)
+      else if (needs_grad[t])
+        grad_[t] = buffer(floats_of(t));
+    }
+    if (!grad_[t]) continue;
+    // The first reader writes the gradient itself; later readers write their own buffers, added to
+    // it after the first reader's backward, which runs last.
+    const auto& readers = consumers[t];
+    for (size_t c = 0; c < readers.size(); ++c) {
+      const auto [layer, slot] = readers[c];
+      if (c == 0) {
+        edge_grad_[layer][slot] = grad_[t];
+      } else {
+        float* extra = buffer(floats_of(t));
+        edge_grad_[layer][slot] = extra;
+        sums_after_[readers.front().first].push_back({static_cast<int>(t), extra});
+      }
+    }
   }
   labels_ = be.allocate(static_cast<size_t>(max_rows * label_size) * sizeof(float));
   batch_index_ = be.host_accessible() ? backend::DeviceBuffer{} : be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   capacity_ = max_rows;
   label_size_ = label_size;
+  revision_ = net.revision;
 }
 
 void StepPlan::forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
                        uint64_t step_seed, int64_t first_row) {
   const size_t L = net.layers.size();
+  std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
+    xs.clear();
+    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
     LayerContext c;
     c.be = &be;
     c.rows = rows;
-    c.x = act_[i];
+    c.x = xs.front();
+    c.xs = xs.data();
     c.y = act_[i + 1];
     c.w = params + net.param_offset[i];
     c.scratch = scratch_[i];
@@ -66,22 +103,34 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
   }
 }
 
-void StepPlan::backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows) {
+void StepPlan::backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
+                        float batch_share) {
   const size_t L = net.layers.size();
   for (size_t i = L; i-- > 0;) {
+    if (!grad_[i + 1]) continue;  // nothing before this layer trains
+    const Layer& layer = *net.layers[i];
     LayerContext c;
     c.be = &be;
     c.rows = rows;
-    c.x = act_[i];
+    c.x = act_[static_cast<size_t>(net.inputs[i].front())];
+    std::vector<const float*> xs;
+    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
+    c.xs = xs.data();
     c.y = act_[i + 1];
     c.dy = grad_[i + 1];
-    c.dx = grad_[i];
+    c.dx = edge_grad_[i].front();
+    c.dxs = edge_grad_[i].data();
     c.w = params + net.param_offset[i];
-    c.dw = grads + net.param_offset[i];
+    c.dw = layer.trainable() ? grads + net.param_offset[i] : nullptr;
     c.scratch = scratch_[i];
     c.training = true;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
-    net.layers[i]->backward(c);
+    c.batch_share = batch_share;
+    layer.backward(c);
+    for (const PendingSum& s : sums_after_[i]) {
+      const size_t t = static_cast<size_t>(s.tensor);
+      be.add(rows * num_elements(net.shapes[t]), grad_[t], s.extra, grad_[t]);
+    }
   }
 }
 

@@ -8,24 +8,10 @@
 
 #include "backend/backend.hpp"
 #include "core/layer.hpp"
+#include "core/network.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::core {
-
-struct Network {
-  std::vector<std::unique_ptr<Layer>> layers;
-  std::vector<Shape> shapes;          // shapes[i]: input of layer i; shapes.back(): model output
-  std::vector<int64_t> param_offset;  // first parameter of layer i in the arena
-  int64_t num_params = 0;
-  // The last layer's activation is folded into the loss (softmax / sigmoid + cross-entropy).
-  bool fold_output_activation = false;
-
-  int64_t input_size() const { return num_elements(shapes.front()); }
-  int64_t output_size() const { return num_elements(shapes.back()); }
-  Activation folded_activation() const {
-    return fold_output_activation ? layers.back()->output_activation() : Activation::None;
-  }
-};
 
 class StepPlan {
  public:
@@ -44,15 +30,26 @@ class StepPlan {
   void forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
                uint64_t step_seed, int64_t first_row = 0);
   // Needs output_grad() filled with dL/d(output) and the buffers of the forward pass just before.
-  void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows);
+  // batch_share: rows / the global batch's rows.
+  void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
+                float batch_share = 1.0f);
 
  private:
+  // grad[t] += extra, after the first consumer of tensor t ran backward (the other consumers wrote
+  // their share into extra buffers before).
+  struct PendingSum {
+    int tensor;
+    float* extra;
+  };
   int64_t capacity_ = 0;
   int64_t label_size_ = 0;
+  uint64_t revision_ = 0;
   std::vector<backend::DeviceBuffer> storage_;
-  std::vector<float*> act_;      // act_[i]: input of layer i; act_.back(): output
-  std::vector<float*> grad_;     // grad_[i]: dL/d act_[i], null where nothing needs it
-  std::vector<float*> scratch_;  // per layer
+  std::vector<float*> act_;                    // act_[t]: tensor t
+  std::vector<float*> grad_;                   // grad_[t]: dL/d tensor t, null where nothing needs it
+  std::vector<std::vector<float*>> edge_grad_; // edge_grad_[i][k]: where layer i writes dL/d input k
+  std::vector<std::vector<PendingSum>> sums_after_;  // per layer, run after its backward
+  std::vector<float*> scratch_;                // per layer
   backend::DeviceBuffer labels_, batch_index_;
 };
 

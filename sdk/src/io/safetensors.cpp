@@ -109,7 +109,7 @@ std::string encode_safetensors(const std::vector<TensorToWrite>& tensors, Metada
   return out;
 }
 
-SafetensorsFile SafetensorsFile::decode(std::string bytes, const std::string& source, bool verify_checksums) {
+SafetensorsFile SafetensorsFile::decode(std::string bytes, const std::string& source, Checksums checksums) {
   SafetensorsFile f;
   f.source_ = source;
   if (bytes.size() < 8) corrupt(source, "shorter than its 8-byte header length (" + std::to_string(bytes.size()) + " bytes)");
@@ -173,8 +173,11 @@ SafetensorsFile SafetensorsFile::decode(std::string bytes, const std::string& so
     corrupt(source, std::to_string(data_size - at) + " bytes after the last tensor (truncated or padded file)");
   const auto header_crc = f.metadata_.find(kHeaderCrcKey);
   const auto data_crc = f.metadata_.find(kDataCrcKey);
-  if (header_crc == f.metadata_.end() || data_crc == f.metadata_.end()) corrupt(source, "checksums are missing");
-  if (verify_checksums) {
+  const bool present = header_crc != f.metadata_.end() && data_crc != f.metadata_.end();
+  if (present != (header_crc != f.metadata_.end() || data_crc != f.metadata_.end()))
+    corrupt(source, "one of the two checksums is missing");
+  if (!present && checksums == Checksums::Required) corrupt(source, "checksums are missing");
+  if (present && checksums != Checksums::Unchecked) {
     const std::string digest = header_digest_text(f.tensors_, f.metadata_);
     if (header_crc->second != hex32(crc32_of(digest.data(), digest.size()))) corrupt(source, "header checksum mismatch");
     if (data_crc->second != hex32(crc32_of(bytes.data() + data_start, static_cast<size_t>(data_size))))

@@ -29,12 +29,18 @@ struct TensorEntry {
   int64_t begin = 0, end = 0;  // byte offsets into the data section
 };
 
+// What decode does with kx's CRC32s in the metadata.
+enum class Checksums {
+  Required,    // kx's own files: absent or wrong checksums are Corrupt
+  IfPresent,   // files from elsewhere (Python's safetensors writes none): checked when there
+  Unchecked,   // for the fuzzer, which must reach what lies behind them
+};
+
 class SafetensorsFile {
  public:
-  // Checks the whole layout and both checksums; throws Error(Corrupt) naming `source` and the first
-  // problem. Only F32 tensors are accepted. verify_checksums = false is for the fuzzer, which must reach
-  // what lies behind them.
-  static SafetensorsFile decode(std::string bytes, const std::string& source, bool verify_checksums = true);
+  // Checks the whole layout and the checksums as `checksums` says; throws Error(Corrupt) naming
+  // `source` and the first problem. Only F32 tensors are accepted.
+  static SafetensorsFile decode(std::string bytes, const std::string& source, Checksums checksums = Checksums::Required);
 
   const Metadata& metadata() const { return metadata_; }
   // Metadata value; Corrupt naming the key when absent.

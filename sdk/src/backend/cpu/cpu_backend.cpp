@@ -12,6 +12,7 @@
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
+#include "backend/cpu/normalization_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
 #include "kx/error.hpp"
 #include "kx/tensor.hpp"
@@ -267,6 +268,25 @@ class CpuBackend final : public Backend {
     cpu::max_pool_backward(g, rows, x, y, dy, dx, threads_);
   }
 
+  void avg_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
+    cpu::avg_pool_forward(g, rows, x, y, threads_);
+  }
+  void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx) override {
+    cpu::avg_pool_backward(g, rows, dy, dx, threads_);
+  }
+  void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
+    cpu::column_moments(rows, cols, x, mean, var, threads_);
+  }
+  void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
+                        float epsilon, const float* gamma, const float* beta, float* y) override {
+    cpu::batch_norm_apply(rows, cols, x, mean, var, epsilon, gamma, beta, y, threads_);
+  }
+  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                           const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
+                           float* dbeta) override {
+    cpu::batch_norm_backward(rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta, threads_);
+  }
+
   void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
                        float* y) override {
     for_spans(n, [&](int64_t b, int64_t e) { dropout_span(rate, seed, first + b, e - b, x + b, mask + b, y + b); });
@@ -279,6 +299,22 @@ class CpuBackend final : public Backend {
 
   void copy(int64_t n, const float* src, float* dst) override {
     if (src != dst) std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+  }
+
+  void add(int64_t n, const float* a, const float* b, float* out) override {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+
+  void scaled_difference(int64_t n, float alpha, const float* a, const float* b, float* out) override {
+    for (int64_t i = 0; i < n; ++i) out[i] = alpha * (a[i] - b[i]);
+  }
+
+  void copy_columns(int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst,
+                    int64_t dst_ld) override {
+#pragma omp parallel for num_threads(threads_) if (rows * cols >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(cols) * sizeof(float));
   }
 
   void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {

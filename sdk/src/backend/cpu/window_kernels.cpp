@@ -139,4 +139,47 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
   }
 }
 
+void avg_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y, int threads) {
+  const int64_t C = g.channels, positions = rows * g.out_h * g.out_w;
+  const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
+  const int nt = positions * C * g.k_h * g.k_w >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t r = p / (g.out_h * g.out_w), i = (p / g.out_w) % g.out_h, j = p % g.out_w;
+    const float* sample = x + r * g.in_h * g.in_w * C;
+    float* out = y + p * C;
+    std::fill(out, out + C, 0.0f);
+    for (int64_t a = 0; a < g.k_h; ++a)
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const float* in = sample + ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C;
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) out[c] += in[c];
+      }
+#pragma omp simd
+    for (int64_t c = 0; c < C; ++c) out[c] *= inv;
+  }
+}
+
+void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx, int threads) {
+  const int64_t C = g.channels, sample_size = g.in_h * g.in_w * C;
+  const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
+  const int nt = rows * sample_size >= kParallelValues ? threads : 1;
+  // One sample per iteration: windows of a sample may overlap, those of different samples do not.
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dxs = dx + r * sample_size;
+    std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j) {
+        const float* d = dy + ((r * g.out_h + i) * g.out_w + j) * C;
+        for (int64_t a = 0; a < g.k_h; ++a)
+          for (int64_t b = 0; b < g.k_w; ++b) {
+            float* out = dxs + ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C;
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) out[c] += d[c] * inv;
+          }
+      }
+  }
+}
+
 }  // namespace kx::backend::cpu

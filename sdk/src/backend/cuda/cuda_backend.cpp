@@ -135,6 +135,34 @@ class CudaBackend final : public Backend {
     cuda::max_pool_backward(stream_, g, rows, x, y, dy, dx);
     launched("max pooling gradient");
   }
+  void avg_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
+    use_device();
+    cuda::avg_pool_forward(stream_, g, rows, x, y);
+    launched("average pooling");
+  }
+  void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx) override {
+    use_device();
+    cuda::avg_pool_backward(stream_, g, rows, dy, dx);
+    launched("average pooling gradient");
+  }
+  void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
+    use_device();
+    cuda::column_moments(stream_, rows, cols, x, mean, var);
+    launched("batch normalisation statistics");
+  }
+  void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
+                        float epsilon, const float* gamma, const float* beta, float* y) override {
+    use_device();
+    cuda::batch_norm_apply(stream_, rows, cols, x, mean, var, epsilon, gamma, beta, y);
+    launched("batch normalisation");
+  }
+  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                           const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
+                           float* dbeta) override {
+    use_device();
+    cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta);
+    launched("batch normalisation gradient");
+  }
   void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
                        float* y) override {
     use_device();
@@ -151,6 +179,26 @@ class CudaBackend final : public Backend {
     use_device();
     check(host_, cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
           "device copy");
+  }
+  void add(int64_t n, const float* a, const float* b, float* out) override {
+    use_device();
+    cuda::add(stream_, n, a, b, out);
+    launched("add");
+  }
+  void scaled_difference(int64_t n, float alpha, const float* a, const float* b, float* out) override {
+    use_device();
+    cuda::scaled_difference(stream_, n, alpha, a, b, out);
+    launched("scaled difference");
+  }
+  void copy_columns(int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst,
+                    int64_t dst_ld) override {
+    if (rows * cols == 0) return;
+    use_device();
+    check(host_,
+          cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_ld) * sizeof(float), src, static_cast<size_t>(src_ld) * sizeof(float),
+                            static_cast<size_t>(cols) * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToDevice,
+                            stream_),
+          "device copy of columns");
   }
   void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {
     use_device();

@@ -94,6 +94,14 @@ __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float
   KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
 
+__global__ void add_kernel(int64_t n, const float* a, const float* b, float* out) {
+  KX_GRID_STRIDE(i, n) out[i] = __fadd_rn(a[i], b[i]);
+}
+
+__global__ void scaled_difference_kernel(int64_t n, float alpha, const float* a, const float* b, float* out) {
+  KX_GRID_STRIDE(i, n) out[i] = __fmul_rn(alpha, __fsub_rn(a[i], b[i]));
+}
+
 __global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr) {
   KX_GRID_STRIDE(i, n) p[i] = __fsub_rn(p[i], __fmul_rn(lr, g[i]));
 }
@@ -186,6 +194,14 @@ void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n
 
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {
   if (n) multiply_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, out);
+}
+
+void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {
+  if (n) add_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, out);
+}
+
+void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out) {
+  if (n) scaled_difference_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, alpha, a, b, out);
 }
 
 void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum) {

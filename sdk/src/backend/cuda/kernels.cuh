@@ -27,10 +27,22 @@ void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, f
 void max_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
 void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, const float* y,
                        const float* dy, float* dx);
+void avg_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
+void avg_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* dy, float* dx);
+
+// Batch normalisation: per-column sums in double, in a fixed order.
+void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var);
+void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
+                      float epsilon, const float* gamma, const float* beta, float* y);
+void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
+                         const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
+                         float* dgamma, float* dbeta);
 
 void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
              float* y);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
+void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
+void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);
 void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum);
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
           float beta2, float epsilon);

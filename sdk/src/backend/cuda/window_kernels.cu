@@ -1,4 +1,4 @@
-// Sliding-window kernels over channels-last samples: im2col and its adjoint, max pooling. Adjoints
+// Sliding-window kernels over channels-last samples: im2col and its adjoint, max and average pooling.
 // gather (each input position sums what reaches it, in window order) instead of scattering with
 // atomics: no write conflicts, and results repeat bitwise.
 #include <cmath>
@@ -99,6 +99,43 @@ __global__ void max_pool_backward_kernel(Window2d g, int64_t rows, const float* 
   }
 }
 
+__global__ void avg_pool_forward_kernel(Window2d g, int64_t rows, const float* x, float* y) {
+  const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
+  KX_GRID_STRIDE(e, rows * g.out_h * g.out_w * g.channels) {
+    const int64_t c = e % g.channels, p = e / g.channels;
+    const int64_t j = p % g.out_w, i = (p / g.out_w) % g.out_h, r = p / (g.out_w * g.out_h);
+    float s = 0;  // window order, as the CPU adds
+    for (int64_t a = 0; a < g.k_h; ++a)
+      for (int64_t b = 0; b < g.k_w; ++b)
+        s = __fadd_rn(s, x[((r * g.in_h + i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * g.channels + c]);
+    y[e] = __fmul_rn(s, inv);
+  }
+}
+
+// Each input position gathers dy / window size from every window that covers it.
+__global__ void avg_pool_backward_kernel(Window2d g, int64_t rows, const float* dy, float* dx) {
+  const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
+  KX_GRID_STRIDE(e, rows * g.in_h * g.in_w * g.channels) {
+    const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
+    const int64_t r = e / (g.channels * g.in_w * g.in_h);
+    float sum = 0;
+    for (int64_t a = 0; a < g.k_h; ++a) {
+      const int64_t ty = yy - a;
+      if (ty < 0 || ty % g.stride_h) continue;
+      const int64_t i = ty / g.stride_h;
+      if (i >= g.out_h) continue;
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const int64_t tx = xx - b;
+        if (tx < 0 || tx % g.stride_w) continue;
+        const int64_t j = tx / g.stride_w;
+        if (j >= g.out_w) continue;
+        sum += dy[((r * g.out_h + i) * g.out_w + j) * g.channels + c] * inv;
+      }
+    }
+    dx[e] = sum;
+  }
+}
+
 }  // namespace
 
 void im2col(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* col) {
@@ -120,6 +157,16 @@ void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const fl
                        const float* dy, float* dx) {
   const int64_t n = rows * g.in_h * g.in_w * g.channels;
   if (n) max_pool_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, rows, x, y, dy, dx);
+}
+
+void avg_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y) {
+  const int64_t n = rows * g.out_h * g.out_w * g.channels;
+  if (n) avg_pool_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, rows, x, y);
+}
+
+void avg_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* dy, float* dx) {
+  const int64_t n = rows * g.in_h * g.in_w * g.channels;
+  if (n) avg_pool_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, rows, dy, dx);
 }
 
 }  // namespace kx::backend::cuda

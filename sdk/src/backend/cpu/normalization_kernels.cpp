@@ -1,0 +1,120 @@
+#include "backend/cpu/normalization_kernels.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace kx::backend::cpu {
+
+namespace {
+
+// Rows per partial sum. Fixed, not derived from the thread count: the partials, and so the result,
+// are the same however many threads run.
+constexpr int64_t kChunkRows = 512;
+constexpr int64_t kParallelValues = 1 << 15;
+
+// sums[k][c] = sum over rows r of term(r, c, k) for k < K, in double: per chunk of rows, then the
+// chunks added in order.
+template <int K, class Term>
+std::vector<double> column_sums(int64_t rows, int64_t cols, int threads, Term term) {
+  const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+  std::vector<double> partial(static_cast<size_t>(chunks * K * cols), 0.0);
+  const int nt = rows * cols >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t k = 0; k < chunks; ++k) {
+    double* p = partial.data() + k * K * cols;
+    const int64_t r1 = std::min(rows, (k + 1) * kChunkRows);
+    for (int64_t r = k * kChunkRows; r < r1; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        double t[K];
+        term(r, c, t);
+        for (int j = 0; j < K; ++j) p[j * cols + c] += t[j];
+      }
+  }
+  std::vector<double> sums(static_cast<size_t>(K * cols), 0.0);
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t i = 0; i < K * cols; ++i) sums[static_cast<size_t>(i)] += partial[static_cast<size_t>(k * K * cols + i)];
+  return sums;
+}
+
+}  // namespace
+
+void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var, int threads) {
+  const std::vector<double> s = column_sums<1>(rows, cols, threads, [&](int64_t r, int64_t c, double* t) {
+    t[0] = x[r * cols + c];
+  });
+  std::vector<double> m(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) m[static_cast<size_t>(c)] = s[static_cast<size_t>(c)] / static_cast<double>(rows);
+  // Two passes: the squares of deviations, not E[x^2] - E[x]^2, which cancels badly.
+  const std::vector<double> q = column_sums<1>(rows, cols, threads, [&](int64_t r, int64_t c, double* t) {
+    const double d = x[r * cols + c] - m[static_cast<size_t>(c)];
+    t[0] = d * d;
+  });
+  for (int64_t c = 0; c < cols; ++c) {
+    mean[c] = static_cast<float>(m[static_cast<size_t>(c)]);
+    var[c] = static_cast<float>(q[static_cast<size_t>(c)] / static_cast<double>(rows));
+  }
+}
+
+void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,
+                      const float* gamma, const float* beta, float* y, int threads) {
+  // y = x * scale + shift per column.
+  std::vector<float> scale(static_cast<size_t>(cols)), shift(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) {
+    const double s = gamma[c] / std::sqrt(static_cast<double>(var[c]) + epsilon);
+    scale[static_cast<size_t>(c)] = static_cast<float>(s);
+    shift[static_cast<size_t>(c)] = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
+  }
+  const float* sc = scale.data();
+  const float* sh = shift.data();
+  const int nt = rows * cols >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * sc[c] + sh[c];
+  }
+}
+
+void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                         const float* var, float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta,
+                         int threads) {
+  std::vector<double> invstd(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) invstd[static_cast<size_t>(c)] = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
+  // dbeta = sum dy, dgamma = sum dy * xhat.
+  const std::vector<double> s = column_sums<2>(rows, cols, threads, [&](int64_t r, int64_t c, double* t) {
+    const double g = dy[r * cols + c];
+    t[0] = g;
+    t[1] = g * (x[r * cols + c] - mean[c]) * invstd[static_cast<size_t>(c)];
+  });
+  for (int64_t c = 0; c < cols; ++c) {
+    dbeta[c] = static_cast<float>(s[static_cast<size_t>(c)]);
+    dgamma[c] = static_cast<float>(s[static_cast<size_t>(cols + c)]);
+  }
+  if (!dx) return;
+  // dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), as y = x * a + b per column.
+  std::vector<float> a(static_cast<size_t>(cols)), b(static_cast<size_t>(cols)), k(static_cast<size_t>(cols));
+  const double n = static_cast<double>(rows);
+  for (int64_t c = 0; c < cols; ++c) {
+    const size_t u = static_cast<size_t>(c);
+    const double is = invstd[u], gi = gamma[c] * is;
+    const double mean_dy = s[u] / n, mean_dyx = s[static_cast<size_t>(cols) + u] / n;
+    // dx = gi * dy - gi * mean_dy - gi * mean_dyx * is * (x - mean)
+    k[u] = static_cast<float>(gi);
+    a[u] = static_cast<float>(-gi * mean_dyx * is);
+    b[u] = static_cast<float>(-gi * mean_dy + gi * mean_dyx * is * mean[c]);
+  }
+  const int nt = rows * cols >= kParallelValues ? threads : 1;
+  const float *kp = k.data(), *ap = a.data(), *bp = b.data();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* gr = dy + r * cols;
+    float* dr = dx + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) dr[c] = kp[c] * gr[c] + ap[c] * xr[c] + bp[c];
+  }
+}
+
+}  // namespace kx::backend::cpu

@@ -1,0 +1,14 @@
+// CPU kernels of batch normalisation over [rows, cols] (cols = channels, rows = samples x positions).
+#pragma once
+#include <cstdint>
+
+namespace kx::backend::cpu {
+
+void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var, int threads);
+void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,
+                      const float* gamma, const float* beta, float* y, int threads);
+void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                         const float* var, float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta,
+                         int threads);
+
+}  // namespace kx::backend::cpu

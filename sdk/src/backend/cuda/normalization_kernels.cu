@@ -1,0 +1,122 @@
+// Batch normalisation. Per-column sums run in double in a fixed order (each thread every 8th row of
+// its column, then the 8 partials in order), so results repeat bitwise from run to run.
+#include <cmath>
+
+#include "backend/cuda/kernels.cuh"
+#include "backend/cuda/launch.cuh"
+
+namespace kx::backend::cuda {
+namespace {
+
+constexpr int kRowGroups = 8;
+
+// sums[k][c] for k < K of term(r, c, k) over every row: a block of 32 columns x 8 row groups.
+template <int K, class Term>
+__device__ void column_sums(int64_t rows, int64_t cols, Term term, double (&out)[K]) {
+  __shared__ double part[K][kRowGroups][33];
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  double acc[K] = {};
+  if (c < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += kRowGroups) term(r, c, acc);
+  for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = acc[k];
+  __syncthreads();
+  for (int k = 0; k < K; ++k) {
+    double s = 0;
+    for (int g = 0; g < kRowGroups; ++g) s += part[k][g][threadIdx.x];
+    out[k] = s;
+  }
+}
+
+__global__ void column_moments_kernel(int64_t rows, int64_t cols, const float* x, float* mean, float* var) {
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  double s[1];
+  column_sums<1>(rows, cols, [&](int64_t r, int64_t col, double* acc) { acc[0] += x[r * cols + col]; }, s);
+  const double m = s[0] / static_cast<double>(rows);
+  __syncthreads();  // the shared partials are reused by the second pass
+  double q[1];
+  column_sums<1>(rows, cols,
+                 [&](int64_t r, int64_t col, double* acc) {
+                   const double d = x[r * cols + col] - m;
+                   acc[0] += d * d;
+                 },
+                 q);
+  if (threadIdx.y == 0 && c < cols) {
+    mean[c] = static_cast<float>(m);
+    var[c] = static_cast<float>(q[0] / static_cast<double>(rows));
+  }
+}
+
+__global__ void batch_norm_apply_kernel(int64_t rows, int64_t cols, const float* x, const float* mean,
+                                        const float* var, float epsilon, const float* gamma, const float* beta,
+                                        float* y) {
+  KX_GRID_STRIDE(i, rows * cols) {
+    const int64_t c = i % cols;
+    const double s = gamma[c] / sqrt(static_cast<double>(var[c]) + epsilon);
+    const float scale = static_cast<float>(s);
+    const float shift = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
+    y[i] = __fadd_rn(__fmul_rn(x[i], scale), shift);
+  }
+}
+
+__global__ void batch_norm_param_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
+                                             const float* mean, const float* var, float epsilon, float* dgamma,
+                                             float* dbeta) {
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  const double invstd = c < cols ? 1.0 / sqrt(static_cast<double>(var[c]) + epsilon) : 0.0;
+  const double m = c < cols ? mean[c] : 0.0;
+  double s[2];
+  column_sums<2>(rows, cols,
+                 [&](int64_t r, int64_t col, double* acc) {
+                   const double g = dy[r * cols + col];
+                   acc[0] += g;
+                   acc[1] += g * (x[r * cols + col] - m) * invstd;
+                 },
+                 s);
+  if (threadIdx.y == 0 && c < cols) {
+    dbeta[c] = static_cast<float>(s[0]);
+    dgamma[c] = static_cast<float>(s[1]);
+  }
+}
+
+__global__ void batch_norm_input_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
+                                             const float* mean, const float* var, float epsilon, const float* gamma,
+                                             const float* dgamma, const float* dbeta, float* dx) {
+  const double n = static_cast<double>(rows);
+  KX_GRID_STRIDE(i, rows * cols) {
+    const int64_t c = i % cols;
+    const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + epsilon);
+    const double gi = gamma[c] * invstd, mean_dy = dbeta[c] / n, mean_dyx = dgamma[c] / n;
+    const float k = static_cast<float>(gi), a = static_cast<float>(-gi * mean_dyx * invstd);
+    const float b = static_cast<float>(-gi * mean_dy + gi * mean_dyx * invstd * mean[c]);
+    dx[i] = __fadd_rn(__fadd_rn(__fmul_rn(k, dy[i]), __fmul_rn(a, x[i])), b);
+  }
+}
+
+dim3 column_blocks(int64_t cols) { return dim3(static_cast<unsigned>((cols + 31) / 32)); }
+const dim3 kColumnThreads(32, kRowGroups);
+
+}  // namespace
+
+void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var) {
+  if (rows * cols > 0) column_moments_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, mean, var);
+}
+
+void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
+                      float epsilon, const float* gamma, const float* beta, float* y) {
+  if (rows * cols > 0)
+    batch_norm_apply_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, mean, var, epsilon, gamma,
+                                                                         beta, y);
+}
+
+void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
+                         const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
+                         float* dgamma, float* dbeta) {
+  if (rows * cols == 0) return;
+  batch_norm_param_grad_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
+                                                                            dgamma, dbeta);
+  if (dx)
+    batch_norm_input_grad_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
+                                                                             gamma, dgamma, dbeta, dx);
+}
+
+}  // namespace kx::backend::cuda

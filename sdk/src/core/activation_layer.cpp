@@ -1,0 +1,45 @@
+// Activation: an activation function as a layer of its own (y = act(x)).
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+class ActivationLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Activation"; }
+
+  Shape build(const Shape& in) override {
+    size_ = num_elements(in);
+    cols_ = in.back();
+    return in;
+  }
+  Activation output_activation() const override { return spec_.activation; }
+
+  void forward(const LayerContext& c) const override {
+    c.be->copy(c.rows * size_, c.x, c.y);
+    if (!c.fold_activation) c.be->activation_forward(spec_.activation, c.rows * size_ / cols_, cols_, c.y);
+  }
+  void backward(const LayerContext& c) const override {
+    if (!c.dx) return;
+    const Activation act = c.fold_activation ? Activation::None : spec_.activation;
+    c.be->activation_backward(act, c.rows * size_ / cols_, cols_, c.y, c.dy, c.dx);
+  }
+
+ protected:
+  void add_config(json::Value& config) const override { config.set("activation", activation_name(spec_.activation)); }
+
+ private:
+  int64_t size_ = 0, cols_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_activation_layer(const LayerSpec& spec) {
+  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+          "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
+  return std::make_unique<ActivationLayer>(spec);
+}
+
+}  // namespace kx::core

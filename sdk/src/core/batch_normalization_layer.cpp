@@ -1,0 +1,90 @@
+// BatchNormalization over the last axis, as Keras: in training the batch's own mean and (biased)
+// variance normalise it and the moving statistics follow them; in evaluate, predict, or when the layer
+// is frozen (trainable false), the moving statistics normalise.
+//
+// The moving statistics are parameters the optimizer does not train. Backward writes the step that
+// updates them into their gradient slot, (moving - batch) * (1 - momentum) weighted by the replica's
+// share of the global batch, and the optimizer subtracts the sum over replicas: one replica gets
+// Keras's moving = moving - (moving - batch) * (1 - momentum), and N replicas (each normalising with
+// its own statistics, as Keras does) the average of theirs, so every replica keeps equal weights.
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+class BatchNormalizationLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "BatchNormalization"; }
+
+  Shape build(const Shape& in) override {
+    require_last_axis(spec_, in, class_name());
+    channels_ = in.back();
+    positions_ = num_elements(in) / channels_;
+    return in;
+  }
+
+  // gamma, beta, moving_mean, moving_variance: Keras's weights in Keras's order.
+  std::vector<ParamSpec> params() const override {
+    return {{"gamma", {channels_}, Init::Ones, 0, 0, true},
+            {"beta", {channels_}, Init::Zeros, 0, 0, true},
+            {"moving_mean", {channels_}, Init::Zeros, 0, 0, false},
+            {"moving_variance", {channels_}, Init::Ones, 0, 0, false}};
+  }
+  // The batch's mean and variance, and zeros (the mean that the frozen backward normalises with).
+  int64_t scratch_floats(int64_t) const override { return 3 * channels_; }
+
+  void forward(const LayerContext& c) const override {
+    const int64_t rows = c.rows * positions_, C = channels_;
+    const float* gamma = c.w;
+    const float* beta = c.w + C;
+    if (c.training && trainable()) {
+      float* mean = c.scratch;
+      float* var = c.scratch + C;
+      c.be->column_moments(rows, C, c.x, mean, var);
+      c.be->batch_norm_apply(rows, C, c.x, mean, var, spec_.epsilon, gamma, beta, c.y);
+    } else {
+      c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, spec_.epsilon, gamma, beta, c.y);
+    }
+  }
+
+  void backward(const LayerContext& c) const override {
+    const int64_t rows = c.rows * positions_, C = channels_;
+    const float* gamma = c.w;
+    if (!trainable() || !c.dw) {
+      // The moving statistics are constants: y = gamma * (x - mean) / sqrt(var + eps) + beta is affine.
+      if (c.dx) c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, spec_.epsilon, gamma, nullptr, c.dx);
+      return;
+    }
+    const float* mean = c.scratch;
+    const float* var = c.scratch + C;
+    c.be->batch_norm_backward(rows, C, c.x, c.dy, mean, var, spec_.epsilon, gamma, c.dx, c.dw, c.dw + C);
+    const float step = (1.0f - spec_.momentum) * c.batch_share;
+    c.be->scaled_difference(C, step, c.w + 2 * C, mean, c.dw + 2 * C);
+    c.be->scaled_difference(C, step, c.w + 3 * C, var, c.dw + 3 * C);
+  }
+
+ protected:
+  void add_config(json::Value& config) const override {
+    config.set("axis", -1);
+    config.set("momentum", static_cast<double>(spec_.momentum));
+    config.set("epsilon", static_cast<double>(spec_.epsilon));
+    config.set("center", true);
+    config.set("scale", true);
+  }
+
+ private:
+  int64_t channels_ = 0, positions_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_batch_normalization_layer(const LayerSpec& spec) {
+  require(spec.momentum >= 0 && spec.momentum <= 1, Status::InvalidArgument,
+          "BatchNormalization momentum must be in [0, 1]");
+  require(spec.epsilon > 0, Status::InvalidArgument, "BatchNormalization epsilon must be positive");
+  return std::make_unique<BatchNormalizationLayer>(spec);
+}
+
+}  // namespace kx::core

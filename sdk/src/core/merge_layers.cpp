@@ -1,0 +1,102 @@
+// Layers that join several inputs: Add (elementwise sum of equal shapes) and Concatenate (along the
+// last axis, the channels of channels-last samples).
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+class AddLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Add"; }
+
+  Shape build(const Shape& in) override { return build_inputs({in}); }
+  Shape build_inputs(const std::vector<Shape>& in) override {
+    require(in.size() >= 2, Status::InvalidArgument,
+            "Add layer \"" + name() + "\" needs at least 2 inputs, gets " + std::to_string(in.size()));
+    for (const Shape& s : in)
+      require(s == in.front(), Status::InvalidArgument,
+              "Add layer \"" + name() + "\": inputs of shapes " + to_string(in.front()) + " and " + to_string(s) +
+                  " differ");
+    inputs_ = static_cast<int>(in.size());
+    size_ = num_elements(in.front());
+    return in.front();
+  }
+
+  void forward(const LayerContext& c) const override {
+    const int64_t n = c.rows * size_;
+    c.be->add(n, c.xs[0], c.xs[1], c.y);
+    for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
+  }
+  void backward(const LayerContext& c) const override {
+    for (int k = 0; k < inputs_; ++k)
+      if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
+  }
+
+ private:
+  int inputs_ = 0;
+  int64_t size_ = 0;
+};
+
+class ConcatenateLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Concatenate"; }
+
+  Shape build(const Shape& in) override { return build_inputs({in}); }
+  Shape build_inputs(const std::vector<Shape>& in) override {
+    require(in.size() >= 2, Status::InvalidArgument,
+            "Concatenate layer \"" + name() + "\" needs at least 2 inputs, gets " + std::to_string(in.size()));
+    require_last_axis(spec_, in.front(), class_name());
+    Shape out = in.front();
+    out.back() = 0;
+    for (const Shape& s : in) {
+      require(s.size() == out.size() && std::equal(s.begin(), s.end() - 1, out.begin()), Status::InvalidArgument,
+              "Concatenate layer \"" + name() + "\": inputs of shapes " + to_string(in.front()) + " and " +
+                  to_string(s) + " differ before the last axis");
+      widths_.push_back(s.back());
+      out.back() += s.back();
+    }
+    positions_ = num_elements(in.front()) / in.front().back();
+    return out;
+  }
+
+  void forward(const LayerContext& c) const override {
+    const int64_t total = width(), rows = c.rows * positions_;
+    int64_t at = 0;
+    for (size_t k = 0; k < widths_.size(); ++k) {
+      c.be->copy_columns(rows, widths_[k], c.xs[k], widths_[k], c.y + at, total);
+      at += widths_[k];
+    }
+  }
+  void backward(const LayerContext& c) const override {
+    const int64_t total = width(), rows = c.rows * positions_;
+    int64_t at = 0;
+    for (size_t k = 0; k < widths_.size(); ++k) {
+      if (c.dxs[k]) c.be->copy_columns(rows, widths_[k], c.dy + at, total, c.dxs[k], widths_[k]);
+      at += widths_[k];
+    }
+  }
+
+ protected:
+  void add_config(json::Value& config) const override { config.set("axis", -1); }
+
+ private:
+  int64_t width() const {
+    int64_t w = 0;
+    for (int64_t v : widths_) w += v;
+    return w;
+  }
+  std::vector<int64_t> widths_;
+  int64_t positions_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_add_layer(const LayerSpec& spec) { return std::make_unique<AddLayer>(spec); }
+std::unique_ptr<Layer> make_concatenate_layer(const LayerSpec& spec) {
+  return std::make_unique<ConcatenateLayer>(spec);
+}
+
+}  // namespace kx::core

@@ -1,0 +1,61 @@
+#include "core/network.hpp"
+
+#include "kx/error.hpp"
+
+namespace kx::core {
+
+bool Network::is_chain() const {
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i)) return false;
+  return true;
+}
+
+namespace {
+
+// Appends [first, first + count) to spans, merging with the last span where they touch.
+void append_span(std::vector<ArenaSpan>& spans, int64_t first, int64_t count) {
+  if (count == 0) return;
+  if (!spans.empty() && spans.back().first + spans.back().count == first)
+    spans.back().count += count;
+  else
+    spans.push_back({first, count});
+}
+
+std::vector<ArenaSpan> spans_where(const Network& net, bool want_trainable) {
+  std::vector<ArenaSpan> spans;
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    if (!net.layers[i]->trainable()) continue;
+    int64_t at = net.param_offset[i];
+    for (const ParamSpec& p : net.layers[i]->params()) {
+      const int64_t n = num_elements(p.shape);
+      if (p.trainable == want_trainable) append_span(spans, at, n);
+      at += n;
+    }
+  }
+  return spans;
+}
+
+}  // namespace
+
+std::vector<ArenaSpan> Network::trained_spans() const { return spans_where(*this, true); }
+std::vector<ArenaSpan> Network::state_spans() const { return spans_where(*this, false); }
+
+void Network::require_connected() const {
+  std::vector<bool> used(layers.size() + 1, false);
+  used[layers.size()] = true;
+  for (size_t i = layers.size(); i-- > 0;)
+    if (used[i + 1])
+      for (int t : inputs[i]) used[static_cast<size_t>(t)] = true;
+  for (size_t i = 0; i < layers.size(); ++i)
+    require(used[i + 1], Status::InvalidArgument,
+            "layer \"" + layers[i]->name() + "\" does not lead to the model's output (the last layer, \"" +
+                layers.back()->name() + "\"); kx models have one output");
+}
+
+int64_t Network::num_trainable_params() const {
+  int64_t n = 0;
+  for (const ArenaSpan& s : trained_spans()) n += s.count;
+  return n;
+}
+
+}  // namespace kx::core

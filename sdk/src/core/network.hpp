@@ -1,0 +1,48 @@
+// A model's layers as a graph, with their shapes and places in the parameter arena.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/layer.hpp"
+#include "kx/tensor.hpp"
+
+namespace kx::core {
+
+// A contiguous run of the parameter arena.
+struct ArenaSpan {
+  int64_t first = 0, count = 0;
+};
+
+// The layers as a directed acyclic graph in topological order. Tensor 0 is the model input and
+// tensor i + 1 the output of layer i; the last layer's output is the model's.
+struct Network {
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::vector<std::vector<int>> inputs;  // inputs[i]: the tensors layer i reads, in order
+  std::vector<Shape> shapes;             // shapes[t]: of tensor t (per sample)
+  std::vector<int64_t> param_offset;     // first parameter of layer i in the arena
+  int64_t num_params = 0;
+  std::string input_name = "input_layer";
+  // The last layer's activation is folded into the loss (softmax / sigmoid + cross-entropy).
+  bool fold_output_activation = false;
+  // Changes whenever something a step plan depends on changes (a layer frozen or unfrozen).
+  uint64_t revision = 0;
+
+  int64_t input_size() const { return num_elements(shapes.front()); }
+  int64_t output_size() const { return num_elements(shapes.back()); }
+  Activation folded_activation() const {
+    return fold_output_activation ? layers.back()->output_activation() : Activation::None;
+  }
+  // True when every layer reads just the layer before it (a Keras Sequential model).
+  bool is_chain() const;
+  // The parameters the optimizer trains (of trainable layers), and the state it updates by
+  // subtracting the "gradient" (batch normalisation's moving statistics of trainable layers).
+  std::vector<ArenaSpan> trained_spans() const;
+  std::vector<ArenaSpan> state_spans() const;
+  int64_t num_trainable_params() const;
+  // InvalidArgument unless every layer leads to the last one (the model's output).
+  void require_connected() const;
+};
+
+}  // namespace kx::core

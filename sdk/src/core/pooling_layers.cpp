@@ -1,0 +1,112 @@
+// Pooling over channels-last samples: MaxPooling2D and AveragePooling2D ("valid" windows, strides
+// defaulting to the pool size as in Keras) and GlobalAveragePooling2D (the mean of each channel).
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+using backend::Window2d;
+
+class Pooling2dLayer : public Layer {
+ public:
+  using Layer::Layer;
+
+  Shape build(const Shape& in) override {
+    require(in.size() == 3, Status::InvalidArgument,
+            std::string(class_name()) + " layer \"" + name() + "\" needs samples of shape (height, width, channels), gets " +
+                to_string(in));
+    require(in[0] >= spec_.pool_h && in[1] >= spec_.pool_w, Status::InvalidArgument,
+            std::string(class_name()) + " layer \"" + name() + "\": pool " + std::to_string(spec_.pool_h) + "x" +
+                std::to_string(spec_.pool_w) + " is larger than its input " + to_string(in));
+    g_.in_h = in[0];
+    g_.in_w = in[1];
+    g_.channels = in[2];
+    g_.k_h = spec_.pool_h;
+    g_.k_w = spec_.pool_w;
+    g_.stride_h = stride_h();
+    g_.stride_w = stride_w();
+    g_.out_h = (g_.in_h - g_.k_h) / g_.stride_h + 1;
+    g_.out_w = (g_.in_w - g_.k_w) / g_.stride_w + 1;
+    return {g_.out_h, g_.out_w, g_.channels};
+  }
+
+ protected:
+  int64_t stride_h() const { return spec_.pool_stride_h > 0 ? spec_.pool_stride_h : spec_.pool_h; }
+  int64_t stride_w() const { return spec_.pool_stride_w > 0 ? spec_.pool_stride_w : spec_.pool_w; }
+  void add_config(json::Value& config) const override {
+    config.set("pool_size", json::Value::Array{json::Value(spec_.pool_h), json::Value(spec_.pool_w)});
+    config.set("strides", json::Value::Array{json::Value(stride_h()), json::Value(stride_w())});
+    config.set("padding", "valid");
+  }
+  Window2d g_;
+};
+
+class MaxPooling2dLayer final : public Pooling2dLayer {
+ public:
+  using Pooling2dLayer::Pooling2dLayer;
+  const char* class_name() const override { return "MaxPooling2D"; }
+  void forward(const LayerContext& c) const override { c.be->max_pool_forward(g_, c.rows, c.x, c.y); }
+  void backward(const LayerContext& c) const override {
+    if (c.dx) c.be->max_pool_backward(g_, c.rows, c.x, c.y, c.dy, c.dx);
+  }
+};
+
+class AveragePooling2dLayer final : public Pooling2dLayer {
+ public:
+  using Pooling2dLayer::Pooling2dLayer;
+  const char* class_name() const override { return "AveragePooling2D"; }
+  void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
+  void backward(const LayerContext& c) const override {
+    if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
+  }
+};
+
+// One window over the whole (height, width) plane: [h, w, c] -> [c].
+class GlobalAveragePooling2dLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "GlobalAveragePooling2D"; }
+
+  Shape build(const Shape& in) override {
+    require(in.size() == 3, Status::InvalidArgument,
+            "GlobalAveragePooling2D layer \"" + name() + "\" needs samples of shape (height, width, channels), gets " +
+                to_string(in));
+    g_.in_h = g_.k_h = g_.stride_h = in[0];
+    g_.in_w = g_.k_w = g_.stride_w = in[1];
+    g_.channels = in[2];
+    g_.out_h = g_.out_w = 1;
+    return {in[2]};
+  }
+  void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
+  void backward(const LayerContext& c) const override {
+    if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
+  }
+
+ private:
+  Window2d g_;
+};
+
+void check_pool(const LayerSpec& spec, const char* what) {
+  require(spec.pool_h > 0 && spec.pool_w > 0, Status::InvalidArgument, std::string(what) + " pool sizes must be positive");
+  require(spec.pool_stride_h >= 0 && spec.pool_stride_w >= 0, Status::InvalidArgument,
+          std::string(what) + " strides must be positive (0: the pool size)");
+}
+
+}  // namespace
+
+std::unique_ptr<Layer> make_max_pooling2d_layer(const LayerSpec& spec) {
+  check_pool(spec, "MaxPooling2D");
+  return std::make_unique<MaxPooling2dLayer>(spec);
+}
+
+std::unique_ptr<Layer> make_average_pooling2d_layer(const LayerSpec& spec) {
+  check_pool(spec, "AveragePooling2D");
+  return std::make_unique<AveragePooling2dLayer>(spec);
+}
+
+std::unique_ptr<Layer> make_global_average_pooling2d_layer(const LayerSpec& spec) {
+  return std::make_unique<GlobalAveragePooling2dLayer>(spec);
+}
+
+}  // namespace kx::core

@@ -1,0 +1,53 @@
+// ZeroPadding2D: rows and columns of zeros around channels-last samples. The padded sample is im2col
+// of a 1x1 window with the padding as the window's offset, and cropping the gradient is its adjoint.
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+class ZeroPadding2dLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "ZeroPadding2D"; }
+
+  Shape build(const Shape& in) override {
+    require(in.size() == 3, Status::InvalidArgument,
+            "ZeroPadding2D layer \"" + name() + "\" needs samples of shape (height, width, channels), gets " +
+                to_string(in));
+    g_.in_h = in[0];
+    g_.in_w = in[1];
+    g_.channels = in[2];
+    g_.k_h = g_.k_w = g_.stride_h = g_.stride_w = 1;
+    g_.pad_top = spec_.pad_top;
+    g_.pad_left = spec_.pad_left;
+    g_.out_h = in[0] + spec_.pad_top + spec_.pad_bottom;
+    g_.out_w = in[1] + spec_.pad_left + spec_.pad_right;
+    return {g_.out_h, g_.out_w, g_.channels};
+  }
+
+  void forward(const LayerContext& c) const override { c.be->im2col(g_, c.rows, c.x, c.y); }
+  void backward(const LayerContext& c) const override {
+    if (c.dx) c.be->col2im(g_, c.rows, c.dy, c.dx);
+  }
+
+ protected:
+  void add_config(json::Value& config) const override {
+    using A = json::Value::Array;
+    config.set("padding", A{json::Value(A{json::Value(spec_.pad_top), json::Value(spec_.pad_bottom)}),
+                            json::Value(A{json::Value(spec_.pad_left), json::Value(spec_.pad_right)})});
+  }
+
+ private:
+  backend::Window2d g_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_zero_padding2d_layer(const LayerSpec& spec) {
+  require(spec.pad_top >= 0 && spec.pad_bottom >= 0 && spec.pad_left >= 0 && spec.pad_right >= 0,
+          Status::InvalidArgument, "ZeroPadding2D padding must be >= 0");
+  return std::make_unique<ZeroPadding2dLayer>(spec);
+}
+
+}  // namespace kx::core
