@@ -1,0 +1,329 @@
+// The layers added for convolutional and non-sequential models (pooling, padding, batch
+// normalisation, Add, Concatenate, Activation): forward against a float64 reference, backward
+// against finite differences of that reference, one layer at a time on the CPU backend.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+using test::Vec;
+
+// A float64 model of a layer: the output for inputs xs and parameters w.
+using Reference = std::function<Vec(const std::vector<Vec>& xs, const Vec& w)>;
+
+struct Checked {
+  std::vector<float> y;           // the layer's forward output
+  std::vector<FloatBuffer> dxs;   // its input gradients
+  FloatBuffer dw;                 // its parameter gradients
+  FloatBuffer scratch;
+};
+
+// Runs the layer forward (training) and backward with a random dy, and checks the output against
+// ref and every gradient against finite differences of dot(dy, ref). Parameters are w (their count
+// must be the layer's); inputs are random. Returns the buffers for further checks.
+Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
+                    const Reference& ref, double tol = 1e-4, bool check_w = true) {
+  auto be = backend::make_cpu_backend(2);
+  const Shape out = layer.build_inputs(in_shapes);
+  std::vector<FloatBuffer> xs;
+  std::vector<const float*> x_ptrs;
+  std::vector<Vec> xd;
+  for (size_t k = 0; k < in_shapes.size(); ++k) {
+    xs.push_back(test::to_buffer(test::random_floats(rows * num_elements(in_shapes[k]), 100 + k)));
+    x_ptrs.push_back(xs.back().data());
+    xd.push_back(test::to_double(xs.back().data(), xs.back().size()));
+  }
+  const int64_t ny = rows * num_elements(out);
+  Checked r;
+  r.y.assign(ny, 0.0f);
+  r.scratch = FloatBuffer(std::max<int64_t>(layer.scratch_floats(rows), 1));
+  FloatBuffer wb = test::to_buffer(w);
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = rows;
+  c.x = x_ptrs[0];
+  c.xs = x_ptrs.data();
+  c.y = r.y.data();
+  c.w = wb.data();
+  c.scratch = r.scratch.data();
+  c.training = true;
+  layer.forward(c);
+  const Vec wd = test::to_double(w.data(), w.size());
+  const Vec want = ref(xd, wd);
+  EXPECT_EQ(want.size(), static_cast<size_t>(ny));
+  EXPECT_EQ(test::first_mismatch(r.y, want, want.size(), 1e-5), -1) << "forward";
+
+  const std::vector<float> dyv = test::random_floats(ny, 77);
+  FloatBuffer dy = test::to_buffer(dyv);
+  const Vec dyd(dyv.begin(), dyv.end());
+  std::vector<float*> dx_ptrs;
+  for (size_t k = 0; k < xs.size(); ++k) r.dxs.emplace_back(xs[k].size());
+  for (auto& b : r.dxs) dx_ptrs.push_back(b.data());
+  r.dw = FloatBuffer(std::max<size_t>(w.size(), 1));
+  c.dy = dy.data();
+  c.dx = dx_ptrs[0];
+  c.dxs = dx_ptrs.data();
+  c.dw = r.dw.data();
+  layer.backward(c);
+  for (size_t k = 0; k < xs.size(); ++k) {
+    const Vec g = test::numeric_gradient(
+        [&](const Vec& v) {
+          std::vector<Vec> in = xd;
+          in[k] = v;
+          return test::dot(dyd, ref(in, wd));
+        },
+        xd[k]);
+    EXPECT_EQ(test::first_mismatch(r.dxs[k], g, g.size(), tol), -1) << "gradient of input " << k;
+  }
+  if (check_w && !w.empty()) {
+    const Vec g = test::numeric_gradient([&](const Vec& v) { return test::dot(dyd, ref(xd, v)); }, wd);
+    EXPECT_EQ(test::first_mismatch(r.dw, g, g.size(), tol), -1) << "parameter gradient";
+  }
+  return r;
+}
+
+LayerSpec spec_of(LayerKind kind, const char* name) {
+  LayerSpec s;
+  s.kind = kind;
+  s.name = name;
+  return s;
+}
+
+size_t at(int64_t r, int64_t i, int64_t j, int64_t c, int64_t h, int64_t w, int64_t ch) {
+  return static_cast<size_t>(((r * h + i) * w + j) * ch + c);
+}
+
+TEST(PoolingLayers, AveragePoolingWithStridesMatchesTheReference) {
+  LayerSpec s = spec_of(LayerKind::AveragePooling2D, "avg");
+  s.pool_h = 2;
+  s.pool_w = 3;
+  s.pool_stride_h = 1;  // overlapping windows along the height
+  s.pool_stride_w = 2;
+  auto layer = core::make_layer(s);
+  const int64_t rows = 2, H = 5, W = 7, C = 3, OH = 4, OW = 3;
+  check_layer(*layer, {{H, W, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(static_cast<size_t>(rows * OH * OW * C));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < OH; ++i)
+        for (int64_t j = 0; j < OW; ++j)
+          for (int64_t c = 0; c < C; ++c) {
+            double sum = 0;
+            for (int64_t a = 0; a < 2; ++a)
+              for (int64_t b = 0; b < 3; ++b) sum += x[0][at(r, i + a, 2 * j + b, c, H, W, C)];
+            y[at(r, i, j, c, OH, OW, C)] = sum / 6;
+          }
+    return y;
+  });
+}
+
+TEST(PoolingLayers, OverlappingMaxPoolingMatchesTheReference) {
+  LayerSpec s = spec_of(LayerKind::MaxPooling2D, "max");
+  s.pool_h = s.pool_w = 3;
+  s.pool_stride_h = s.pool_stride_w = 2;  // ResNet's stem pooling
+  auto layer = core::make_layer(s);
+  const int64_t rows = 2, H = 7, W = 6, C = 2, OH = 3, OW = 2;
+  check_layer(*layer, {{H, W, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(static_cast<size_t>(rows * OH * OW * C));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < OH; ++i)
+        for (int64_t j = 0; j < OW; ++j)
+          for (int64_t c = 0; c < C; ++c) {
+            double m = -1e300;
+            for (int64_t a = 0; a < 3; ++a)
+              for (int64_t b = 0; b < 3; ++b) m = std::max(m, x[0][at(r, 2 * i + a, 2 * j + b, c, H, W, C)]);
+            y[at(r, i, j, c, OH, OW, C)] = m;
+          }
+    return y;
+  });
+}
+
+TEST(PoolingLayers, GlobalAveragePoolingIsTheMeanOfEachChannel) {
+  auto layer = core::make_layer(spec_of(LayerKind::GlobalAveragePooling2D, "gap"));
+  const int64_t rows = 3, H = 4, W = 5, C = 6;
+  EXPECT_EQ(layer->build({H, W, C}), Shape({C}));
+  check_layer(*layer, {{H, W, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(static_cast<size_t>(rows * C), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = 0; p < H * W; ++p)
+        for (int64_t c = 0; c < C; ++c) y[static_cast<size_t>(r * C + c)] += x[0][static_cast<size_t>((r * H * W + p) * C + c)] / (H * W);
+    return y;
+  });
+}
+
+TEST(ZeroPadding2dLayer, PadsWithZerosAndCropsTheGradient) {
+  LayerSpec s = spec_of(LayerKind::ZeroPadding2D, "pad");
+  s.pad_top = 1;
+  s.pad_bottom = 2;
+  s.pad_left = 0;
+  s.pad_right = 3;
+  auto layer = core::make_layer(s);
+  const int64_t rows = 2, H = 3, W = 4, C = 2, OH = 6, OW = 7;
+  EXPECT_EQ(layer->build({H, W, C}), Shape({OH, OW, C}));
+  check_layer(*layer, {{H, W, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(static_cast<size_t>(rows * OH * OW * C), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j)
+          for (int64_t c = 0; c < C; ++c) y[at(r, i + 1, j, c, OH, OW, C)] = x[0][at(r, i, j, c, H, W, C)];
+    return y;
+  });
+}
+
+// Keras's BatchNormalization in float64, normalising with the batch's moments.
+Vec batch_norm_reference(const Vec& x, const Vec& w, int64_t n, int64_t C, double eps) {
+  Vec y(x.size());
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, var = 0;
+    for (int64_t r = 0; r < n; ++r) mean += x[static_cast<size_t>(r * C + c)] / n;
+    for (int64_t r = 0; r < n; ++r) var += std::pow(x[static_cast<size_t>(r * C + c)] - mean, 2) / n;
+    for (int64_t r = 0; r < n; ++r)
+      y[static_cast<size_t>(r * C + c)] =
+          w[static_cast<size_t>(c)] * (x[static_cast<size_t>(r * C + c)] - mean) / std::sqrt(var + eps) + w[static_cast<size_t>(C + c)];
+  }
+  return y;
+}
+
+TEST(BatchNormalizationLayer, TrainingNormalisesWithTheBatchAndMovesTheStatistics) {
+  LayerSpec s = spec_of(LayerKind::BatchNormalization, "bn");
+  s.momentum = 0.9f;
+  s.epsilon = 1e-3f;
+  auto layer = core::make_layer(s);
+  const int64_t rows = 3, H = 2, W = 3, C = 4, n = rows * H * W;
+  ASSERT_EQ(layer->params().size(), 4u);
+  // gamma, beta, moving mean, moving variance
+  std::vector<float> w = test::random_floats(C, 5, 0.5f, 1.5f);
+  for (float v : test::random_floats(C, 6)) w.push_back(v);
+  for (float v : test::random_floats(C, 7)) w.push_back(v);
+  for (float v : test::random_floats(C, 8, 0.5f, 2.0f)) w.push_back(v);
+  // The moving statistics do not enter the training output: only gamma and beta are differentiated.
+  const Checked r = check_layer(
+      *layer, {{H, W, C}}, rows, w,
+      [&](const std::vector<Vec>& x, const Vec& wv) { return batch_norm_reference(x[0], wv, n, C, s.epsilon); }, 1e-4,
+      false);
+  const Vec x = test::to_double(test::random_floats(rows * H * W * C, 100).data(), static_cast<size_t>(rows * H * W * C));
+  const Vec dy = test::to_double(test::random_floats(rows * H * W * C, 77).data(), x.size());
+  const Vec wd(w.begin(), w.end());
+  for (int64_t k = 0; k < 2 * C; ++k) {  // gamma and beta by finite differences
+    const Vec g = test::numeric_gradient(
+        [&](const Vec& v) {
+          Vec full = wd;
+          full[static_cast<size_t>(k)] = v[0];
+          return test::dot(dy, batch_norm_reference(x, full, n, C, s.epsilon));
+        },
+        Vec{wd[static_cast<size_t>(k)]});
+    EXPECT_NEAR(r.dw[k], g[0], 1e-4 * std::max(1.0, std::fabs(g[0]))) << "gamma/beta " << k;
+  }
+  // The moving statistics' step: (moving - batch) * (1 - momentum), the whole batch being this one.
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < n; ++i) mean += x[static_cast<size_t>(i * C + c)] / n;
+    for (int64_t i = 0; i < n; ++i) var += std::pow(x[static_cast<size_t>(i * C + c)] - mean, 2) / n;
+    EXPECT_NEAR(r.dw[2 * C + c], (w[2 * C + c] - mean) * 0.1, 1e-6);
+    EXPECT_NEAR(r.dw[3 * C + c], (w[3 * C + c] - var) * 0.1, 1e-6);
+  }
+}
+
+TEST(BatchNormalizationLayer, InferenceAndFrozenUseTheMovingStatistics) {
+  for (bool frozen : {false, true}) {
+    LayerSpec s = spec_of(LayerKind::BatchNormalization, "bn");
+    s.trainable = !frozen;
+    auto layer = core::make_layer(s);
+    const int64_t rows = 4, C = 3;
+    layer->build({C});
+    std::vector<float> w = test::random_floats(C, 5, 0.5f, 1.5f);
+    for (float v : test::random_floats(C, 6)) w.push_back(v);
+    for (float v : test::random_floats(C, 7)) w.push_back(v);
+    for (float v : test::random_floats(C, 8, 0.5f, 2.0f)) w.push_back(v);
+    auto be = backend::make_cpu_backend(1);
+    FloatBuffer x = test::to_buffer(test::random_floats(rows * C, 9)), y(rows * C), dy = test::to_buffer(test::random_floats(rows * C, 10)),
+                dx(rows * C), scratch(layer->scratch_floats(rows)), wb = test::to_buffer(w);
+    core::LayerContext c;
+    c.be = be.get();
+    c.rows = rows;
+    c.x = x.data();
+    c.y = y.data();
+    c.w = wb.data();
+    c.scratch = scratch.data();
+    c.training = frozen;  // a frozen layer normalises with its moving statistics even in training
+    layer->forward(c);
+    c.dy = dy.data();
+    c.dx = dx.data();
+    layer->backward(c);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < C; ++k) {
+        const double scale = w[k] / std::sqrt(static_cast<double>(w[3 * C + k]) + s.epsilon);
+        EXPECT_NEAR(y[r * C + k], (x[r * C + k] - w[2 * C + k]) * scale + w[C + k], 1e-5);
+        EXPECT_NEAR(dx[r * C + k], dy[r * C + k] * scale, 1e-5);
+      }
+  }
+}
+
+TEST(MergeLayers, AddSumsItsInputs) {
+  auto layer = core::make_layer(spec_of(LayerKind::Add, "add"));
+  const int64_t rows = 2;
+  check_layer(*layer, {{3, 4}, {3, 4}, {3, 4}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(x[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = x[0][i] + x[1][i] + x[2][i];
+    return y;
+  });
+}
+
+TEST(MergeLayers, ConcatenateJoinsTheLastAxis) {
+  auto layer = core::make_layer(spec_of(LayerKind::Concatenate, "cat"));
+  const int64_t rows = 2, P = 3;
+  EXPECT_EQ(layer->build_inputs({{P, 2}, {P, 5}}), Shape({P, 7}));
+  auto fresh = core::make_layer(spec_of(LayerKind::Concatenate, "cat"));
+  check_layer(*fresh, {{P, 2}, {P, 5}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y;
+    for (int64_t p = 0; p < rows * P; ++p) {
+      for (int64_t c = 0; c < 2; ++c) y.push_back(x[0][static_cast<size_t>(p * 2 + c)]);
+      for (int64_t c = 0; c < 5; ++c) y.push_back(x[1][static_cast<size_t>(p * 5 + c)]);
+    }
+    return y;
+  });
+}
+
+TEST(MergeLayers, RejectMismatchedShapes) {
+  EXPECT_EQ(test::status_of([] { core::make_layer(spec_of(LayerKind::Add, "a"))->build_inputs({{3}, {4}}); }),
+            Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([] { core::make_layer(spec_of(LayerKind::Add, "a"))->build_inputs({{3}}); }),
+            Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([] { core::make_layer(spec_of(LayerKind::Concatenate, "c"))->build_inputs({{2, 3}, {3, 3}}); }),
+            Status::InvalidArgument);
+  LayerSpec axis0 = spec_of(LayerKind::Concatenate, "c");
+  axis0.axis = 1;
+  EXPECT_EQ(test::status_of([&] { core::make_layer(axis0)->build_inputs({{2, 3}, {2, 3}}); }), Status::Unsupported);
+  EXPECT_EQ(test::status_of([] { core::make_layer(spec_of(LayerKind::Dense, "d"))->build_inputs({{2}, {2}}); }),
+            Status::InvalidArgument);
+}
+
+class ActivationLayerTest : public ::testing::TestWithParam<Activation> {};
+
+TEST_P(ActivationLayerTest, MatchesTheReference) {
+  LayerSpec s = spec_of(LayerKind::Activation, "act");
+  s.activation = GetParam();
+  auto layer = core::make_layer(s);
+  const int64_t rows = 3, P = 2, C = 4;
+  // act(x) over the last axis is a Dense layer with the identity kernel and no bias.
+  Vec eye(static_cast<size_t>(C * C), 0.0);
+  for (int64_t k = 0; k < C; ++k) eye[static_cast<size_t>(k * C + k)] = 1;
+  check_layer(*layer, {{P, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    return test::dense_forward(x[0], eye, Vec(static_cast<size_t>(C), 0.0), rows * P, C, C, GetParam());
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Functions, ActivationLayerTest,
+                         ::testing::Values(Activation::Relu, Activation::Sigmoid, Activation::Tanh, Activation::Softmax),
+                         [](const auto& info) { return std::string(activation_name(info.param)); });
+
+}  // namespace
+}  // namespace kx
