@@ -201,4 +201,134 @@ kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out) {
 
 void kx_model_destroy(kx_model* m) { std::unique_ptr<kx_model> owned(m); }
 
+kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
+                                      int32_t stride_w) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_average_pool2d");
+    require_not_compiled(m, "kx_model_add_average_pool2d");
+    kx::LayerSpec s;
+    s.kind = kx::LayerKind::AveragePooling2D;
+    s.pool_h = pool_h;
+    s.pool_w = pool_w;
+    s.pool_stride_h = stride_h;
+    s.pool_stride_w = stride_w;
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_global_average_pool2d(kx_model* m) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_global_average_pool2d");
+    require_not_compiled(m, "kx_model_add_global_average_pool2d");
+    kx::LayerSpec s;
+    s.kind = kx::LayerKind::GlobalAveragePooling2D;
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_zero_padding2d");
+    require_not_compiled(m, "kx_model_add_zero_padding2d");
+    kx::LayerSpec s;
+    s.kind = kx::LayerKind::ZeroPadding2D;
+    s.pad_top = top;
+    s.pad_bottom = bottom;
+    s.pad_left = left;
+    s.pad_right = right;
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_batch_norm");
+    require_not_compiled(m, "kx_model_add_batch_norm");
+    kx::LayerSpec s;
+    s.kind = kx::LayerKind::BatchNormalization;
+    s.momentum = momentum;
+    s.epsilon = epsilon;
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_add_activation(kx_model* m, kx_activation act) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_activation");
+    require_not_compiled(m, "kx_model_add_activation");
+    kx::LayerSpec s;
+    s.kind = kx::LayerKind::Activation;
+    s.activation = checked_activation(act, "kx_model_add_activation");
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top, int64_t classes,
+                                   kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_create_resnet50");
+    require_arg(out, "out", "kx_model_create_resnet50");
+    const kx::Shape shape = input_shape ? kx::Shape(input_shape, input_shape + 3) : kx::Shape{224, 224, 3};
+    return kx::capi::hand_out(
+        std::make_unique<kx_model>(kx_model{kx::applications::resnet50(s->strategy, shape, include_top != 0, classes)}),
+        out);
+  });
+}
+
+int64_t kx_model_num_layers(const kx_model* m) {
+  return m ? static_cast<int64_t>(m->model.layer_names().size()) : -1;
+}
+
+kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_layer_name");
+    require_arg(out_name, "out_name", "kx_model_layer_name");
+    const std::vector<std::string> names = m->model.layer_names();
+    kx::require(index >= 0 && index < static_cast<int64_t>(names.size()), kx::Status::InvalidArgument,
+                "kx_model_layer_name: index " + std::to_string(index) + " is not in [0, " +
+                    std::to_string(names.size()) + ")");
+    *out_name = kx::capi::malloc_string(names[static_cast<size_t>(index)]);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_set_trainable");
+    require_arg(layer, "layer", "kx_model_set_trainable");
+    m->model.set_trainable(layer, trainable != 0);
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_get_trainable");
+    require_arg(layer, "layer", "kx_model_get_trainable");
+    require_arg(out_trainable, "out_trainable", "kx_model_get_trainable");
+    *out_trainable = m->model.trainable(layer) ? 1 : 0;
+    return KX_OK;
+  });
+}
+
+int64_t kx_model_num_trainable_params(const kx_model* m) { return m ? m->model.num_trainable_params() : -1; }
+
+kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded, int64_t* skipped) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_load_weights");
+    require_arg(path, "path", "kx_model_load_weights");
+    kx::require((flags & ~KX_LOAD_WEIGHTS_SKIP_MISMATCH) == 0, kx::Status::InvalidArgument,
+                "kx_model_load_weights: unknown flags " + std::to_string(flags));
+    const kx::WeightsReport r = m->model.load_weights(path, (flags & KX_LOAD_WEIGHTS_SKIP_MISMATCH) != 0);
+    if (loaded) *loaded = r.loaded;
+    if (skipped) *skipped = r.skipped;
+    return KX_OK;
+  });
+}
+
 }  // extern "C"

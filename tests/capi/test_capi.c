@@ -483,6 +483,82 @@ static void test_cnn(kx_strategy* s) {
   kx_dataset_destroy(d);
 }
 
+/* The layers of convolutional models, ResNet50, frozen layers and weights loaded by name. */
+static void test_cnn_layers_and_transfer(kx_strategy* s, const char* dir) {
+  enum { N = 16 };
+  float x[N * 8 * 8 * 2];
+  int32_t y[N];
+  const int64_t xs[4] = {N, 8, 8, 2}, ys[1] = {N}, shape[3] = {8, 8, 2}, small[3] = {16, 16, 3};
+  char path[1024], *name = NULL;
+  kx_dataset* d = NULL;
+  kx_model *m = NULL, *other = NULL, *resnet = NULL;
+  kx_compile_options co;
+  int64_t loaded = -1, skipped = -1;
+  int32_t trainable = -1;
+  int i;
+  for (i = 0; i < N * 128; ++i) x[i] = (float)((i * 7) % 11) / 11.0f;
+  for (i = 0; i < N; ++i) y[i] = i % 3;
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 4, y, KX_DTYPE_I32, ys, 1, &d));
+  EXPECT_OK(kx_model_create_sequential(s, shape, 3, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_zero_padding2d(m, -1, 0, 0, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_batch_norm(m, 1.5f, 1e-3f));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_batch_norm(m, 0.99f, 0.0f));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_activation(m, (kx_activation)9));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_average_pool2d(m, 0, 2, 0, 0));
+  EXPECT_OK(kx_model_add_zero_padding2d(m, 1, 1, 1, 1));
+  EXPECT_OK(kx_model_add_conv2d(m, 4, 3, 3, 1, KX_PADDING_VALID, KX_ACT_NONE));
+  EXPECT_OK(kx_model_add_batch_norm(m, 0.99f, 1e-3f));
+  EXPECT_OK(kx_model_add_activation(m, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_average_pool2d(m, 2, 2, 0, 0));
+  EXPECT_OK(kx_model_add_global_average_pool2d(m));
+  EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+  EXPECT(kx_model_num_layers(m) == 7);
+  EXPECT_OK(kx_model_layer_name(m, 2, &name));
+  EXPECT(name && strcmp(name, "batch_normalization") == 0);
+  kx_free(name);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_layer_name(m, 7, &name));
+  EXPECT(kx_model_num_params(m) == 2 * 9 * 4 + 4 + 4 * 4 + 4 * 3 + 3);
+  EXPECT(kx_model_num_trainable_params(m) == kx_model_num_params(m) - 8);
+  EXPECT_OK(kx_model_set_trainable(m, "conv2d", 0));
+  EXPECT_OK(kx_model_get_trainable(m, "conv2d", &trainable));
+  EXPECT(trainable == 0);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_set_trainable(m, "nope", 0));
+  EXPECT(kx_model_num_trainable_params(m) == 4 * 2 + 4 * 3 + 3);
+  EXPECT_ERR(KX_E_MISUSE, kx_model_load_weights(m, "x.kx", 0, NULL, NULL));
+  kx_compile_options_init(&co, sizeof co);
+  EXPECT_OK(kx_model_compile(m, &co));
+  EXPECT_OK(kx_fit(m, d, NULL, NULL, NULL));
+  snprintf(path, sizeof path, "%s/transfer.kx", dir);
+  EXPECT_OK(kx_model_save(m, path));
+
+  /* The same base with another head: the base loads, the head is skipped when asked. */
+  EXPECT_OK(kx_model_create_sequential(s, shape, 3, &other));
+  EXPECT_OK(kx_model_add_zero_padding2d(other, 1, 1, 1, 1));
+  EXPECT_OK(kx_model_add_conv2d(other, 4, 3, 3, 1, KX_PADDING_VALID, KX_ACT_NONE));
+  EXPECT_OK(kx_model_add_batch_norm(other, 0.99f, 1e-3f));
+  EXPECT_OK(kx_model_add_activation(other, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_average_pool2d(other, 2, 2, 0, 0));
+  EXPECT_OK(kx_model_add_global_average_pool2d(other));
+  EXPECT_OK(kx_model_add_dense(other, 5, KX_ACT_SOFTMAX));
+  EXPECT_OK(kx_model_compile(other, &co));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_load_weights(other, path, 0, &loaded, &skipped));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_load_weights(other, path, 8u, &loaded, &skipped));
+  EXPECT_OK(kx_model_load_weights(other, path, KX_LOAD_WEIGHTS_SKIP_MISMATCH, &loaded, &skipped));
+  EXPECT(loaded == 6 && skipped == 2);
+  EXPECT_ERR(KX_E_IO, kx_model_load_weights(other, "/nonexistent/kx.kx", KX_LOAD_WEIGHTS_SKIP_MISMATCH, NULL, NULL));
+
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_create_resnet50(s, small, 1, 10, &resnet));
+  EXPECT_OK(kx_model_create_resnet50(s, NULL, 1, 1000, &resnet));
+  EXPECT(kx_model_num_params(resnet) == 25636712);
+  kx_model_destroy(resnet);
+  EXPECT_OK(kx_model_create_resnet50(s, NULL, 0, 0, &resnet));
+  EXPECT(kx_model_num_params(resnet) == 23587712);
+  kx_model_destroy(resnet);
+  kx_model_destroy(other);
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+}
+
 /* Model files, checkpoints, resume and the built-in callbacks through the C ABI. */
 static void test_files_and_checkpoints(kx_strategy* s, const char* dir) {
   enum { N = 60, IN = 4, CLASSES = 3 };
@@ -611,6 +687,7 @@ int main(int argc, char** argv) {
   test_options_structs(s);
   test_files_and_checkpoints(s, dir);
   test_cnn(s);
+  test_cnn_layers_and_transfer(s, dir);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

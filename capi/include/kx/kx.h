@@ -163,9 +163,16 @@ KX_API kx_status kx_model_add_flatten(kx_model* m);
  * rest by 1/(1-rate); the identity in evaluate and predict. */
 KX_API kx_status kx_model_add_dropout(kx_model* m, float rate);
 
-/* A model from a JSON config as written by kx_model_to_json. */
+/* A model from a JSON config: a "Sequential" one, or a "Functional" graph as Keras's model.to_json()
+ * writes it (layers with their inbound layers, Keras 2 or Keras 3 notation; one input, one output,
+ * each layer called once). Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
+ * GlobalAveragePooling2D, ZeroPadding2D, BatchNormalization, Add, Concatenate, Activation, Flatten,
+ * Dropout; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
+ * unknown layer or inbound name, a cycle, a layer that does not lead to the output, shapes that do
+ * not fit), KX_E_UNSUPPORTED (several inputs or outputs, shared layers, settings kx lacks). */
 KX_API kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);
-/* The model's architecture as JSON (Keras-like config); free *out_json with kx_free. */
+/* The model's architecture as JSON: "Sequential" when each layer reads the one before, else
+ * "Functional"; free *out_json with kx_free. */
 KX_API kx_status kx_model_to_json(const kx_model* m, char** out_json);
 
 typedef enum kx_optimizer { KX_OPTIMIZER_ADAM = 0, KX_OPTIMIZER_SGD = 1 } kx_optimizer;
@@ -201,7 +208,8 @@ KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);
  * layers, KX_E_INVALID_ARGUMENT for bad options or a loss that does not fit the output. */
 KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
 
-/* Number of trainable parameters (known as soon as layers are added); -1 for NULL. */
+/* Number of parameters, trainable or not (Keras's "Total params": batch normalisation's moving
+ * statistics included), known as soon as layers are added; -1 for NULL. */
 KX_API int64_t kx_model_num_params(const kx_model* m);
 
 /* Values per sample of the model's input (what kx_predict reads per sample) and of its output (what
@@ -209,7 +217,8 @@ KX_API int64_t kx_model_num_params(const kx_model* m);
 KX_API int64_t kx_model_input_size(const kx_model* m);
 KX_API int64_t kx_model_output_size(const kx_model* m);
 
-/* Copies all parameters, layer by layer (kernel then bias), into out (out_len floats, at least
+/* Copies all parameters, layer by layer (each layer's weights in Keras's order: kernel, bias; gamma,
+ * beta, moving_mean, moving_variance), into out (out_len floats, at least
  * kx_model_num_params). Errors: NULL, out_len too small, KX_E_MISUSE before compile. */
 KX_API kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len);
 /* Replaces all parameters from w (w_len == kx_model_num_params floats, same order). */
@@ -375,6 +384,60 @@ KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* a
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)
  * into out (out_len floats, at least n_samples * outputs per sample). */
 KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Convolutional models and transfer learning                                                     */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* More layers for Sequential models; each returns KX_E_MISUSE once the model is compiled. Samples of
+ * 2-D layers are channels-last (height, width, channels), as Keras's default. */
+/* AveragePooling2D: the mean of each pool_h x pool_w window ("valid" windows); stride 0 = the pool size. */
+KX_API kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
+                                             int32_t stride_w);
+/* GlobalAveragePooling2D: (height, width, channels) -> (channels). */
+KX_API kx_status kx_model_add_global_average_pool2d(kx_model* m);
+/* ZeroPadding2D: rows and columns of zeros around each sample. Errors: negative padding. */
+KX_API kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right);
+/* BatchNormalization over the last axis (Keras's defaults: momentum 0.99, epsilon 1e-3). In training
+ * each replica normalises with its own batch statistics, as Keras does, and the moving statistics
+ * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
+ * outside [0, 1], epsilon <= 0. */
+KX_API kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
+/* Activation: y = act(x) as a layer of its own. */
+KX_API kx_status kx_model_add_activation(kx_model* m, kx_activation act);
+
+/* keras.applications.ResNet50's architecture (names included), uncompiled, on s. input_shape: 3
+ * values (height, width, channels), height and width at least 32; NULL means 224 x 224 x 3. With
+ * include_top != 0, global average pooling and a softmax Dense of `classes` end it (25,636,712
+ * parameters for 1000 classes); without, it ends with the last stage's feature map (23,587,712).
+ * Errors: NULL s or out, a bad shape, classes < 1 with the top. */
+KX_API kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
+                                          int64_t classes, kx_model** out);
+
+/* Layers in order (the input is not one); -1 for NULL. */
+KX_API int64_t kx_model_num_layers(const kx_model* m);
+/* The name of layer `index` into *out_name (free with kx_free). Errors: NULL, index out of range. */
+KX_API kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name);
+
+/* Freezes (trainable = 0) or unfreezes a layer by name, before or after compile; it takes effect at
+ * the next training step. A frozen layer's weights do not change, and a frozen BatchNormalization
+ * normalises with its moving statistics, as in Keras. Errors: NULL, no such layer. */
+KX_API kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable);
+KX_API kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable);
+/* Parameters the optimizer trains now (those of unfrozen layers, moving statistics excluded); -1 for NULL. */
+KX_API int64_t kx_model_num_trainable_params(const kx_model* m);
+
+#define KX_LOAD_WEIGHTS_SKIP_MISMATCH 1u /* leave tensors that are absent or shaped differently as they are */
+
+/* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
+ * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those
+ * names (e.g. converted from Keras). Tensors of the file the model lacks are ignored. Without
+ * KX_LOAD_WEIGHTS_SKIP_MISMATCH, a model weight that the file lacks or holds with another shape is
+ * KX_E_INVALID_ARGUMENT and nothing changes; with it, such weights keep their values. loaded and
+ * skipped (either may be NULL) receive the counts of weights. Errors: NULL m or path, KX_E_MISUSE
+ * before compile, KX_E_IO, KX_E_CORRUPT. */
+KX_API kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
+                                       int64_t* skipped);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -193,4 +193,20 @@ extern "C" {
     pub fn kx_history_destroy(h: *mut kx_history);
     pub fn kx_evaluate(m: *mut kx_model, d: *mut kx_dataset, loss: *mut f64, accuracy: *mut f64) -> kx_status;
     pub fn kx_predict(m: *mut kx_model, x: *const f32, n_samples: i64, out: *mut f32, out_len: usize) -> kx_status;
+
+    pub fn kx_model_add_average_pool2d(m: *mut kx_model, pool_h: i32, pool_w: i32, stride_h: i32, stride_w: i32) -> kx_status;
+    pub fn kx_model_add_global_average_pool2d(m: *mut kx_model) -> kx_status;
+    pub fn kx_model_add_zero_padding2d(m: *mut kx_model, top: i32, bottom: i32, left: i32, right: i32) -> kx_status;
+    pub fn kx_model_add_batch_norm(m: *mut kx_model, momentum: f32, epsilon: f32) -> kx_status;
+    pub fn kx_model_add_activation(m: *mut kx_model, act: kx_activation) -> kx_status;
+    pub fn kx_model_create_resnet50(s: *mut kx_strategy, input_shape: *const i64, include_top: i32, classes: i64, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_num_layers(m: *const kx_model) -> i64;
+    pub fn kx_model_layer_name(m: *const kx_model, index: i64, out_name: *mut *mut c_char) -> kx_status;
+    pub fn kx_model_set_trainable(m: *mut kx_model, layer: *const c_char, trainable: i32) -> kx_status;
+    pub fn kx_model_get_trainable(m: *const kx_model, layer: *const c_char, out_trainable: *mut i32) -> kx_status;
+    pub fn kx_model_num_trainable_params(m: *const kx_model) -> i64;
+    pub fn kx_model_load_weights(m: *mut kx_model, path: *const c_char, flags: u32, loaded: *mut i64, skipped: *mut i64) -> kx_status;
 }
+
+/// kx_model_load_weights: leave weights that are absent or shaped differently as they are.
+pub const KX_LOAD_WEIGHTS_SKIP_MISMATCH: u32 = 1;
