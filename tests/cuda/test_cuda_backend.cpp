@@ -250,8 +250,96 @@ TEST(CudaKernels, WindowKernelsMatchTheCpu) {
       p.gpu->max_pool_backward(g, rows, dev_x, dev_y, p.up(dy), dev_dx);
       p.cpu->max_pool_backward(g, rows, x.data(), y.data(), dy.data(), dx.data());
       EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-5) << "max pool backward k" << k;
+      p.gpu->avg_pool_forward(g, rows, dev_x, dev_y);
+      p.cpu->avg_pool_forward(g, rows, x.data(), y.data());
+      EXPECT_LE(rel_error(p.down(dev_y, y.size()), y), 1e-6) << "average pool k" << k;
+      p.gpu->avg_pool_backward(g, rows, p.up(dy), dev_dx);
+      p.cpu->avg_pool_backward(g, rows, dy.data(), dx.data());
+      EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-5) << "average pool backward k" << k;
     }
   }
+}
+
+TEST(CudaKernels, BatchNormalizationMatchesTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{7, 3}, {4096, 64}, {50, 40}}) {
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(rows * cols), seed, -2.0f, 3.0f);
+    const std::vector<float> dy = test::random_floats(x.size(), seed + 1);
+    const std::vector<float> gamma = test::random_floats(static_cast<size_t>(cols), seed + 2, 0.5f, 1.5f);
+    const std::vector<float> beta = test::random_floats(static_cast<size_t>(cols), seed + 3);
+    std::vector<float> mean(static_cast<size_t>(cols)), var(mean.size()), y(x.size()), dx(x.size()), dg(mean.size()),
+        db(mean.size());
+    float *dev_mean = p.up(mean), *dev_var = p.up(var), *dev_x = p.up(x), *dev_y = p.up(y);
+    p.gpu->column_moments(rows, cols, dev_x, dev_mean, dev_var);
+    p.cpu->column_moments(rows, cols, x.data(), mean.data(), var.data());
+    EXPECT_LE(rel_error(p.down(dev_mean, mean.size()), mean), 1e-6) << "mean " << rows;
+    EXPECT_LE(rel_error(p.down(dev_var, var.size()), var), 1e-6) << "variance " << rows;
+    p.gpu->batch_norm_apply(rows, cols, dev_x, dev_mean, dev_var, 1e-3f, p.up(gamma), p.up(beta), dev_y);
+    p.cpu->batch_norm_apply(rows, cols, x.data(), mean.data(), var.data(), 1e-3f, gamma.data(), beta.data(), y.data());
+    EXPECT_LE(rel_error(p.down(dev_y, y.size()), y), 1e-5) << "normalised " << rows;
+    float *dev_dx = p.up(dx), *dev_dg = p.up(dg), *dev_db = p.up(db);
+    p.gpu->batch_norm_backward(rows, cols, dev_x, p.up(dy), dev_mean, dev_var, 1e-3f, p.up(gamma), dev_dx, dev_dg, dev_db);
+    p.cpu->batch_norm_backward(rows, cols, x.data(), dy.data(), mean.data(), var.data(), 1e-3f, gamma.data(), dx.data(),
+                               dg.data(), db.data());
+    EXPECT_LE(rel_error(p.down(dev_dg, dg.size()), dg), 1e-5) << "dgamma " << rows;
+    EXPECT_LE(rel_error(p.down(dev_db, db.size()), db), 1e-5) << "dbeta " << rows;
+    EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-4) << "dx " << rows;
+  }
+}
+
+TEST(CudaKernels, MergeKernelsMatchTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  const int64_t rows = 37, a_cols = 5, b_cols = 11;
+  const std::vector<float> a = test::random_floats(static_cast<size_t>(rows * a_cols), seed);
+  const std::vector<float> b = test::random_floats(a.size(), seed + 1);
+  std::vector<float> out(a.size());
+  float* dev_out = p.up(out);
+  p.gpu->add(rows * a_cols, p.up(a), p.up(b), dev_out);
+  p.cpu->add(rows * a_cols, a.data(), b.data(), out.data());
+  EXPECT_EQ(p.down(dev_out, out.size()), out) << "add";
+  p.gpu->scaled_difference(rows * a_cols, 0.01f, p.up(a), p.up(b), dev_out);
+  p.cpu->scaled_difference(rows * a_cols, 0.01f, a.data(), b.data(), out.data());
+  EXPECT_EQ(p.down(dev_out, out.size()), out) << "scaled difference";
+  const std::vector<float> wide = test::random_floats(static_cast<size_t>(rows * b_cols), seed + 2);
+  std::vector<float> cat(static_cast<size_t>(rows * (a_cols + b_cols)));
+  float* dev_cat = p.up(cat);
+  p.gpu->copy_columns(rows, a_cols, p.up(a), a_cols, dev_cat, a_cols + b_cols);
+  p.gpu->copy_columns(rows, b_cols, p.up(wide), b_cols, dev_cat + a_cols, a_cols + b_cols);
+  p.cpu->copy_columns(rows, a_cols, a.data(), a_cols, cat.data(), a_cols + b_cols);
+  p.cpu->copy_columns(rows, b_cols, wide.data(), b_cols, cat.data() + a_cols, a_cols + b_cols);
+  EXPECT_EQ(p.down(dev_cat, cat.size()), cat) << "copy columns";
+}
+
+TEST(CudaTraining, ResNet50StepsLowerTheLossAndMatchTheCpu) {
+  REQUIRE_GPU();
+  auto run = [](const std::string& device, std::vector<double>* losses) {
+    Strategy s = Strategy::mirrored({device});
+    s.set_tf32(false);
+    Model m = applications::resnet50(s, {32, 32, 3}, true, 4);
+    CompileOptions co;
+    m.compile(co);
+    const int64_t n = 8;
+    std::vector<float> x = test::random_floats(static_cast<size_t>(n * 32 * 32 * 3), 12), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 4);
+    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 32, 32, 3}, y.data(), DType::F32, {n});
+    d.batch(n, false);
+    FitOptions fo;
+    fo.epochs = 5;
+    History h;
+    ASSERT_EQ(m.fit(d, fo, nullptr, &h), Status::Ok);
+    for (int e = 0; e < 5; ++e) losses->push_back(h.get("loss", e));
+  };
+  std::vector<double> gpu, cpu;
+  run("cuda:0", &gpu);
+  run("cpu", &cpu);
+  EXPECT_LT(gpu.back(), gpu.front());
+  EXPECT_NEAR(gpu.front(), cpu.front(), 1e-3 * std::max(1.0, std::fabs(cpu.front())));
 }
 
 TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
