@@ -281,9 +281,47 @@ class Model(_Handle):
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
         return self
 
+    @classmethod
+    def resnet50(cls, strategy, input_shape=(224, 224, 3), include_top=True, classes=1000):
+        """keras.applications.ResNet50's architecture, uncompiled."""
+        shape = (ctypes.c_int64 * 3)(*input_shape)
+        out = ctypes.c_void_p()
+        check(lib.kx_model_create_resnet50(strategy.handle, shape, 1 if include_top else 0, classes, ctypes.byref(out)))
+        return cls(out.value)
+
     @property
     def num_params(self):
+        """Every weight, moving statistics included (Keras's "Total params")."""
         return lib.kx_model_num_params(self.handle)
+
+    @property
+    def num_trainable_params(self):
+        return lib.kx_model_num_trainable_params(self.handle)
+
+    @property
+    def layer_names(self):
+        names = []
+        for i in range(lib.kx_model_num_layers(self.handle)):
+            out = ctypes.c_void_p()
+            check(lib.kx_model_layer_name(self.handle, i, ctypes.byref(out)))
+            names.append(_capi.take_string(out))
+        return names
+
+    def set_trainable(self, layer, trainable):
+        """Freezes (False) or unfreezes a layer by name; takes effect at the next training step."""
+        check(lib.kx_model_set_trainable(self.handle, layer.encode(), 1 if trainable else 0))
+
+    def trainable(self, layer):
+        out = ctypes.c_int32()
+        check(lib.kx_model_get_trainable(self.handle, layer.encode(), ctypes.byref(out)))
+        return bool(out.value)
+
+    def load_weights(self, path, skip_mismatch=False):
+        """Weights by name from a safetensors file; returns (loaded, skipped) counts."""
+        loaded, skipped = ctypes.c_int64(), ctypes.c_int64()
+        check(lib.kx_model_load_weights(self.handle, str(path).encode(), 1 if skip_mismatch else 0,
+                                        ctypes.byref(loaded), ctypes.byref(skipped)))
+        return loaded.value, skipped.value
 
     def get_weights(self):
         """Every parameter, layer by layer (kernel then bias), as one float32 array."""
@@ -371,6 +409,35 @@ class Sequential(Model):
 
     def add_dropout(self, rate):
         check(lib.kx_model_add_dropout(self.handle, rate))
+        return self
+
+    def add_average_pool2d(self, pool_size=2, strides=None):
+        ph, pw = (pool_size, pool_size) if isinstance(pool_size, int) else pool_size
+        sh, sw = (0, 0) if strides is None else (strides, strides) if isinstance(strides, int) else strides
+        check(lib.kx_model_add_average_pool2d(self.handle, ph, pw, sh, sw))
+        return self
+
+    def add_global_average_pool2d(self):
+        check(lib.kx_model_add_global_average_pool2d(self.handle))
+        return self
+
+    def add_zero_padding2d(self, padding=1):
+        """padding: an int, (rows, columns) or ((top, bottom), (left, right)), as Keras."""
+        if isinstance(padding, int):
+            t = b = l = r = padding
+        elif isinstance(padding[0], int):
+            (t, b), (l, r) = (padding[0], padding[0]), (padding[1], padding[1])
+        else:
+            (t, b), (l, r) = padding
+        check(lib.kx_model_add_zero_padding2d(self.handle, t, b, l, r))
+        return self
+
+    def add_batch_norm(self, momentum=0.99, epsilon=1e-3):
+        check(lib.kx_model_add_batch_norm(self.handle, momentum, epsilon))
+        return self
+
+    def add_activation(self, activation):
+        check(lib.kx_model_add_activation(self.handle, _lookup(_ACTIVATIONS, activation, "activation")))
         return self
 
 

@@ -107,6 +107,18 @@ _SIGNATURES = {
     "kx_history_destroy": (None, [c_void_p]),
     "kx_evaluate": (c_int32, [c_void_p, c_void_p, P(c_double), P(c_double)]),
     "kx_predict": (c_int32, [c_void_p, P(c_float), c_int64, P(c_float), c_size_t]),
+    "kx_model_add_average_pool2d": (c_int32, [c_void_p, c_int32, c_int32, c_int32, c_int32]),
+    "kx_model_add_global_average_pool2d": (c_int32, [c_void_p]),
+    "kx_model_add_zero_padding2d": (c_int32, [c_void_p, c_int32, c_int32, c_int32, c_int32]),
+    "kx_model_add_batch_norm": (c_int32, [c_void_p, c_float, c_float]),
+    "kx_model_add_activation": (c_int32, [c_void_p, c_int32]),
+    "kx_model_create_resnet50": (c_int32, [c_void_p, P(c_int64), c_int32, c_int64, P(c_void_p)]),
+    "kx_model_num_layers": (c_int64, [c_void_p]),
+    "kx_model_layer_name": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
+    "kx_model_set_trainable": (c_int32, [c_void_p, c_char_p, c_int32]),
+    "kx_model_get_trainable": (c_int32, [c_void_p, c_char_p, P(c_int32)]),
+    "kx_model_num_trainable_params": (c_int64, [c_void_p]),
+    "kx_model_load_weights": (c_int32, [c_void_p, c_char_p, c_uint32, P(c_int64), P(c_int64)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

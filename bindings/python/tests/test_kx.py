@@ -79,6 +79,35 @@ class Basics(unittest.TestCase):
         again = kx.Model.from_json(kx.Strategy.default(), m.to_json())
         self.assertEqual(again.num_params, m.num_params)
 
+    def test_cnn_layers_frozen_layers_and_weights_by_name(self):
+        rng = np.random.default_rng(3)
+        x = rng.random((32, 8, 8, 2), dtype=np.float32)
+        y = (np.arange(32) % 3).astype(np.int64)
+
+        def cnn(classes):
+            m = kx.Sequential(kx.Strategy.default(), input_shape=(8, 8, 2))
+            m.add_zero_padding2d(1).add_conv2d(4, 3).add_batch_norm().add_activation("relu")
+            m.add_average_pool2d(2).add_global_average_pool2d().add_dense(classes, "softmax")
+            return m.compile()
+
+        m = cnn(3)
+        self.assertEqual(m.layer_names[:3], ["zero_padding2d", "conv2d", "batch_normalization"])
+        self.assertEqual(m.num_trainable_params, m.num_params - 8)
+        m.set_trainable("conv2d", False)
+        self.assertFalse(m.trainable("conv2d"))
+        before = m.get_weights()
+        m.fit(kx.Dataset.from_arrays(x, y), epochs=1)
+        after = m.get_weights()
+        np.testing.assert_array_equal(after[:2 * 9 * 4 + 4], before[:2 * 9 * 4 + 4])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "base.kx")
+            m.save(path)
+            other = cnn(5)
+            with self.assertRaises(kx.Error):
+                other.load_weights(path)
+            self.assertEqual(other.load_weights(path, skip_mismatch=True), (6, 2))
+        self.assertEqual(kx.Model.resnet50(kx.Strategy.default()).num_params, 25636712)
+
     def test_callbacks_see_events_stop_and_checkpoint(self):
         x, y = blobs(320)
         events = []
