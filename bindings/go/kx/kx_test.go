@@ -218,3 +218,60 @@ func TestErrorsCarryTheCodeAndMessage(t *testing.T) {
 	_, err = m.Fit(dataset(t, 32, 8), FitOptions{}, nil)
 	must(t, err)
 }
+
+func TestCNNLayersFrozenLayersAndWeightsByName(t *testing.T) {
+	s, _ := NewDefaultStrategy()
+	cnn := func(classes int64) *Model {
+		m, err := NewSequential(s, 8, 8, 2)
+		must(t, err)
+		must(t, m.AddZeroPadding2D(1, 1, 1, 1))
+		must(t, m.AddConv2D(4, 3, 3, 1, Valid, Linear))
+		must(t, m.AddBatchNorm(0.99, 1e-3))
+		must(t, m.AddActivation(ReLU))
+		must(t, m.AddAveragePool2D(2, 2, 0, 0))
+		must(t, m.AddGlobalAveragePool2D())
+		must(t, m.AddDense(classes, Softmax))
+		must(t, m.Compile(CompileOptions{}))
+		return m
+	}
+	m := cnn(3)
+	defer m.Close()
+	names, err := m.LayerNames()
+	must(t, err)
+	if len(names) != 7 || names[2] != "batch_normalization" {
+		t.Fatalf("layer names %v", names)
+	}
+	must(t, m.SetTrainable("conv2d", false))
+	if m.NumTrainableParams() != 4*2+4*3+3 {
+		t.Fatalf("%d trainable parameters", m.NumTrainableParams())
+	}
+	x, y := make([]float32, 32*128), make([]float32, 32)
+	for i := range x {
+		x[i] = float32(i%11) / 11
+	}
+	for i := range y {
+		y[i] = float32(i % 3)
+	}
+	d, err := DatasetFromArrays(x, []int64{32, 8, 8, 2}, y, []int64{32})
+	must(t, err)
+	_, err = m.Fit(d, FitOptions{}, nil)
+	must(t, err)
+	path := filepath.Join(t.TempDir(), "base.kx")
+	must(t, m.Save(path))
+	other := cnn(5)
+	defer other.Close()
+	if _, _, err := other.LoadWeights(path, false); err == nil {
+		t.Fatal("a mismatched head loaded without skipping")
+	}
+	loaded, skipped, err := other.LoadWeights(path, true)
+	must(t, err)
+	if loaded != 6 || skipped != 2 {
+		t.Fatalf("loaded %d, skipped %d", loaded, skipped)
+	}
+	r, err := NewResNet50(s, 224, 224, 3, true, 1000)
+	must(t, err)
+	defer r.Close()
+	if r.NumParams() != 25636712 {
+		t.Fatalf("ResNet50 has %d parameters", r.NumParams())
+	}
+}
