@@ -118,6 +118,71 @@ impl Model {
         check(unsafe { kx_sys::kx_model_add_max_pool2d(self.p, pool_h, pool_w) }).map(|_| ())
     }
 
+    /// AveragePooling2D; a stride of 0 means the pool size.
+    pub fn add_average_pool2d(&mut self, pool: (i32, i32), strides: (i32, i32)) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_average_pool2d(self.p, pool.0, pool.1, strides.0, strides.1) }).map(|_| ())
+    }
+
+    pub fn add_global_average_pool2d(&mut self) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_global_average_pool2d(self.p) }).map(|_| ())
+    }
+
+    pub fn add_zero_padding2d(&mut self, top: i32, bottom: i32, left: i32, right: i32) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_zero_padding2d(self.p, top, bottom, left, right) }).map(|_| ())
+    }
+
+    /// BatchNormalization over the last axis (Keras: momentum 0.99, epsilon 1e-3).
+    pub fn add_batch_norm(&mut self, momentum: f32, epsilon: f32) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_batch_norm(self.p, momentum, epsilon) }).map(|_| ())
+    }
+
+    pub fn add_activation(&mut self, act: Activation) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_activation(self.p, act as i32) }).map(|_| ())
+    }
+
+    /// keras.applications.ResNet50's architecture (uncompiled) for (height, width, channels) inputs.
+    pub fn resnet50(s: &Strategy, input_shape: [i64; 3], include_top: bool, classes: i64) -> Result<Model> {
+        let mut p = ptr::null_mut();
+        check(unsafe {
+            kx_sys::kx_model_create_resnet50(s.p, input_shape.as_ptr(), include_top as i32, classes, &mut p)
+        })?;
+        Ok(Model { p })
+    }
+
+    /// The layers' names, in order.
+    pub fn layer_names(&self) -> Result<Vec<String>> {
+        let n = unsafe { kx_sys::kx_model_num_layers(self.p) };
+        let mut names = Vec::new();
+        for i in 0..n {
+            let mut out = ptr::null_mut();
+            check(unsafe { kx_sys::kx_model_layer_name(self.p, i, &mut out) })?;
+            names.push(unsafe { CStr::from_ptr(out) }.to_string_lossy().into_owned());
+            unsafe { kx_sys::kx_free(out as *mut std::os::raw::c_void) };
+        }
+        Ok(names)
+    }
+
+    /// Freezes (false) or unfreezes a layer by name; it takes effect at the next training step.
+    pub fn set_trainable(&mut self, layer: &str, trainable: bool) -> Result<()> {
+        let c = c_string(layer, "the layer name")?;
+        check(unsafe { kx_sys::kx_model_set_trainable(self.p, c.as_ptr(), trainable as i32) }).map(|_| ())
+    }
+
+    /// Weights the optimizer trains now.
+    pub fn num_trainable_params(&self) -> i64 {
+        unsafe { kx_sys::kx_model_num_trainable_params(self.p) }
+    }
+
+    /// Weights by name from a safetensors file: (loaded, skipped). With skip_mismatch, weights the file
+    /// lacks or holds with another shape keep their values; without, they are an error and nothing changes.
+    pub fn load_weights(&mut self, path: &str, skip_mismatch: bool) -> Result<(i64, i64)> {
+        let c = c_string(path, "the path")?;
+        let flags = if skip_mismatch { kx_sys::KX_LOAD_WEIGHTS_SKIP_MISMATCH } else { 0 };
+        let (mut loaded, mut skipped) = (0i64, 0i64);
+        check(unsafe { kx_sys::kx_model_load_weights(self.p, c.as_ptr(), flags, &mut loaded, &mut skipped) })?;
+        Ok((loaded, skipped))
+    }
+
     pub fn add_flatten(&mut self) -> Result<()> {
         check(unsafe { kx_sys::kx_model_add_flatten(self.p) }).map(|_| ())
     }

@@ -1,5 +1,5 @@
 //! The safe API: training, arrays in and out, files, callbacks, and errors with kx's code and message.
-use kx::{Activation, Callbacks, CompileOptions, Dataset, Error, EventKind, FitOptions, Model, Strategy};
+use kx::{Activation, Callbacks, CompileOptions, Dataset, Error, EventKind, FitOptions, Model, Padding, Strategy};
 
 fn blobs(n: usize, seed: u64) -> (Vec<f32>, Vec<f32>) {
     // A small xorshift generator: the tests need no crates.
@@ -142,4 +142,38 @@ fn errors_carry_the_code_and_message() {
     expect(Model::load(&s, "/nonexistent/m.kx").err().unwrap(), -5, "/nonexistent/m.kx");
     assert_eq!(Model::load(&s, "/nonexistent/m.kx").err().unwrap().name(), "KX_E_IO");
     m.fit(&mut dataset(32, 8), &FitOptions::default(), None).unwrap();
+}
+
+#[test]
+fn cnn_layers_frozen_layers_and_weights_by_name() {
+    let s = Strategy::default().unwrap();
+    let cnn = |classes: i64| {
+        let mut m = Model::sequential(&s, &[8, 8, 2]).unwrap();
+        m.add_zero_padding2d(1, 1, 1, 1).unwrap();
+        m.add_conv2d(4, (3, 3), 1, Padding::Valid, Activation::Linear).unwrap();
+        m.add_batch_norm(0.99, 1e-3).unwrap();
+        m.add_activation(Activation::Relu).unwrap();
+        m.add_average_pool2d((2, 2), (0, 0)).unwrap();
+        m.add_global_average_pool2d().unwrap();
+        m.add_dense(classes, Activation::Softmax).unwrap();
+        m.compile(&CompileOptions::default()).unwrap();
+        m
+    };
+    let mut m = cnn(3);
+    assert_eq!(m.layer_names().unwrap()[2], "batch_normalization");
+    m.set_trainable("conv2d", false).unwrap();
+    assert_eq!(m.num_trainable_params(), 4 * 2 + 4 * 3 + 3);
+    let x: Vec<f32> = (0..32 * 128).map(|i| (i % 11) as f32 / 11.0).collect();
+    let y: Vec<f32> = (0..32).map(|i| (i % 3) as f32).collect();
+    let mut d = Dataset::from_arrays(&x, &[32, 8, 8, 2], &y, &[32]).unwrap();
+    m.fit(&mut d, &FitOptions::default(), None).unwrap();
+    let dir = std::env::temp_dir().join(format!("kx-rust-cnn-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("base.kx");
+    m.save(path.to_str().unwrap()).unwrap();
+    let mut other = cnn(5);
+    assert!(other.load_weights(path.to_str().unwrap(), false).is_err());
+    assert_eq!(other.load_weights(path.to_str().unwrap(), true).unwrap(), (6, 2));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(Model::resnet50(&s, [224, 224, 3], true, 1000).unwrap().num_params(), 25636712);
 }
