@@ -88,7 +88,6 @@ void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
 
   auto layer = core::make_layer(spec);
   Shape out = layer->build_inputs(in_shapes);
-  require(!layer->aliases_input() || inputs.size() == 1, Status::Internal, "a reshape with several inputs");
   bounded_elements(out, "the output of layer \"" + spec.name + "\"");
   int64_t count = 0;
   for (const auto& p : layer->params()) count += bounded_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");

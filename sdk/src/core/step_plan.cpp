@@ -106,15 +106,16 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
 void StepPlan::backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
                         float batch_share) {
   const size_t L = net.layers.size();
+  std::vector<const float*> xs;
   for (size_t i = L; i-- > 0;) {
     if (!grad_[i + 1]) continue;  // nothing before this layer trains
     const Layer& layer = *net.layers[i];
+    xs.clear();
+    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
     LayerContext c;
     c.be = &be;
     c.rows = rows;
-    c.x = act_[static_cast<size_t>(net.inputs[i].front())];
-    std::vector<const float*> xs;
-    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
+    c.x = xs.front();
     c.xs = xs.data();
     c.y = act_[i + 1];
     c.dy = grad_[i + 1];
