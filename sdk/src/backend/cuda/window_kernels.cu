@@ -60,6 +60,25 @@ __global__ void max_pool_forward_kernel(Window2d g, int64_t rows, const float* x
   }
 }
 
+// Calls f(i, j, a, b) for every window (i, j) that covers input position (yy, xx) of a pooling
+// window g (no padding), at offset (a, b) inside it, in window order.
+template <class F>
+__device__ void for_each_covering_window(const Window2d& g, int64_t yy, int64_t xx, F f) {
+  for (int64_t a = 0; a < g.k_h; ++a) {
+    const int64_t ty = yy - a;
+    if (ty < 0 || ty % g.stride_h) continue;
+    const int64_t i = ty / g.stride_h;
+    if (i >= g.out_h) continue;
+    for (int64_t b = 0; b < g.k_w; ++b) {
+      const int64_t tx = xx - b;
+      if (tx < 0 || tx % g.stride_w) continue;
+      const int64_t j = tx / g.stride_w;
+      if (j >= g.out_w) continue;
+      f(i, j, a, b);
+    }
+  }
+}
+
 // Each input position gathers dy of every window whose first maximum it holds.
 __global__ void max_pool_backward_kernel(Window2d g, int64_t rows, const float* x, const float* y, const float* dy,
                                          float* dx) {
@@ -67,34 +86,24 @@ __global__ void max_pool_backward_kernel(Window2d g, int64_t rows, const float* 
     const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
     const int64_t r = e / (g.channels * g.in_w * g.in_h);
     float sum = 0;
-    for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t ty = yy - a;
-      if (ty < 0 || ty % g.stride_h) continue;
-      const int64_t i = ty / g.stride_h;
-      if (i >= g.out_h) continue;
-      for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t tx = xx - b;
-        if (tx < 0 || tx % g.stride_w) continue;
-        const int64_t j = tx / g.stride_w;
-        if (j >= g.out_w) continue;
-        const int64_t out = ((r * g.out_h + i) * g.out_w + j) * g.channels + c;
-        const float m = y[out];
-        // Is (a, b) the first position of window (i, j) that holds its maximum?
-        bool first = true;
-        for (int64_t a2 = 0; a2 < g.k_h && first; ++a2)
-          for (int64_t b2 = 0; b2 < g.k_w; ++b2) {
-            if (a2 == a && b2 == b) {
-              a2 = g.k_h;  // reached (a, b): nothing before it holds the maximum
-              break;
-            }
-            if (x[((r * g.in_h + i * g.stride_h + a2) * g.in_w + j * g.stride_w + b2) * g.channels + c] == m) {
-              first = false;
-              break;
-            }
+    for_each_covering_window(g, yy, xx, [&](int64_t i, int64_t j, int64_t a, int64_t b) {
+      const int64_t out = ((r * g.out_h + i) * g.out_w + j) * g.channels + c;
+      const float m = y[out];
+      // Is (a, b) the first position of window (i, j) that holds its maximum?
+      bool first = true;
+      for (int64_t a2 = 0; a2 < g.k_h && first; ++a2)
+        for (int64_t b2 = 0; b2 < g.k_w; ++b2) {
+          if (a2 == a && b2 == b) {
+            a2 = g.k_h;  // reached (a, b): nothing before it holds the maximum
+            break;
           }
-        if (first && x[e] == m) sum += dy[out];
-      }
-    }
+          if (x[((r * g.in_h + i * g.stride_h + a2) * g.in_w + j * g.stride_w + b2) * g.channels + c] == m) {
+            first = false;
+            break;
+          }
+        }
+      if (first && x[e] == m) sum += dy[out];
+    });
     dx[e] = sum;
   }
 }
@@ -119,19 +128,9 @@ __global__ void avg_pool_backward_kernel(Window2d g, int64_t rows, const float* 
     const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
     const int64_t r = e / (g.channels * g.in_w * g.in_h);
     float sum = 0;
-    for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t ty = yy - a;
-      if (ty < 0 || ty % g.stride_h) continue;
-      const int64_t i = ty / g.stride_h;
-      if (i >= g.out_h) continue;
-      for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t tx = xx - b;
-        if (tx < 0 || tx % g.stride_w) continue;
-        const int64_t j = tx / g.stride_w;
-        if (j >= g.out_w) continue;
-        sum += dy[((r * g.out_h + i) * g.out_w + j) * g.channels + c] * inv;
-      }
-    }
+    for_each_covering_window(g, yy, xx, [&](int64_t i, int64_t j, int64_t, int64_t) {
+      sum += dy[((r * g.out_h + i) * g.out_w + j) * g.channels + c] * inv;
+    });
     dx[e] = sum;
   }
 }
