@@ -21,6 +21,22 @@ void require_not_compiled(const kx_model* m, const char* function) {
               std::string(function) + ": cannot add a layer to a compiled model");
 }
 
+// Appends spec to m for the C function `function`, with its argument checks.
+kx_status add_layer(kx_model* m, const char* function, const kx::LayerSpec& spec) {
+  return guarded([&] {
+    require_arg(m, "m", function);
+    require_not_compiled(m, function);
+    m->model.add(spec);
+    return KX_OK;
+  });
+}
+
+kx::LayerSpec spec_of(kx::LayerKind kind) {
+  kx::LayerSpec s;
+  s.kind = kind;
+  return s;
+}
+
 }  // namespace
 
 extern "C" {
@@ -203,68 +219,39 @@ void kx_model_destroy(kx_model* m) { std::unique_ptr<kx_model> owned(m); }
 
 kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
                                       int32_t stride_w) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_average_pool2d");
-    require_not_compiled(m, "kx_model_add_average_pool2d");
-    kx::LayerSpec s;
-    s.kind = kx::LayerKind::AveragePooling2D;
-    s.pool_h = pool_h;
-    s.pool_w = pool_w;
-    s.pool_stride_h = stride_h;
-    s.pool_stride_w = stride_w;
-    m->model.add(s);
-    return KX_OK;
-  });
+  kx::LayerSpec s = spec_of(kx::LayerKind::AveragePooling2D);
+  s.pool_h = pool_h;
+  s.pool_w = pool_w;
+  s.pool_stride_h = stride_h;
+  s.pool_stride_w = stride_w;
+  return add_layer(m, "kx_model_add_average_pool2d", s);
 }
 
 kx_status kx_model_add_global_average_pool2d(kx_model* m) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_global_average_pool2d");
-    require_not_compiled(m, "kx_model_add_global_average_pool2d");
-    kx::LayerSpec s;
-    s.kind = kx::LayerKind::GlobalAveragePooling2D;
-    m->model.add(s);
-    return KX_OK;
-  });
+  return add_layer(m, "kx_model_add_global_average_pool2d", spec_of(kx::LayerKind::GlobalAveragePooling2D));
 }
 
 kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_zero_padding2d");
-    require_not_compiled(m, "kx_model_add_zero_padding2d");
-    kx::LayerSpec s;
-    s.kind = kx::LayerKind::ZeroPadding2D;
-    s.pad_top = top;
-    s.pad_bottom = bottom;
-    s.pad_left = left;
-    s.pad_right = right;
-    m->model.add(s);
-    return KX_OK;
-  });
+  kx::LayerSpec s = spec_of(kx::LayerKind::ZeroPadding2D);
+  s.pad_top = top;
+  s.pad_bottom = bottom;
+  s.pad_left = left;
+  s.pad_right = right;
+  return add_layer(m, "kx_model_add_zero_padding2d", s);
 }
 
 kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_batch_norm");
-    require_not_compiled(m, "kx_model_add_batch_norm");
-    kx::LayerSpec s;
-    s.kind = kx::LayerKind::BatchNormalization;
-    s.momentum = momentum;
-    s.epsilon = epsilon;
-    m->model.add(s);
-    return KX_OK;
-  });
+  kx::LayerSpec s = spec_of(kx::LayerKind::BatchNormalization);
+  s.momentum = momentum;
+  s.epsilon = epsilon;
+  return add_layer(m, "kx_model_add_batch_norm", s);
 }
 
 kx_status kx_model_add_activation(kx_model* m, kx_activation act) {
   return guarded([&] {
-    require_arg(m, "m", "kx_model_add_activation");
-    require_not_compiled(m, "kx_model_add_activation");
-    kx::LayerSpec s;
-    s.kind = kx::LayerKind::Activation;
+    kx::LayerSpec s = spec_of(kx::LayerKind::Activation);
     s.activation = checked_activation(act, "kx_model_add_activation");
-    m->model.add(s);
-    return KX_OK;
+    return add_layer(m, "kx_model_add_activation", s);
   });
 }
 

@@ -70,14 +70,12 @@ void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
     spec.name = n == 0 ? stem : stem + "_" + std::to_string(n);
   }
   require(spec.name != net.input_name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\" (the input's)");
-  for (const auto& l : net.layers)
-    require(l->name() != spec.name, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\"");
+  require(net.layer_index(spec.name) < 0, Status::InvalidArgument, "duplicate layer name \"" + spec.name + "\"");
   // The tensors read: the named layers' outputs, or the last layer's (a Sequential model).
   std::vector<int> inputs;
   for (const std::string& from : inbound) {
-    int t = from == net.input_name ? 0 : -1;
-    for (size_t i = 0; i < net.layers.size() && t < 0; ++i)
-      if (net.layers[i]->name() == from) t = static_cast<int>(i + 1);
+    const int layer = net.layer_index(from);
+    const int t = from == net.input_name ? 0 : layer >= 0 ? layer + 1 : -1;
     require(t >= 0, Status::InvalidArgument,
             "layer \"" + spec.name + "\" reads \"" + from + "\", which is not the input or a layer added before it");
     inputs.push_back(t);
@@ -100,23 +98,20 @@ void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   net.shapes.push_back(std::move(out));
 }
 
-void Model::Impl::set_trainable(const std::string& layer, bool trainable) {
-  for (auto& l : net.layers)
-    if (l->name() == layer) {
-      if (l->trainable() != trainable) {
-        l->set_trainable(trainable);
-        ++net.revision;  // step plans and optimizer spans are rebuilt before the next step
-      }
-      return;
-    }
-  fail(Status::InvalidArgument, "the model has no layer \"" + layer + "\"");
+core::Layer& Model::Impl::layer_named(const std::string& name) const {
+  const int i = net.layer_index(name);
+  require(i >= 0, Status::InvalidArgument, "the model has no layer \"" + name + "\"");
+  return *net.layers[static_cast<size_t>(i)];
 }
 
-bool Model::Impl::trainable(const std::string& layer) const {
-  for (const auto& l : net.layers)
-    if (l->name() == layer) return l->trainable();
-  fail(Status::InvalidArgument, "the model has no layer \"" + layer + "\"");
+void Model::Impl::set_trainable(const std::string& layer, bool trainable) {
+  core::Layer& l = layer_named(layer);
+  if (l.trainable() == trainable) return;
+  l.set_trainable(trainable);
+  ++net.revision;  // step plans and optimizer spans are rebuilt before the next step
 }
+
+bool Model::Impl::trainable(const std::string& layer) const { return layer_named(layer).trainable(); }
 
 int64_t Model::Impl::label_size() const {
   return loss_spec.kind == LossKind::SparseCategoricalCrossentropy ? 1 : net.output_size();

@@ -51,6 +51,8 @@ class Model::Impl {
   Impl(Strategy s, Shape input);
 
   void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  // The layer called name; InvalidArgument when there is none.
+  core::Layer& layer_named(const std::string& name) const;
   void set_trainable(const std::string& layer, bool trainable);
   bool trainable(const std::string& layer) const;
   WeightsReport load_weights(const std::string& path, bool skip_mismatch);

@@ -4,6 +4,12 @@
 
 namespace kx::core {
 
+int Network::layer_index(const std::string& name) const {
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (layers[i]->name() == name) return static_cast<int>(i);
+  return -1;
+}
+
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
     if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i)) return false;

@@ -34,6 +34,8 @@ struct Network {
   Activation folded_activation() const {
     return fold_output_activation ? layers.back()->output_activation() : Activation::None;
   }
+  // The index of the layer called `name`, or -1.
+  int layer_index(const std::string& name) const;
   // True when every layer reads just the layer before it (a Keras Sequential model).
   bool is_chain() const;
   // The parameters the optimizer trains (of trainable layers), and the state it updates by
