@@ -103,31 +103,7 @@ class CpuBackend final : public Backend {
     }
     const int64_t rsa = ta == Trans::No ? lda : 1;
     const int64_t csa = ta == Trans::No ? 1 : lda;
-    const int64_t row_blocks = (M + kTileRows - 1) / kTileRows;
-    const int64_t panels = (N + kTileCols - 1) / kTileCols;
-    const int64_t tiles = row_blocks * panels;
-    const int nt = M * N * K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads_, tiles)) : 1;
-    const TileKernel kernel = tile_;
-    // Panel-major tile order: each thread's contiguous share of tiles reuses the same B panels.
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t p = t / row_blocks, rb = t % row_blocks;
-      const int64_t i0 = rb * kTileRows, j0 = p * kTileCols;
-      Tile tile{K,
-                A + i0 * rsa,
-                rsa,
-                csa,
-                B + j0,
-                ldb,
-                C + i0 * ldc + j0,
-                ldc,
-                static_cast<int>(std::min<int64_t>(kTileRows, M - i0)),
-                static_cast<int>(std::min<int64_t>(kTileCols, N - j0)),
-                beta,
-                ep.bias ? ep.bias + j0 : nullptr,
-                relu};
-      kernel(tile);
-    }
+    blocked_gemm({M, N, K, A, rsa, csa, B, ldb, beta, C, ldc, ep.bias, relu}, tile_, threads_, workspace_);
   }
 
   // C = A B^T with the dot-product kernel: no transposed copy of B.
@@ -494,6 +470,7 @@ class CpuBackend final : public Backend {
   TileKernel tile_ = nullptr;
   DotKernel dot_ = nullptr;
   FloatBuffer transposed_;
+  FloatBuffer workspace_;  // partial sums of a GEMM whose K is split
   LossSums sums_;
 };
 

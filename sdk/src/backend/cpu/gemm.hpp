@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "backend/backend.hpp"
+#include "kx/tensor.hpp"
 
 namespace kx::backend::cpu {
 
@@ -47,6 +48,22 @@ inline constexpr int kDotCols = 4;
 using DotKernel = void (*)(const DotTile&);
 // Null when this build or this CPU has no AVX-512 (then B is transposed and the tile kernel used).
 DotKernel dot_avx512();
+
+// C[M, N] = act(A B + beta C + bias) with A(i, k) = A[i * rsa + k * csa] and rows of B contiguous.
+struct GemmProblem {
+  int64_t M, N, K;
+  const float* A;
+  int64_t rsa, csa;
+  const float* B;
+  int64_t ldb;
+  float beta;
+  float* C;
+  int64_t ldc;
+  const float* bias;  // N values, or null
+  bool relu;
+};
+// Runs `p` on up to `threads` threads; `workspace` holds partial sums when K is split.
+void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace);
 
 void tile_portable(const Tile& t);
 // Null when this build or this CPU has no AVX-512.

@@ -8,27 +8,49 @@ namespace kx::backend::cpu {
 namespace {
 // Below this many output values a parallel region costs more than it saves.
 constexpr int64_t kParallelValues = 1 << 14;
+
+// The output columns j of one window tap whose input column j * stride + tap - pad lies inside the
+// input: [lo, hi), empty when none does.
+struct ColumnRange {
+  int64_t lo, hi;
+};
+ColumnRange inside_columns(const Window2d& g, int64_t tap) {
+  const int64_t first = g.pad_left - tap;  // j * stride >= first
+  const int64_t last = g.in_w - 1 + g.pad_left - tap;  // j * stride <= last
+  if (last < 0) return {0, 0};
+  const int64_t lo = first > 0 ? (first + g.stride_w - 1) / g.stride_w : 0;
+  const int64_t hi = std::min(g.out_w, last / g.stride_w + 1);
+  return {std::min(lo, hi), hi};
+}
+
 }  // namespace
 
 void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int threads) {
-  const int64_t C = g.channels, patch = g.patch(), positions = rows * g.out_h * g.out_w;
-  const int nt = positions * patch >= kParallelValues ? threads : 1;
+  const int64_t C = g.channels, patch = g.patch(), lines = rows * g.out_h;
+  const int nt = lines * g.out_w * patch >= kParallelValues ? threads : 1;
+  // One output row of one sample per iteration, one window tap at a time: the input columns a tap
+  // reads are a contiguous range, so the loops carry no bounds tests (which cost more than the copy
+  // itself when there are few channels, as for grey images).
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t p = 0; p < positions; ++p) {
-    const int64_t r = p / (g.out_h * g.out_w), i = (p / g.out_w) % g.out_h, j = p % g.out_w;
+  for (int64_t line = 0; line < lines; ++line) {
+    const int64_t r = line / g.out_h, i = line % g.out_h;
     const float* sample = x + r * g.in_h * g.in_w * C;
-    float* out = col + p * patch;
+    float* out = col + line * g.out_w * patch;
     for (int64_t a = 0; a < g.k_h; ++a) {
       const int64_t y = i * g.stride_h + a - g.pad_top;
+      const bool row_inside = y >= 0 && y < g.in_h;
       for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t xcol = j * g.stride_w + b - g.pad_left;
         float* dst = out + (a * g.k_w + b) * C;
-        // Plain loops, not memcpy: with few channels (1 for grey images) a call per copy dominates.
-        if (y < 0 || y >= g.in_h || xcol < 0 || xcol >= g.in_w) {
-          for (int64_t c = 0; c < C; ++c) dst[c] = 0.0f;
+        const ColumnRange in = row_inside ? inside_columns(g, b) : ColumnRange{0, 0};
+        for (int64_t j = 0; j < in.lo; ++j) std::fill(dst + j * patch, dst + j * patch + C, 0.0f);
+        for (int64_t j = in.hi; j < g.out_w; ++j) std::fill(dst + j * patch, dst + j * patch + C, 0.0f);
+        if (in.lo == in.hi) continue;
+        const float* src = sample + (y * g.in_w + in.lo * g.stride_w + b - g.pad_left) * C;
+        const int64_t step = g.stride_w * C;
+        if (C == 1) {
+          for (int64_t j = in.lo; j < in.hi; ++j, src += step) dst[j * patch] = *src;
         } else {
-          const float* src = sample + (y * g.in_w + xcol) * C;
-          for (int64_t c = 0; c < C; ++c) dst[c] = src[c];
+          for (int64_t j = in.lo; j < in.hi; ++j, src += step) std::copy(src, src + C, dst + j * patch);
         }
       }
     }
@@ -43,21 +65,24 @@ void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int th
   for (int64_t r = 0; r < rows; ++r) {
     float* sample = dx + r * sample_size;
     std::memset(sample, 0, static_cast<size_t>(sample_size) * sizeof(float));
-    for (int64_t i = 0; i < g.out_h; ++i)
-      for (int64_t j = 0; j < g.out_w; ++j) {
-        const float* in = col + ((r * g.out_h + i) * g.out_w + j) * patch;
-        for (int64_t a = 0; a < g.k_h; ++a) {
-          const int64_t y = i * g.stride_h + a - g.pad_top;
-          if (y < 0 || y >= g.in_h) continue;
-          for (int64_t b = 0; b < g.k_w; ++b) {
-            const int64_t xcol = j * g.stride_w + b - g.pad_left;
-            if (xcol < 0 || xcol >= g.in_w) continue;
-            float* dst = sample + (y * g.in_w + xcol) * C;
-            const float* src = in + (a * g.k_w + b) * C;
-            for (int64_t c = 0; c < C; ++c) dst[c] += src[c];
+    for (int64_t i = 0; i < g.out_h; ++i) {
+      const float* line = col + (r * g.out_h + i) * g.out_w * patch;
+      for (int64_t a = 0; a < g.k_h; ++a) {
+        const int64_t y = i * g.stride_h + a - g.pad_top;
+        if (y < 0 || y >= g.in_h) continue;
+        for (int64_t b = 0; b < g.k_w; ++b) {
+          const ColumnRange in = inside_columns(g, b);
+          const float* src = line + (a * g.k_w + b) * C;
+          float* dst = sample + (y * g.in_w + in.lo * g.stride_w + b - g.pad_left) * C;
+          const int64_t step = g.stride_w * C;
+          for (int64_t j = in.lo; j < in.hi; ++j, dst += step) {
+            const float* s = src + j * patch;
+#pragma omp simd
+            for (int64_t c = 0; c < C; ++c) dst[c] += s[c];
           }
         }
       }
+    }
   }
 }
 
@@ -79,11 +104,55 @@ void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y,
   }
 }
 
+namespace {
+
+constexpr int64_t kPoolLanes = 16;  // channels per step: one AVX-512 vector, four NEON ones
+
+// Routes one window's dy to the first position (in window order) holding the maximum, for n channels
+// from c0 (n < kPoolLanes); Lanes = kPoolLanes fixes n at compile time, so the loops become whole vectors.
+template <int64_t Lanes, bool Tiled>
+void route_window_max(const Window2d& g, int64_t n, int64_t i, int64_t j, int64_t c0, const float* xs,
+                      const float* m, const float* d, float* dxs) {
+  if constexpr (Lanes > 0) n = Lanes;
+  float left[kPoolLanes];  // dy not yet routed
+  for (int64_t c = 0; c < n; ++c) left[c] = d[c];
+  for (int64_t a = 0; a < g.k_h; ++a)
+    for (int64_t b = 0; b < g.k_w; ++b) {
+      const int64_t at = ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * g.channels + c0;
+      const float* __restrict xv = xs + at;
+      float* __restrict dv = dxs + at;
+      // Branch-free: which position holds the maximum is data, and unpredictable.
+#pragma omp simd
+      for (int64_t c = 0; c < n; ++c) {
+        const float take = static_cast<float>(xv[c] == m[c]) * left[c];
+        if constexpr (Tiled)
+          dv[c] = take;
+        else
+          dv[c] += take;
+        left[c] -= take;
+      }
+    }
+}
+
+template <bool Tiled>
+void route_sample_max(const Window2d& g, int64_t r, const float* xs, const float* y, const float* dy, float* dxs) {
+  const int64_t C = g.channels;
+  for (int64_t i = 0; i < g.out_h; ++i)
+    for (int64_t j = 0; j < g.out_w; ++j) {
+      const int64_t p = ((r * g.out_h + i) * g.out_w + j) * C;
+      int64_t c0 = 0;
+      for (; c0 + kPoolLanes <= C; c0 += kPoolLanes)
+        route_window_max<kPoolLanes, Tiled>(g, kPoolLanes, i, j, c0, xs, y + p + c0, dy + p + c0, dxs);
+      if (c0 < C) route_window_max<0, Tiled>(g, C - c0, i, j, c0, xs, y + p + c0, dy + p + c0, dxs);
+    }
+}
+
+}  // namespace
+
 void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy, float* dx,
                        int threads) {
   const int64_t C = g.channels, sample_size = g.in_h * g.in_w * C;
   const int nt = rows * sample_size >= kParallelValues ? threads : 1;
-  constexpr int64_t kBlock = 64;  // channels handled together, vectorised along the channel axis
   // Windows that tile the input (stride = pool size, Keras's default) touch each input once: they can
   // write dx instead of adding to it, and only the rows and columns no window covers need zeros.
   const bool tiled = g.stride_h == g.k_h && g.stride_w == g.k_w;
@@ -95,47 +164,17 @@ void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const fl
     float* dxs = dx + r * sample_size;
     if (!tiled) {
       std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
-    } else {
-      for (int64_t i = 0; i < g.in_h; ++i) {
-        float* row = dxs + i * g.in_w * C;
-        if (i >= covered_h)
-          std::memset(row, 0, static_cast<size_t>(g.in_w * C) * sizeof(float));
-        else if (covered_w < g.in_w)
-          std::memset(row + covered_w * C, 0, static_cast<size_t>((g.in_w - covered_w) * C) * sizeof(float));
-      }
+      route_sample_max<false>(g, r, xs, y, dy, dxs);
+      continue;
     }
-    for (int64_t i = 0; i < g.out_h; ++i)
-      for (int64_t j = 0; j < g.out_w; ++j) {
-        const int64_t p = (r * g.out_h + i) * g.out_w + j;
-        for (int64_t c0 = 0; c0 < C; c0 += kBlock) {
-          const int64_t n = std::min(kBlock, C - c0);
-          const float* m = y + p * C + c0;
-          float pending[kBlock];  // dy not yet routed: the first maximum in window order takes it
-          std::copy(dy + p * C + c0, dy + p * C + c0 + n, pending);
-          for (int64_t a = 0; a < g.k_h; ++a)
-            for (int64_t b = 0; b < g.k_w; ++b) {
-              const int64_t at = ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C + c0;
-              const float* __restrict xv = xs + at;
-              float* __restrict dv = dxs + at;
-              // Branch-free: which position holds the maximum is data, and unpredictable.
-              if (tiled) {
-#pragma omp simd
-                for (int64_t c = 0; c < n; ++c) {
-                  const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
-                  dv[c] = take;
-                  pending[c] -= take;
-                }
-              } else {
-#pragma omp simd
-                for (int64_t c = 0; c < n; ++c) {
-                  const float take = static_cast<float>(xv[c] == m[c]) * pending[c];
-                  dv[c] += take;
-                  pending[c] -= take;
-                }
-              }
-            }
-        }
-      }
+    for (int64_t i = 0; i < g.in_h; ++i) {
+      float* row = dxs + i * g.in_w * C;
+      if (i >= covered_h)
+        std::memset(row, 0, static_cast<size_t>(g.in_w * C) * sizeof(float));
+      else if (covered_w < g.in_w)
+        std::memset(row + covered_w * C, 0, static_cast<size_t>((g.in_w - covered_w) * C) * sizeof(float));
+    }
+    route_sample_max<true>(g, r, xs, y, dy, dxs);
   }
 }
 

@@ -1,0 +1,120 @@
+// The blocked GEMM driver: splits C into register tiles, orders them for cache reuse, splits a long K
+// into passes (or, with too few tiles to share between threads, into slices summed afterwards), and
+// shares the tiles between threads. Every tile and every slice is computed over K in the same order
+// by one thread, so the result does not depend on the thread count.
+#include <omp.h>
+
+#include <algorithm>
+
+#include "backend/cpu/gemm.hpp"
+
+namespace kx::backend::cpu {
+namespace {
+
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr int64_t kParallelFlops = 1 << 16;
+// K is cut into passes only when a tile's rows of A over the whole K would not fit in L1 (and C is
+// small enough to revisit): a pass's rows of A and of B then stay in the caches between the tiles
+// that reuse them. Below that, passes would only change the rounding.
+constexpr int64_t kLongK = 1024;
+constexpr int64_t kPassDepth = 256;
+constexpr int64_t kRevisitableC = 128 * 1024;  // floats of C (512 KB) worth reading once per pass
+// B's rows of one pass that fit in a core's L2 cache: then every row block sweeps all panels while
+// its rows of A are in L1; otherwise each panel sweeps all row blocks while the panel is in cache.
+constexpr int64_t kCachedB = 128 * 1024;  // floats (512 KB)
+// Too few tiles to keep the threads busy: K is cut into slices of this depth, computed in parallel
+// into a workspace and summed in slice order.
+constexpr int64_t kFewTiles = 8;
+constexpr int64_t kSliceDepth = 4096;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct TileGrid {
+  int64_t row_blocks, panels;
+  bool rows_outer;
+  int64_t tiles() const { return row_blocks * panels; }
+  // Row block and panel of the t-th tile in the chosen order.
+  std::pair<int64_t, int64_t> at(int64_t t) const {
+    return rows_outer ? std::pair{t / panels, t % panels} : std::pair{t % row_blocks, t / row_blocks};
+  }
+};
+
+// Runs `kernel` over the grid's tiles [first, last) for k in [k0, k0 + depth).
+void run_tiles(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, int64_t first, int64_t last, int64_t k0,
+               int64_t depth, float* C, int64_t ldc, float beta, bool epilogue) {
+  for (int64_t t = first; t < last; ++t) {
+    const auto [rb, panel] = grid.at(t);
+    const int64_t i0 = rb * kTileRows, j0 = panel * kTileCols;
+    Tile tile{depth,
+              p.A + i0 * p.rsa + k0 * p.csa,
+              p.rsa,
+              p.csa,
+              p.B + k0 * p.ldb + j0,
+              p.ldb,
+              C + i0 * ldc + j0,
+              ldc,
+              static_cast<int>(std::min<int64_t>(kTileRows, p.M - i0)),
+              static_cast<int>(std::min<int64_t>(kTileCols, p.N - j0)),
+              beta,
+              epilogue && p.bias ? p.bias + j0 : nullptr,
+              epilogue && p.relu};
+    kernel(tile);
+  }
+}
+
+// C = A B with K cut into slices: slice s goes to workspace block s, then the blocks are summed in order.
+void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, int threads,
+                 FloatBuffer& workspace) {
+  const int64_t slices = ceil_div(p.K, kSliceDepth), depth = ceil_div(p.K, slices), block = p.M * p.N;
+  if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
+  float* parts = workspace.data();
+  const int64_t items = slices * grid.tiles();
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t item = 0; item < items; ++item) {
+    const int64_t s = item / grid.tiles(), t = item % grid.tiles();
+    const int64_t k0 = s * depth;
+    run_tiles(p, grid, kernel, t, t + 1, k0, std::clamp<int64_t>(p.K - k0, 0, depth), parts + s * block, p.N, 0.0f, false);
+  }
+  const int64_t rows = p.M;
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * p.N * slices >= kParallelFlops)
+  for (int64_t i = 0; i < rows; ++i) {
+    float* c = p.C + i * p.ldc;
+    for (int64_t j = 0; j < p.N; ++j) {
+      float v = parts[i * p.N + j];
+      for (int64_t s = 1; s < slices; ++s) v += parts[s * block + i * p.N + j];
+      if (p.beta != 0.0f) v += p.beta * c[j];
+      if (p.bias) v += p.bias[j];
+      if (p.relu) v = std::max(v, 0.0f);
+      c[j] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
+  if (p.M <= 0 || p.N <= 0) return;
+  TileGrid grid{ceil_div(p.M, kTileRows), ceil_div(p.N, kTileCols), true};
+  const bool revisit_c = p.M * p.N <= kRevisitableC;
+  const int64_t passes = revisit_c && p.K > kLongK ? ceil_div(p.K, kPassDepth) : 1;
+  const int64_t depth = ceil_div(std::max<int64_t>(p.K, 1), passes);
+  grid.rows_outer = depth * p.N <= kCachedB;
+  const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::max<int64_t>(1, threads)) : 1;
+
+  if (nt > 1 && grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth)
+    return sliced_gemm(p, grid, kernel, nt, workspace);
+  const int threads_used = static_cast<int>(std::min<int64_t>(nt, grid.tiles()));
+  // Each thread owns a contiguous range of tiles through every pass: no barrier between passes.
+#pragma omp parallel num_threads(threads_used) if (threads_used > 1)
+  {
+    const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
+    const int64_t first = grid.tiles() * id / n, last = grid.tiles() * (id + 1) / n;
+    for (int64_t pass = 0; pass < passes; ++pass) {
+      const int64_t k0 = pass * depth;
+      run_tiles(p, grid, kernel, first, last, k0, std::clamp<int64_t>(p.K - k0, 0, depth), p.C, p.ldc, pass == 0 ? p.beta : 1.0f,
+                pass + 1 == passes);
+    }
+  }
+}
+
+}  // namespace kx::backend::cpu
