@@ -66,6 +66,24 @@ void check_all_shapes(CpuGemm choice) {
 }
 
 TEST(Gemm, BuiltinKernelMatchesFloat64) { check_all_shapes(CpuGemm::Builtin); }
+
+// A long K is cut into passes (small C) or, with too few tiles to share, into slices summed afterwards:
+// the convolution weight gradients' shapes. Both must match float64 and not depend on the thread count.
+TEST(Gemm, LongProductsMatchFloat64AndDoNotDependOnTheThreadCount) {
+  const auto one = backend::make_cpu_backend(1, CpuGemm::Builtin);
+  const auto two = backend::make_cpu_backend(2, CpuGemm::Builtin);
+  uint32_t seed = 500;
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{40, 64, 3000}, {9, 32, 9000}, {17, 5, 8193}}) {
+    check_gemm(*two, Trans::Yes, Trans::No, M, N, K, 0.0f, false, false, seed);
+    check_gemm(*two, Trans::No, Trans::No, M, N, K, 1.0f, true, true, seed + 1);
+    const auto A = test::random_floats(K * M, seed + 2), B = test::random_floats(K * N, seed + 3);
+    std::vector<float> c1(M * N), c2(M * N);
+    one->gemm(Trans::Yes, Trans::No, M, N, K, A.data(), M, B.data(), N, 0.0f, c1.data(), N, {});
+    two->gemm(Trans::Yes, Trans::No, M, N, K, A.data(), M, B.data(), N, 0.0f, c2.data(), N, {});
+    EXPECT_EQ(c1, c2) << M << "x" << N << "x" << K;
+    seed += 4;
+  }
+}
 TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas); }
 
 TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {

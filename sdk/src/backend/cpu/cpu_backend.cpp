@@ -197,19 +197,27 @@ class CpuBackend final : public Backend {
   }
 
   void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
-    // Column blocks per thread; each column summed in row order, so the result does not depend on
-    // the thread count.
-    constexpr int64_t kBlock = 64;
-    const int64_t blocks = (cols + kBlock - 1) / kBlock;
-#pragma omp parallel for num_threads(threads_) if (rows * cols >= kParallelElements)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t j0 = b * kBlock, j1 = std::min(cols, j0 + kBlock);
-      for (int64_t j = j0; j < j1; ++j) db[j] = 0.0f;
-      for (int64_t r = 0; r < rows; ++r) {
+    // Column sums over fixed chunks of rows, in parallel, then the chunks' sums added in chunk order:
+    // the result does not depend on the thread count.
+    constexpr int64_t kChunkRows = 512;
+    const int64_t chunks = std::max<int64_t>(1, (rows + kChunkRows - 1) / kChunkRows);
+    if (workspace_.size() < static_cast<size_t>(chunks * cols)) workspace_.resize(static_cast<size_t>(chunks * cols));
+    float* parts = workspace_.data();
+#pragma omp parallel for num_threads(threads_) schedule(static) if (chunks > 1 && rows * cols >= kParallelElements)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      float* sum = parts + ch * cols;
+      std::fill(sum, sum + cols, 0.0f);
+      for (int64_t r = ch * kChunkRows; r < std::min(rows, (ch + 1) * kChunkRows); ++r) {
         const float* row = dz + r * cols;
 #pragma omp simd
-        for (int64_t j = j0; j < j1; ++j) db[j] += row[j];
+        for (int64_t j = 0; j < cols; ++j) sum[j] += row[j];
       }
+    }
+    std::copy(parts, parts + cols, db);
+    for (int64_t ch = 1; ch < chunks; ++ch) {
+      const float* sum = parts + ch * cols;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) db[j] += sum[j];
     }
   }
 
@@ -470,7 +478,7 @@ class CpuBackend final : public Backend {
   TileKernel tile_ = nullptr;
   DotKernel dot_ = nullptr;
   FloatBuffer transposed_;
-  FloatBuffer workspace_;  // partial sums of a GEMM whose K is split
+  FloatBuffer workspace_;  // partial sums: of a GEMM whose K is split, of bias gradients
   LossSums sums_;
 };
 

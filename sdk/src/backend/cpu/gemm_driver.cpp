@@ -69,7 +69,7 @@ void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, 
   if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
   float* parts = workspace.data();
   const int64_t items = slices * grid.tiles();
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
   for (int64_t item = 0; item < items; ++item) {
     const int64_t s = item / grid.tiles(), t = item % grid.tiles();
     const int64_t k0 = s * depth;
@@ -101,7 +101,7 @@ void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuf
   grid.rows_outer = depth * p.N <= kCachedB;
   const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::max<int64_t>(1, threads)) : 1;
 
-  if (nt > 1 && grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth)
+  if (grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth)  // whatever the thread count: same sums
     return sliced_gemm(p, grid, kernel, nt, workspace);
   const int threads_used = static_cast<int>(std::min<int64_t>(nt, grid.tiles()));
   // Each thread owns a contiguous range of tiles through every pass: no barrier between passes.

@@ -99,6 +99,7 @@ void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y,
     for (int64_t a = 0; a < g.k_h; ++a)
       for (int64_t b = 0; b < g.k_w; ++b) {
         const float* in = sample + ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C;
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
       }
   }
