@@ -8,13 +8,10 @@ foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_MPI KX_WITH_BLAS)
   set(${opt} ${_v})
 endforeach()
 
-# NCCL and MPI come with later versions; asking for them now is an error rather than a silent
-# build without them.
-foreach(opt KX_WITH_NCCL KX_WITH_MPI)
-  if(${opt} STREQUAL "ON")
-    message(FATAL_ERROR "${opt}=ON: this version of kx has no such backend yet")
-  endif()
-endforeach()
+# MPI comes with a later version; asking for it now is an error rather than a silent build without it.
+if(KX_WITH_MPI STREQUAL "ON")
+  message(FATAL_ERROR "KX_WITH_MPI=ON: this version of kx has no such backend yet")
+endif()
 
 # The CUDA backend module (libkx_cuda.so): CUDA 13 from /usr/local/cuda unless CMAKE_CUDA_COMPILER
 # says otherwise. AUTO builds it when nvcc works; ON fails without it.

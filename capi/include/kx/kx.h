@@ -105,8 +105,9 @@ KX_API kx_status kx_strategy_create_default(kx_strategy** out);
  * the replicas, sums their gradients in replica order (a run is bitwise repeatable) and applies the
  * same update on each, so N replicas train like one device on the same global batch. CPU replicas
  * share the strategy's threads (kx_strategy_set_num_threads) between them.
- * This version trains several replicas only when they share one device (CPU replicas, or logical
- * replicas of one GPU); a model created on replicas of distinct GPUs is KX_E_UNSUPPORTED.
+ * Replicas that share one device sum in process; replicas each on a GPU of its own sum through NCCL,
+ * whose libnccl.so.2 is opened when such a model is compiled (kx_model_compile is KX_E_UNSUPPORTED
+ * without it). A model on both kinds at once ({"cuda:0", "cuda:0", "cuda:1"}) is KX_E_UNSUPPORTED.
  * Errors: KX_E_INVALID_ARGUMENT for an unknown name, a NULL entry or CPU and GPU replicas mixed,
  * KX_E_DEVICE for a device that is not present. */
 KX_API kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,

@@ -14,7 +14,7 @@
 
 namespace kx::backend {
 
-inline constexpr int kInterfaceVersion = 3;
+inline constexpr int kInterfaceVersion = 4;
 
 class Backend;
 

@@ -99,4 +99,12 @@ std::unique_ptr<Backend> CudaModule::create_backend(int index) const {
   return be;
 }
 
+std::unique_ptr<distribute::Collective> CudaModule::create_collective(const std::vector<Backend*>& replicas) const {
+  require(api_ != nullptr, Status::Device, "no CUDA backend module (" + status_ + ")");
+  std::unique_ptr<distribute::Collective> c =
+      api_->create_collective(replicas.data(), static_cast<int>(replicas.size()), kHostServices);
+  require(c != nullptr, Status::Device, "the CUDA module created no collective");
+  return c;
+}
+
 }  // namespace kx::backend

@@ -3,9 +3,11 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/module_api.hpp"
+#include "distribute/collective.hpp"
 
 namespace kx::backend {
 
@@ -23,6 +25,8 @@ class CudaModule {
   std::string describe_device(int index) const;
   // Status::Device when the module has no such device.
   std::unique_ptr<Backend> create_backend(int index) const;
+  // NCCL between backends this module created, one per distinct GPU, in replica order.
+  std::unique_ptr<distribute::Collective> create_collective(const std::vector<Backend*>& replicas) const;
 
  private:
   const ModuleApi* api_ = nullptr;

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "backend/backend.hpp"
+#include "distribute/collective.hpp"
 
 namespace kx::backend {
 
@@ -22,6 +23,10 @@ struct ModuleApi {
   void (*describe_device)(int index, char* buf, size_t buf_len);
   // A backend on device `index`, with its own stream; errors go through host.raise.
   std::unique_ptr<Backend> (*create_backend)(int index, const HostServices& host);
+  // The all-reduce between backends this module created on distinct devices (NCCL), one per replica
+  // in replica order; errors (no NCCL, a device named twice) go through host.raise.
+  std::unique_ptr<distribute::Collective> (*create_collective)(Backend* const* replicas, int count,
+                                                               const HostServices& host);
 };
 
 // The module exports one C function of this name, returning its ModuleApi.

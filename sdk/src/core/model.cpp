@@ -51,12 +51,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
   bounded_elements(input, "the input shape");
-  // Replicas that share a memory (CPU replicas, logical replicas of one GPU) sum their gradients in
-  // process; replicas on distinct GPUs need NCCL, which this version does not have yet.
-  for (const Device& d : strategy.replicas())
-    require(d == strategy.replicas().front(), Status::Unsupported,
-            "this version of kx trains several replicas only on one device (replicas on " +
-                strategy.replicas().front().name() + " and " + d.name() + "); NCCL for distinct GPUs is not there yet");
+  distribute::require_supported_replicas(strategy.replicas());
   net.shapes.push_back(std::move(input));
 }
 
@@ -158,8 +153,10 @@ void Model::Impl::compile(const CompileOptions& o) {
     if (adam) r.slot_v = r.be->allocate(bytes);
   }
   if (n > 1) {
+    std::vector<backend::Backend*> backends;
+    for (Replica& r : built) backends.push_back(r.be.get());
     pool_ = std::make_unique<distribute::ReplicaPool>(n);
-    collective_ = distribute::make_in_process_collective(n);
+    collective_ = distribute::make_collective(strategy.replicas(), backends);
   }
   replicas = std::move(built);
   options = o;

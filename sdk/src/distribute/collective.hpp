@@ -3,8 +3,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/backend.hpp"
+#include "kx/device.hpp"
 
 namespace kx::distribute {
 
@@ -20,5 +22,12 @@ class Collective {
 // Replicas that are threads of this process and share one memory: CPU replicas, or logical replicas
 // of one GPU. Each sums its share of the buffer with its own backend.
 std::unique_ptr<Collective> make_in_process_collective(int replicas);
+
+// Status::Unsupported unless the devices are all one device or each a distinct GPU.
+void require_supported_replicas(const std::vector<Device>& devices);
+// The collective for replicas on `devices` with these backends (null for one replica): in process
+// when all share one device, NCCL (through the CUDA module) when each has a GPU of its own.
+std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices,
+                                            const std::vector<backend::Backend*>& replicas);
 
 }  // namespace kx::distribute

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
@@ -77,6 +78,7 @@ class CudaBackend final : public Backend {
     check(host_, cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync");
   }
   void set_tf32(bool on) override { gemm_->set_tf32(on); }
+  ReplicaStream replica_stream() const { return {device_, stream_}; }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
@@ -275,9 +277,15 @@ std::unique_ptr<Backend> create_backend(int index, const HostServices& host) {
   return std::make_unique<CudaBackend>(index, host);
 }
 
-constexpr ModuleApi kApi{kInterfaceVersion, &device_count, &describe_device, &create_backend};
+constexpr ModuleApi kApi{kInterfaceVersion, &device_count, &describe_device, &create_backend, &create_collective};
 
 }  // namespace
+
+ReplicaStream replica_stream(Backend& be, const HostServices& host) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&be);
+  if (!cuda) raise(host, Status::Misuse, "a collective between GPUs was given a backend of another kind");
+  return cuda->replica_stream();
+}
 }  // namespace kx::backend::cuda
 
 extern "C" __attribute__((visibility("default"))) const kx::backend::ModuleApi* kx_backend_module_v2() {

@@ -1,0 +1,126 @@
+// All-reduce between replicas on distinct GPUs of one process through NCCL: one communicator per
+// GPU from ncclCommInitAll, each used by its replica's own thread on the replica's stream (NCCL's
+// "multiple threads, each provided with a comm object"). The sum is enqueued on the stream like any
+// kernel, so the optimizer that follows waits for it on the device, not on the host.
+//
+// libnccl is opened at run time: a machine without NCCL still trains on one GPU, and says what is
+// missing only when several GPUs are asked for.
+#include <dlfcn.h>
+
+#include <string>
+#include <vector>
+
+#include "backend/cuda/cuda_backend.hpp"
+#include "backend/cuda/cuda_check.hpp"
+#include "distribute/collective.hpp"
+
+#ifdef KX_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+namespace kx::backend::cuda {
+
+#ifdef KX_HAVE_NCCL
+namespace {
+
+// The few NCCL entry points kx uses, resolved from libnccl.so.2.
+struct NcclLibrary {
+  decltype(&ncclCommInitAll) comm_init_all = nullptr;
+  decltype(&ncclCommDestroy) comm_destroy = nullptr;
+  decltype(&ncclAllReduce) all_reduce = nullptr;
+  decltype(&ncclGetErrorString) error_string = nullptr;
+
+  // Loads NCCL once per process; the library stays loaded (its communicators' threads need it).
+  static const NcclLibrary& load(const HostServices& host) {
+    static const NcclLibrary lib = open();
+    if (!lib.all_reduce)
+      raise(host, Status::Unsupported,
+            "replicas on several GPUs need NCCL, and libnccl.so.2 could not be loaded (" + lib.why +
+                "); install NCCL 2 or train on one GPU");
+    return lib;
+  }
+
+ private:
+  std::string why;
+
+  static NcclLibrary open() {
+    NcclLibrary lib;
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!h) {
+      const char* e = dlerror();
+      lib.why = e ? e : "not found";
+      return lib;
+    }
+    lib.comm_init_all = reinterpret_cast<decltype(lib.comm_init_all)>(dlsym(h, "ncclCommInitAll"));
+    lib.comm_destroy = reinterpret_cast<decltype(lib.comm_destroy)>(dlsym(h, "ncclCommDestroy"));
+    lib.all_reduce = reinterpret_cast<decltype(lib.all_reduce)>(dlsym(h, "ncclAllReduce"));
+    lib.error_string = reinterpret_cast<decltype(lib.error_string)>(dlsym(h, "ncclGetErrorString"));
+    if (!lib.comm_init_all || !lib.comm_destroy || !lib.error_string) lib.all_reduce = nullptr;
+    if (!lib.all_reduce) lib.why = "libnccl.so.2 lacks ncclCommInitAll, ncclAllReduce or ncclCommDestroy";
+    return lib;
+  }
+};
+
+class NcclCollective final : public distribute::Collective {
+ public:
+  NcclCollective(Backend* const* replicas, int count, const HostServices& host)
+      : host_(host), nccl_(NcclLibrary::load(host)) {
+    std::vector<int> devices;
+    for (int k = 0; k < count; ++k) {
+      streams_.push_back(replica_stream(*replicas[k], host));
+      for (int d : devices)
+        if (d == streams_.back().device)
+          raise(host, Status::Unsupported,
+                "NCCL needs one replica per GPU, and cuda:" + std::to_string(d) + " is named twice");
+      devices.push_back(streams_.back().device);
+    }
+    comms_.resize(static_cast<size_t>(count));
+    check_nccl(nccl_.comm_init_all(comms_.data(), count, devices.data()), "ncclCommInitAll");
+  }
+
+  ~NcclCollective() override {
+    for (size_t k = 0; k < comms_.size(); ++k) {
+      cudaSetDevice(streams_[k].device);
+      cudaStreamSynchronize(streams_[k].stream);  // no sum may still use the communicator
+      if (comms_[k]) nccl_.comm_destroy(comms_[k]);
+    }
+  }
+
+  void all_reduce_sum(int replica, Backend&, float* buffer, int64_t n) override {
+    const ReplicaStream& r = streams_[static_cast<size_t>(replica)];
+    check(host_, cudaSetDevice(r.device), "cudaSetDevice");
+    check_nccl(nccl_.all_reduce(buffer, buffer, static_cast<size_t>(n), ncclFloat32, ncclSum,
+                                comms_[static_cast<size_t>(replica)], r.stream),
+               "ncclAllReduce of the gradients");
+  }
+
+ private:
+  void check_nccl(ncclResult_t r, const char* what) const {
+    if (r == ncclSuccess) return;
+    const Status s = r == ncclInvalidArgument || r == ncclInvalidUsage ? Status::Internal : Status::Device;
+    raise(host_, s, std::string(what) + ": " + nccl_.error_string(r));
+  }
+
+  const HostServices& host_;
+  const NcclLibrary& nccl_;
+  std::vector<ReplicaStream> streams_;
+  std::vector<ncclComm_t> comms_;
+};
+
+}  // namespace
+
+std::unique_ptr<distribute::Collective> create_collective(Backend* const* replicas, int count,
+                                                          const HostServices& host) {
+  return std::make_unique<NcclCollective>(replicas, count, host);
+}
+
+#else
+
+std::unique_ptr<distribute::Collective> create_collective(Backend* const*, int, const HostServices& host) {
+  raise(host, Status::Unsupported,
+        "replicas on several GPUs need NCCL, and this build of the CUDA module was made without nccl.h");
+}
+
+#endif
+
+}  // namespace kx::backend::cuda
