@@ -15,3 +15,13 @@ ctest --test-dir build-gpu -R "Cuda|Mirrored" --output-on-failure > "$out/cuda_t
 tail -25 "$out/cuda_tests.txt"
 timeout 300 ./build-gpu/bench/bench_gpu --steps "${BENCH_STEPS:-500}" > "$out/bench_gpu.txt" 2>&1
 cat "$out/bench_gpu.txt"
+# Mirrored overhead on the GPU: two logical replicas of cuda:0 against one; NCCL across two GPUs
+# when the machine has them.
+timeout 300 ./build-gpu/bench/bench_mirrored --data "$KX_FASHION_MNIST_DIR" --devices cuda:0,cuda:0 --steps 500 \
+  > "$out/bench_mirrored_gpu.txt" 2>&1
+cat "$out/bench_mirrored_gpu.txt"
+if [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ]; then
+  timeout 300 ./build-gpu/bench/bench_mirrored --data "$KX_FASHION_MNIST_DIR" --devices cuda:0,cuda:1 --steps 500 \
+    > "$out/bench_mirrored_nccl.txt" 2>&1
+  cat "$out/bench_mirrored_nccl.txt"
+fi
