@@ -103,6 +103,15 @@ TEST(Checkpoint, UncompiledModelsCannotBeSaved) {
   EXPECT_EQ(test::status_of([&] { Model::load(Strategy::default_strategy(), dir.path.string()); }), Status::Io);
 }
 
+TEST(Checkpoint, AFailedSaveLeavesNoTemporaryFileBehind) {
+  Model m = toy_model();
+  TempDir dir;
+  std::filesystem::create_directory(dir / "taken");  // the rename onto a directory fails
+  EXPECT_EQ(test::status_of([&] { m.save(dir / "taken"); }), Status::Io);
+  EXPECT_FALSE(std::filesystem::exists(dir / "taken.tmp"));
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "taken"));
+}
+
 TEST(Checkpoint, EveryTruncationAndEveryBitFlipIsRejectedAsCorrupt) {
   TempDir dir;
   Model m = toy_model(1, 4);

@@ -10,6 +10,7 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cuda_resources.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
 #include "backend/module_api.hpp"
@@ -21,9 +22,8 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendati
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, const HostServices& host) : host_(host), device_(device) {
-    check(host_, cudaSetDevice(device_), "cudaSetDevice");
-    check(host_, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  CudaBackend(int device, const HostServices& host)
+      : host_(host), device_(device), stream_(device, host), host_sums_(2, host) {
     // Memory handed back to the pool stays there for the next allocation instead of going back to
     // the driver: plans reallocated between fit and evaluate cost no cudaMalloc.
     check(host_, cudaDeviceGetDefaultMemPool(&pool_, device_), "cudaDeviceGetDefaultMemPool");
@@ -32,20 +32,14 @@ class CudaBackend final : public Backend {
     workspace_ = allocate(kWorkspaceBytes);
     sums_ = allocate(2 * sizeof(double));
     partials_ = allocate(2 * sizeof(double) * kLossMaxBlocks);
-    check(host_, cudaMallocHost(&host_sums_, 2 * sizeof(double)), "cudaMallocHost");
     gemm_ = std::make_unique<LtGemm>(host_, workspace_.data<void>(), kWorkspaceBytes);
   }
 
+  // The members go in reverse order: the GEMM plans, the device buffers (freed on the stream), the
+  // pinned sums, and last the stream, once its work has finished.
   ~CudaBackend() override {
     cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
-    gemm_.reset();
-    workspace_.reset();
-    sums_.reset();
-    partials_.reset();
-    cudaFreeHost(host_sums_);
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
   }
 
   std::string gemm_kernel_name() const override { return gemm_->tf32() ? "cublasLt (tf32)" : "cublasLt (fp32)"; }
@@ -110,7 +104,7 @@ class CudaBackend final : public Backend {
   }
   LossSums take_loss_sums() override {
     use_device();
-    check(host_, cudaMemcpyAsync(host_sums_, sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+    check(host_, cudaMemcpyAsync(host_sums_.get(), sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
           "reading the loss");
     check(host_, cudaMemsetAsync(sums_.data(), 0, 2 * sizeof(double), stream_), "cudaMemsetAsync");
     check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
@@ -244,10 +238,10 @@ class CudaBackend final : public Backend {
 
   const HostServices& host_;
   int device_;
-  cudaStream_t stream_ = nullptr;
+  OwnedStream stream_;
+  PinnedArray<double> host_sums_;
   cudaMemPool_t pool_ = nullptr;
   DeviceBuffer workspace_, sums_, partials_;
-  double* host_sums_ = nullptr;
   std::unique_ptr<LtGemm> gemm_;
 };
 
