@@ -73,7 +73,8 @@ void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, 
   for (int64_t item = 0; item < items; ++item) {
     const int64_t s = item / grid.tiles(), t = item % grid.tiles();
     const int64_t k0 = s * depth;
-    run_tiles(p, grid, kernel, t, t + 1, k0, std::clamp<int64_t>(p.K - k0, 0, depth), parts + s * block, p.N, 0.0f, false);
+    const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, depth);
+    run_tiles(p, grid, kernel, t, t + 1, k0, kn, parts + s * block, p.N, 0.0f, false);
   }
   const int64_t rows = p.M;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows * p.N * slices >= kParallelFlops)
@@ -111,8 +112,8 @@ void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuf
     const int64_t first = grid.tiles() * id / n, last = grid.tiles() * (id + 1) / n;
     for (int64_t pass = 0; pass < passes; ++pass) {
       const int64_t k0 = pass * depth;
-      run_tiles(p, grid, kernel, first, last, k0, std::clamp<int64_t>(p.K - k0, 0, depth), p.C, p.ldc, pass == 0 ? p.beta : 1.0f,
-                pass + 1 == passes);
+      const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, depth);
+      run_tiles(p, grid, kernel, first, last, k0, kn, p.C, p.ldc, pass == 0 ? p.beta : 1.0f, pass + 1 == passes);
     }
   }
 }
