@@ -72,6 +72,7 @@ void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int th
         if (y < 0 || y >= g.in_h) continue;
         for (int64_t b = 0; b < g.k_w; ++b) {
           const ColumnRange in = inside_columns(g, b);
+          if (in.lo == in.hi) continue;
           const float* src = line + (a * g.k_w + b) * C;
           float* dst = sample + (y * g.in_w + in.lo * g.stride_w + b - g.pad_left) * C;
           const int64_t step = g.stride_w * C;
