@@ -124,7 +124,9 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{7, 6, 2, 5, 3, 2, 2, Padding::Same, Activation::Relu, "same_stride2_relu"},
                       ConvCase{5, 5, 1, 3, 5, 5, 1, Padding::Same, Activation::Tanh, "same_5x5_tanh"},
                       ConvCase{8, 7, 3, 2, 1, 1, 2, Padding::Valid, Activation::Sigmoid, "pointwise_stride2"},
-                      ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Relu, "pointwise_no_columns"}),
+                      ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Relu, "pointwise_no_columns"},
+                      // Taps that see no input column at all (input narrower than the padding).
+                      ConvCase{3, 1, 2, 2, 5, 5, 2, Padding::Same, Activation::None, "same_5x5_narrow_input"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MaxPooling2dLayer, ForwardIsTheWindowMaxAndBackwardRoutesToIt) {
