@@ -25,8 +25,9 @@ std::unique_ptr<Collective> make_in_process_collective(int replicas);
 
 // Status::Unsupported unless the devices are all one device or each a distinct GPU.
 void require_supported_replicas(const std::vector<Device>& devices);
-// The collective for replicas on `devices` with these backends (null for one replica): in process
-// when all share one device, NCCL (through the CUDA module) when each has a GPU of its own.
+// The collective for replicas on `devices` (already accepted by require_supported_replicas) with these
+// backends, null for one replica: in process when all share one device, NCCL (through the CUDA
+// module) when each has a GPU of its own.
 std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices,
                                             const std::vector<backend::Backend*>& replicas);
 

@@ -37,7 +37,6 @@ void require_supported_replicas(const std::vector<Device>& devices) {
 
 std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices,
                                             const std::vector<backend::Backend*>& replicas) {
-  require_supported_replicas(devices);
   if (replicas.size() < 2) return nullptr;
   if (all_same(devices)) return make_in_process_collective(static_cast<int>(replicas.size()));
   return backend::CudaModule::load().create_collective(replicas);
