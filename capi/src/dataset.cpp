@@ -1,4 +1,7 @@
 // kx_dataset_*: construction and the pipeline settings.
+#include <algorithm>
+#include <cstdint>
+
 #include "capi/src/handles.hpp"
 
 using kx::capi::guarded;
@@ -94,6 +97,19 @@ kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches) {
   return guarded([&] {
     require_arg(d, "d", "kx_dataset_prefetch");
     d->dataset.prefetch(batches);
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, float* variance, size_t n) {
+  return guarded([&] {
+    const char* function = "kx_dataset_feature_moments";
+    require_arg(d, "d", function);
+    require_arg(mean, "mean", function);
+    require_arg(variance, "variance", function);
+    const kx::FeatureMoments m = d->dataset.feature_moments(static_cast<int64_t>(std::min<size_t>(n, INT64_MAX)));
+    std::copy(m.mean.begin(), m.mean.end(), mean);
+    std::copy(m.variance.begin(), m.variance.end(), variance);
     return KX_OK;
   });
 }

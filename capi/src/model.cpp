@@ -247,6 +247,21 @@ kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon) {
   return add_layer(m, "kx_model_add_batch_norm", s);
 }
 
+kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n) {
+  return guarded([&] {
+    const char* function = "kx_model_add_normalization";
+    require_arg(m, "m", function);
+    require_arg(mean, "mean", function);
+    require_arg(variance, "variance", function);
+    require_not_compiled(m, function);
+    kx::LayerSpec s = spec_of(kx::LayerKind::Normalization);
+    s.mean.assign(mean, mean + n);
+    s.variance.assign(variance, variance + n);
+    m->model.add(s);
+    return KX_OK;
+  });
+}
+
 kx_status kx_model_add_activation(kx_model* m, kx_activation act) {
   return guarded([&] {
     kx::LayerSpec s = spec_of(kx::LayerKind::Activation);

@@ -672,6 +672,42 @@ static void test_files_and_checkpoints(kx_strategy* s, const char* dir) {
   kx_dataset_destroy(d);
 }
 
+/* Normalization from the training data's moments (Keras's adapt), and the errors of both calls. */
+static void test_normalization(kx_strategy* s) {
+  enum { N = 5 };
+  float x[N * 2 * 2], y[N] = {0, 1, 0, 1, 0}, mean[2] = {-1, -1}, var[2] = {-1, -1};
+  const float zero = 0.0f, negative = -1.0f, three[3] = {0.0f, 1.0f, 2.0f};
+  const int64_t xs[4] = {N, 2, 2}, ys[1] = {N}, shape[2] = {2, 2};
+  double want_mean[2] = {0, 0}, want_var[2] = {0, 0};
+  kx_dataset* d = NULL;
+  kx_model* m = NULL;
+  int i;
+  for (i = 0; i < N * 4; ++i) x[i] = (float)((i * 5) % 7) + (i % 2 ? 10.0f : 0.0f);
+  for (i = 0; i < N * 4; ++i) want_mean[i % 2] += x[i] / (2.0 * N);
+  for (i = 0; i < N * 4; ++i) want_var[i % 2] += (x[i] - want_mean[i % 2]) * (x[i] - want_mean[i % 2]) / (2.0 * N);
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 3, y, KX_DTYPE_F32, ys, 1, &d));
+  EXPECT_OK(kx_dataset_feature_moments(d, mean, var, 2));
+  for (i = 0; i < 2; ++i) EXPECT(fabs(mean[i] - want_mean[i]) < 1e-5 && fabs(var[i] - want_var[i]) < 1e-4);
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_feature_moments(d, mean, var, 3));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_feature_moments(NULL, mean, var, 2));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_dataset_feature_moments(d, NULL, var, 2));
+  EXPECT_OK(kx_model_create_sequential(s, shape, 2, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_normalization(m, NULL, var, 2));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_normalization(m, mean, var, 0));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_normalization(m, three, three, 3)); /* 2 channels */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_normalization(m, &zero, &negative, 1));
+  EXPECT(kx_model_num_layers(m) == 0);
+  EXPECT_OK(kx_model_add_normalization(m, mean, var, 2));
+  EXPECT_OK(kx_model_add_flatten(m));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  EXPECT(kx_model_num_params(m) == 4 + 4 * 2 + 2);
+  EXPECT(kx_model_num_trainable_params(m) == 4 * 2 + 2);
+  EXPECT_OK(kx_model_compile(m, NULL));
+  EXPECT_OK(kx_fit(m, d, NULL, NULL, NULL));
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -688,6 +724,7 @@ int main(int argc, char** argv) {
   test_files_and_checkpoints(s, dir);
   test_cnn(s);
   test_cnn_layers_and_transfer(s, dir);
+  test_normalization(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -1,8 +1,9 @@
-// Datasets: conversion, take/skip, shuffle, batch, and IDX files (plain, gzip, broken).
+// Datasets: conversion, take/skip, shuffle, batch, feature moments, and IDX files (plain, gzip, broken).
 #include <gtest/gtest.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -84,6 +85,33 @@ TEST(Dataset, SmallShuffleBufferOnlyMovesSamplesLocally) {
   const auto o = d.order(0);
   for (size_t i = 0; i < o.size(); ++i) EXPECT_LE(o[i], static_cast<int64_t>(i) + 9);  // can't come early
   EXPECT_EQ(std::set<int64_t>(o.begin(), o.end()).size(), o.size());
+}
+
+TEST(Dataset, FeatureMomentsArePerChannelOrOverAllValuesOfTheDatasetsOwnSamples) {
+  // Samples of shape (2 positions, 3 channels), far from zero so that a one-pass variance would lose digits.
+  const int64_t n = 50, P = 2, C = 3;
+  std::vector<float> x = test::random_floats(n * P * C, 3, 1000.0f, 1001.0f), y(n, 0.0f);
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, P, C}, y.data(), DType::F32, {n}).skip(10).take(30);
+  auto moments = [&](int64_t channels) {  // float64, over samples 10..39
+    std::vector<double> mean(channels, 0.0), var(channels, 0.0);
+    const int64_t count = 30 * P * C / channels;
+    for (int64_t i = 10 * P * C; i < 40 * P * C; ++i) mean[i % channels] += x[i] / static_cast<double>(count);
+    for (int64_t i = 10 * P * C; i < 40 * P * C; ++i)
+      var[i % channels] += std::pow(x[i] - mean[i % channels], 2) / static_cast<double>(count);
+    return std::make_pair(mean, var);
+  };
+  for (int64_t channels : {C, int64_t{1}}) {
+    const FeatureMoments got = d.feature_moments(channels);
+    const auto [mean, var] = moments(channels);
+    ASSERT_EQ(got.mean.size(), static_cast<size_t>(channels));
+    ASSERT_EQ(got.variance.size(), static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      EXPECT_NEAR(got.mean[c], mean[c], 1e-4 * std::fabs(mean[c]));
+      EXPECT_NEAR(got.variance[c], var[c], 1e-5 * var[c]) << "channel " << c;
+    }
+  }
+  EXPECT_EQ(test::status_of([&] { d.feature_moments(2); }), Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] { d.take(0).feature_moments(1); }), Status::InvalidArgument);
 }
 
 TEST(Dataset, BatchesKeepOrDropTheRemainder) {

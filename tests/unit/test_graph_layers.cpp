@@ -1,5 +1,5 @@
 // The layers added for convolutional and non-sequential models (pooling, padding, batch
-// normalisation, Add, Concatenate, Activation): forward against a float64 reference, backward
+// normalisation, Normalization, Add, Concatenate, Activation): forward against a float64 reference, backward
 // against finite differences of that reference, one layer at a time on the CPU backend.
 #include <gtest/gtest.h>
 
@@ -265,6 +265,72 @@ TEST(BatchNormalizationLayer, InferenceAndFrozenUseTheMovingStatistics) {
         EXPECT_NEAR(dx[r * C + k], dy[r * C + k] * scale, 1e-5);
       }
   }
+}
+
+// Keras's Normalization in float64: (x - mean) / max(sqrt(variance), 1e-7) per channel.
+Vec normalization_reference(const Vec& x, const std::vector<float>& mean, const std::vector<float>& var, int64_t C) {
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i % static_cast<size_t>(C);
+    y[i] = (x[i] - mean[c]) / std::max(std::sqrt(static_cast<double>(var[c])), 1e-7);
+  }
+  return y;
+}
+
+TEST(NormalizationLayer, SubtractsTheMeanAndDividesByTheStandardDeviationPerChannel) {
+  const int64_t rows = 3, H = 2, W = 3, C = 4;
+  LayerSpec s = spec_of(LayerKind::Normalization, "norm");
+  s.mean = test::random_floats(C, 5);
+  s.variance = test::random_floats(C, 6, 0.2f, 3.0f);
+  auto layer = core::make_layer(s);
+  layer->build({H, W, C});
+  const auto params = layer->params();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_FALSE(params[0].trainable);
+  EXPECT_FALSE(params[1].trainable);
+  std::vector<float> w = s.mean;
+  w.insert(w.end(), s.variance.begin(), s.variance.end());
+  EXPECT_EQ(params[0].values, s.mean);
+  EXPECT_EQ(params[1].values, s.variance);
+  const Checked r = check_layer(
+      *layer, {{H, W, C}}, rows, w,
+      [&](const std::vector<Vec>& x, const Vec&) { return normalization_reference(x[0], s.mean, s.variance, C); },
+      1e-4, false);
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(r.dw[i], 0.0f) << "the statistics are not trained";
+}
+
+TEST(NormalizationLayer, OneValueStandsForEveryChannelAndZeroVarianceDividesBy1e7) {
+  const int64_t rows = 2, C = 3;
+  LayerSpec s = spec_of(LayerKind::Normalization, "norm");
+  s.mean = {0.25f};
+  s.variance = {0.0f};
+  auto layer = core::make_layer(s);
+  layer->build({C});
+  ASSERT_EQ(layer->params()[0].values, std::vector<float>(C, 0.25f));
+  const std::vector<float> mean(C, 0.25f), var(C, 0.0f);
+  std::vector<float> w = mean;
+  w.insert(w.end(), var.begin(), var.end());
+  check_layer(*layer, {{C}}, rows, w,
+              [&](const std::vector<Vec>& x, const Vec&) { return normalization_reference(x[0], mean, var, C); }, 1e-4,
+              false);
+}
+
+TEST(NormalizationLayer, RejectsStatisticsThatDoNotFit) {
+  auto make = [](std::vector<float> mean, std::vector<float> var, Shape in) {
+    return test::status_of([&] {
+      LayerSpec s = spec_of(LayerKind::Normalization, "norm");
+      s.mean = std::move(mean);
+      s.variance = std::move(var);
+      core::make_layer(s)->build(in);
+    });
+  };
+  EXPECT_EQ(make({0.5f, 0.5f}, {1.0f, 1.0f}, {4, 4, 2}), Status::Ok);
+  EXPECT_EQ(make({0.5f, 0.5f}, {1.0f, 1.0f}, {4, 4, 3}), Status::InvalidArgument);  // 2 values, 3 channels
+  EXPECT_EQ(make({0.5f}, {1.0f, 1.0f}, {2}), Status::InvalidArgument);             // counts differ
+  EXPECT_EQ(make({}, {}, {2}), Status::InvalidArgument);
+  EXPECT_EQ(make({0.5f}, {-1.0f}, {2}), Status::InvalidArgument);
+  EXPECT_EQ(make({NAN}, {1.0f}, {2}), Status::InvalidArgument);
+  EXPECT_EQ(make({0.5f}, {INFINITY}, {2}), Status::InvalidArgument);
 }
 
 TEST(MergeLayers, AddSumsItsInputs) {

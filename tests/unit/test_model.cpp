@@ -305,6 +305,42 @@ TEST(Model, JsonRoundTripsTheArchitecture) {
   EXPECT_EQ(again.output_shape(), Shape({5}));
 }
 
+TEST(Model, NormalizationKeepsItsStatisticsThroughJsonWeightsAndTraining) {
+  const FeatureMoments stats{{0.1f, -0.2f, 0.3f}, {1.0f, 4.0f, 0.25f}};
+  auto build = [&] {
+    Model m = Model::sequential(Strategy::default_strategy(), {4, 4, 3});
+    m.add_normalization(stats);
+    m.add_flatten();
+    m.add_dense(2, Activation::Softmax);
+    return m;
+  };
+  Model m = build();
+  EXPECT_EQ(m.num_params(), 6 + 48 * 2 + 2);
+  EXPECT_EQ(m.num_trainable_params(), 48 * 2 + 2);
+  const std::string text = m.to_json();
+  EXPECT_NE(text.find("\"class_name\": \"Normalization\""), std::string::npos) << text;
+  Model copy = Model::from_json(Strategy::default_strategy(), text);
+  EXPECT_EQ(copy.to_json(), text);
+  // Compiled, the statistics are the first weights; training leaves them as they are.
+  m.compile(CompileOptions{});
+  copy.compile(CompileOptions{});
+  const std::vector<float> expected = {0.1f, -0.2f, 0.3f, 1.0f, 4.0f, 0.25f};
+  const std::vector<float> before = m.get_weights();
+  EXPECT_EQ(std::vector<float>(before.begin(), before.begin() + 6), expected);
+  EXPECT_EQ(copy.get_weights(), before);
+  const std::vector<float> x = test::random_floats(64 * 48, 3);
+  std::vector<float> y(64);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 2);
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {64, 4, 4, 3}, y.data(), DType::F32, {64});
+  d.batch(16, false);
+  FitOptions fo;
+  fo.epochs = 2;
+  ASSERT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+  const std::vector<float> after = m.get_weights();
+  EXPECT_EQ(std::vector<float>(after.begin(), after.begin() + 6), expected);
+  EXPECT_NE(after, before);  // the Dense layer did train
+}
+
 TEST(ProgressBar, FormatsLinesAsKerasDoes) {
   const core::Metrics m = {{"accuracy", 0.88841}, {"loss", 0.38304}, {"val_accuracy", 0.9574}, {"val_loss", 0.1361}};
   EXPECT_EQ(core::ProgressBar::format_line(1, false, 1563, 1563, 7.2, m),

@@ -167,8 +167,8 @@ KX_API kx_status kx_model_add_dropout(kx_model* m, float rate);
 /* A model from a JSON config: a "Sequential" one, or a "Functional" graph as Keras's model.to_json()
  * writes it (layers with their inbound layers, Keras 2 or Keras 3 notation; one input, one output,
  * each layer called once). Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
- * GlobalAveragePooling2D, ZeroPadding2D, BatchNormalization, Add, Concatenate, Activation, Flatten,
- * Dropout; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
+ * GlobalAveragePooling2D, ZeroPadding2D, BatchNormalization, Normalization, Add, Concatenate,
+ * Activation, Flatten, Dropout; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
  * unknown layer or inbound name, a cycle, a layer that does not lead to the output, shapes that do
  * not fit), KX_E_UNSUPPORTED (several inputs or outputs, shared layers, settings kx lacks). */
 KX_API kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);
@@ -274,6 +274,11 @@ KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int3
 KX_API kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
 /* Batches to prepare ahead of the step (0 = none). Errors: NULL, negative. */
 KX_API kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
+/* What Keras's Normalization.adapt() computes, for kx_model_add_normalization: the mean and the
+ * biased variance of d's x over all of d's samples and every position of a sample, per channel (n =
+ * the size of x's last axis) or over all values (n = 1), summed in float64. mean and variance receive
+ * n floats each (caller-owned). Errors: NULL, another n, an empty dataset. */
+KX_API kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, float* variance, size_t n);
 /* Samples in d; -1 for NULL. */
 KX_API int64_t kx_dataset_num_samples(const kx_dataset* d);
 KX_API void kx_dataset_destroy(kx_dataset* d);
@@ -404,6 +409,13 @@ KX_API kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t b
  * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
  * outside [0, 1], epsilon <= 0. */
 KX_API kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
+/* Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...): y = (x -
+ * mean) / sqrt(variance) over the last axis, with n values per array: one per channel, or n = 1 for
+ * every channel (kx_dataset_feature_moments finds them from the training data). A variance of 0
+ * divides by 1e-7, as Keras. The arrays are copied; they become the layer's non-trainable weights
+ * "mean" and "variance" (saved with the model, counted by kx_model_num_params). Errors: NULL, n = 0,
+ * n neither 1 nor the channel count, a negative or non-finite value. */
+KX_API kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n);
 /* Activation: y = act(x) as a layer of its own. */
 KX_API kx_status kx_model_add_activation(kx_model* m, kx_activation act);
 

@@ -20,6 +20,11 @@ struct DatasetStorage {
 
 enum class DType { F32 = 0, I32 = 1, I64 = 2, U8 = 3 };
 
+// What Keras's Normalization.adapt() finds: the mean and the (biased) variance of x.
+struct FeatureMoments {
+  std::vector<float> mean, variance;
+};
+
 class Dataset {
  public:
   static constexpr int64_t kDefaultBatch = 32;  // Keras's fit default
@@ -52,6 +57,10 @@ class Dataset {
   // Storage indices of the samples of pass number `pass` (an epoch over the data), in the order they
   // are visited: the shuffle of that pass, or storage order without shuffle.
   std::vector<int64_t> order(uint64_t pass) const;
+  // The moments of x over every sample of this dataset and every position of a sample, per channel
+  // (x's last axis) when `channels` is that axis's size, or over all values when it is 1; summed in
+  // float64. Throws InvalidArgument for another count or an empty dataset.
+  FeatureMoments feature_moments(int64_t channels) const;
   // Storage indices of the samples, unshuffled.
   std::vector<int64_t> in_storage_order() const;
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kx {
 
@@ -20,6 +21,7 @@ enum class LayerKind {
   AveragePooling2D,
   GlobalAveragePooling2D,
   ZeroPadding2D,
+  Normalization,
   BatchNormalization,
   Add,
   Concatenate,
@@ -47,6 +49,8 @@ struct LayerSpec {
   int64_t axis = -1;
   float momentum = 0.99f;      // BatchNormalization (Keras's defaults)
   float epsilon = 1e-3f;       // BatchNormalization
+  // Normalization: the statistics per channel (last axis), or one value for every channel.
+  std::vector<float> mean, variance;
   bool trainable = true;       // false: the layer's weights stay as they are (BatchNormalization then
                                // normalises with its moving statistics, as Keras does)
 };

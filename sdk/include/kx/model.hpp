@@ -74,6 +74,10 @@ class Model {
                   Padding padding = Padding::Valid, Activation act = Activation::None);
   // MaxPooling2D with strides equal to the pool size and "valid" padding (Keras's defaults).
   void add_max_pool2d(int64_t pool_h = 2, int64_t pool_w = 2);
+  // keras.layers.Normalization(mean=..., variance=...) over the last axis: y = (x - mean) /
+  // sqrt(variance), one value per channel or one for every channel. Dataset::feature_moments finds
+  // them (Keras's adapt). The statistics are non-trainable weights of the layer.
+  void add_normalization(const FeatureMoments& moments);
   void add_flatten();
   void add_dropout(float rate);
 

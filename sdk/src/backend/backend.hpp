@@ -137,7 +137,8 @@ class Backend {
   // Per column c of x [rows, cols]: mean[c] and the biased variance var[c] (batch normalisation's
   // statistics over every sample and position of a channel).
   virtual void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) = 0;
-  // y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; beta may be null (0).
+  // y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; gamma may be null (1),
+  // beta null (0).
   virtual void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
                                 float epsilon, const float* gamma, const float* beta, float* y) = 0;
   // The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):

@@ -18,6 +18,7 @@ std::unique_ptr<Layer> make_batch_normalization_layer(const LayerSpec& spec);
 std::unique_ptr<Layer> make_add_layer(const LayerSpec& spec);
 std::unique_ptr<Layer> make_concatenate_layer(const LayerSpec& spec);
 std::unique_ptr<Layer> make_activation_layer(const LayerSpec& spec);
+std::unique_ptr<Layer> make_normalization_layer(const LayerSpec& spec);
 
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
   switch (spec.kind) {
@@ -33,6 +34,7 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec) {
     case LayerKind::Add: return make_add_layer(spec);
     case LayerKind::Concatenate: return make_concatenate_layer(spec);
     case LayerKind::Activation: return make_activation_layer(spec);
+    case LayerKind::Normalization: return make_normalization_layer(spec);
   }
   fail(Status::Internal, "unknown layer kind");
 }
@@ -68,6 +70,14 @@ std::pair<int64_t, int64_t> pair_of(const json::Value& v, const std::string& wha
   const json::Value::Array& a = v.as_array(what);
   require(a.size() == 2, Status::InvalidArgument, what + " needs 2 values");
   return {a[0].as_int(what), a[1].as_int(what)};
+}
+
+// A number or an array of numbers (Normalization's statistics), as float32.
+std::vector<float> floats_of(const json::Value& v, const std::string& what) {
+  if (v.type() == json::Value::Type::Number) return {static_cast<float>(v.as_number(what))};
+  std::vector<float> out;
+  for (const json::Value& e : v.as_array(what)) out.push_back(static_cast<float>(e.as_number(what)));
+  return out;
 }
 
 Padding padding_from(const std::string& s, const std::string& what) {
@@ -164,6 +174,13 @@ LayerSpec layer_spec_from_json(const json::Value& v) {
     spec.kind = LayerKind::Activation;
     const json::Value& act = config.at("activation", what);
     spec.activation = act.is_null() ? Activation::None : activation_from_name(act.as_string(what + " activation"));
+  } else if (cls == "Normalization") {
+    spec.kind = LayerKind::Normalization;
+    if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
+    if (const json::Value* invert = config.find("invert"))
+      require(!invert->as_bool(what + " invert"), Status::Unsupported, what + ": invert true is not supported");
+    spec.mean = floats_of(config.at("mean", what), what + " mean");
+    spec.variance = floats_of(config.at("variance", what), what + " variance");
   } else {
     fail(Status::InvalidArgument, "unknown layer class \"" + cls + "\"");
   }

@@ -13,7 +13,7 @@
 
 namespace kx::core {
 
-enum class Init { GlorotUniform, Zeros, Ones };
+enum class Init { GlorotUniform, Zeros, Ones, Values };
 
 struct ParamSpec {
   std::string name;  // "kernel", "bias"
@@ -23,6 +23,7 @@ struct ParamSpec {
   // False for state the optimizer does not train (batch normalisation's moving statistics): its
   // "gradient" is the step to subtract, written by the layer's backward.
   bool trainable = true;
+  std::vector<float> values{};  // the initial values, for Init::Values
 };
 
 // Everything one call of forward or backward touches, for `rows` samples.

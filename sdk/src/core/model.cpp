@@ -41,6 +41,7 @@ const char* default_name_stem(LayerKind k) {
     case LayerKind::Add: return "add";
     case LayerKind::Concatenate: return "concatenate";
     case LayerKind::Activation: return "activation";
+    case LayerKind::Normalization: return "normalization";
   }
   return "layer";
 }
@@ -193,6 +194,8 @@ void Model::Impl::init_weights(uint64_t seed) {
           const double u = static_cast<double>(core::mix_seed(layer_seed, static_cast<uint64_t>(j)) >> 11) * 0x1.0p-53;
           p[j] = static_cast<float>((2 * u - 1) * limit);
         }
+      } else if (spec.init == core::Init::Values) {
+        std::copy(spec.values.begin(), spec.values.end(), p);
       } else {
         const float value = spec.init == core::Init::Ones ? 1.0f : 0.0f;
         for (int64_t j = 0; j < n; ++j) p[j] = value;
@@ -261,6 +264,13 @@ void Model::add_max_pool2d(int64_t pool_h, int64_t pool_w) {
   s.kind = LayerKind::MaxPooling2D;
   s.pool_h = pool_h;
   s.pool_w = pool_w;
+  add(std::move(s));
+}
+void Model::add_normalization(const FeatureMoments& moments) {
+  LayerSpec s;
+  s.kind = LayerKind::Normalization;
+  s.mean = moments.mean;
+  s.variance = moments.variance;
   add(std::move(s));
 }
 void Model::add_flatten() {

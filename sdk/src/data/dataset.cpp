@@ -121,6 +121,33 @@ int64_t Dataset::batches_per_pass() const {
   return drop_remainder_ ? count_ / batch_size_ : (count_ + batch_size_ - 1) / batch_size_;
 }
 
+FeatureMoments Dataset::feature_moments(int64_t channels) const {
+  const int64_t last = x_shape().empty() ? 1 : x_shape().back();
+  require(channels == 1 || channels == last, Status::InvalidArgument,
+          "feature moments are per channel (" + std::to_string(last) + ") or over all values (1), not " +
+              std::to_string(channels));
+  require(count_ > 0, Status::InvalidArgument, "feature moments of an empty dataset");
+  const int64_t per_sample = num_elements(x_shape());
+  const float* x = storage_->x.data() + begin_ * per_sample;
+  const int64_t n = count_ * per_sample;
+  const auto C = static_cast<size_t>(channels);
+  // Two passes (mean, then squared deviations): no cancellation for data far from zero.
+  std::vector<double> sum(C, 0.0), squares(C, 0.0);
+  for (int64_t i = 0; i < n; ++i) sum[static_cast<size_t>(i % channels)] += x[i];
+  const double per_channel = static_cast<double>(n / channels);
+  for (double& s : sum) s /= per_channel;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i] - sum[static_cast<size_t>(i % channels)];
+    squares[static_cast<size_t>(i % channels)] += d * d;
+  }
+  FeatureMoments m;
+  for (size_t c = 0; c < C; ++c) {
+    m.mean.push_back(static_cast<float>(sum[c]));
+    m.variance.push_back(static_cast<float>(squares[c] / per_channel));
+  }
+  return m;
+}
+
 std::vector<int64_t> Dataset::in_storage_order() const {
   std::vector<int64_t> idx(static_cast<size_t>(count_));
   std::iota(idx.begin(), idx.end(), begin_);

@@ -61,7 +61,7 @@ void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* m
   // y = x * scale + shift per column.
   std::vector<float> scale(static_cast<size_t>(cols)), shift(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c) {
-    const double s = gamma[c] / std::sqrt(static_cast<double>(var[c]) + epsilon);
+    const double s = (gamma ? gamma[c] : 1.0) / std::sqrt(static_cast<double>(var[c]) + epsilon);
     scale[static_cast<size_t>(c)] = static_cast<float>(s);
     shift[static_cast<size_t>(c)] = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
   }

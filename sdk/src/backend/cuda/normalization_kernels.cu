@@ -51,7 +51,7 @@ __global__ void batch_norm_apply_kernel(int64_t rows, int64_t cols, const float*
                                         float* y) {
   KX_GRID_STRIDE(i, rows * cols) {
     const int64_t c = i % cols;
-    const double s = gamma[c] / sqrt(static_cast<double>(var[c]) + epsilon);
+    const double s = (gamma ? gamma[c] : 1.0) / sqrt(static_cast<double>(var[c]) + epsilon);
     const float scale = static_cast<float>(s);
     const float shift = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
     y[i] = __fadd_rn(__fmul_rn(x[i], scale), shift);

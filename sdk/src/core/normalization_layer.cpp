@@ -1,0 +1,92 @@
+// Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...) over the
+// last axis: y = (x - mean) / sqrt(variance) per channel. A variance of 0 divides by 1e-7, as Keras's
+// max(sqrt(variance), epsilon) does (epsilon 1e-14 under the root gives the same there).
+//
+// The statistics are weights the optimizer does not train (Keras keeps those of adapt() as
+// non-trainable weights too), so they travel with the model and its checkpoints and set_weights may
+// replace them. Backward writes a zero step for them and passes dx = dy / sqrt(variance).
+#include <cmath>
+#include <string>
+
+#include "core/layer.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+namespace {
+
+constexpr float kEpsilon = 1e-14f;
+
+class NormalizationLayer final : public Layer {
+ public:
+  using Layer::Layer;
+  const char* class_name() const override { return "Normalization"; }
+
+  Shape build(const Shape& in) override {
+    require_last_axis(spec_, in, class_name());
+    channels_ = in.back();
+    positions_ = num_elements(in) / channels_;
+    const size_t n = spec_.mean.size();
+    require(n == 1 || static_cast<int64_t>(n) == channels_, Status::InvalidArgument,
+            "Normalization layer \"" + name() + "\" has " + std::to_string(n) +
+                " means and variances for an input with " + std::to_string(channels_) +
+                " channels (give one value, or one per channel)");
+    return in;
+  }
+
+  std::vector<ParamSpec> params() const override {
+    return {statistic("mean", spec_.mean), statistic("variance", spec_.variance)};
+  }
+  // Zeros: the mean of the affine map that backward applies to dy.
+  int64_t scratch_floats(int64_t) const override { return channels_; }
+
+  void forward(const LayerContext& c) const override {
+    c.be->batch_norm_apply(c.rows * positions_, channels_, c.x, c.w, c.w + channels_, kEpsilon, nullptr, nullptr,
+                           c.y);
+  }
+
+  void backward(const LayerContext& c) const override {
+    if (c.dw) c.be->fill_zero(2 * static_cast<size_t>(channels_) * sizeof(float), c.dw);
+    if (c.dx)
+      c.be->batch_norm_apply(c.rows * positions_, channels_, c.dy, c.scratch, c.w + channels_, kEpsilon, nullptr,
+                             nullptr, c.dx);
+  }
+
+ protected:
+  void add_config(json::Value& config) const override {
+    config.set("axis", -1);
+    config.set("mean", values_json(spec_.mean));
+    config.set("variance", values_json(spec_.variance));
+    config.set("invert", false);
+  }
+
+ private:
+  // One value per channel; a single given value stands for every channel.
+  ParamSpec statistic(const char* name, const std::vector<float>& given) const {
+    ParamSpec p{name, {channels_}, Init::Values, 0, 0, false};
+    p.values = given.size() == 1 ? std::vector<float>(static_cast<size_t>(channels_), given[0]) : given;
+    return p;
+  }
+  static json::Value values_json(const std::vector<float>& v) {
+    json::Value::Array a;
+    for (float f : v) a.emplace_back(static_cast<double>(f));
+    return json::Value{std::move(a)};
+  }
+
+  int64_t channels_ = 0, positions_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_normalization_layer(const LayerSpec& spec) {
+  require(!spec.mean.empty() && spec.mean.size() == spec.variance.size(), Status::InvalidArgument,
+          "Normalization needs as many variances as means (at least one), got " + std::to_string(spec.mean.size()) +
+              " and " + std::to_string(spec.variance.size()));
+  for (size_t i = 0; i < spec.mean.size(); ++i)
+    require(std::isfinite(spec.mean[i]) && std::isfinite(spec.variance[i]) && spec.variance[i] >= 0,
+            Status::InvalidArgument,
+            "Normalization needs finite means and variances >= 0; value " + std::to_string(i) + " is mean " +
+                std::to_string(spec.mean[i]) + ", variance " + std::to_string(spec.variance[i]));
+  return std::make_unique<NormalizationLayer>(spec);
+}
+
+}  // namespace kx::core
