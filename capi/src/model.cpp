@@ -141,6 +141,8 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
     c.optimizer.beta2 = opt.beta2;
     c.optimizer.epsilon = opt.epsilon;
     c.optimizer.momentum = opt.momentum;
+    c.optimizer.use_ema = opt.use_ema != 0;
+    c.optimizer.ema_momentum = opt.ema_momentum;
     c.loss.kind = static_cast<kx::LossKind>(loss);
     c.loss.from_logits = opt.from_logits != 0;
     c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;

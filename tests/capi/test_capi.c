@@ -6,6 +6,7 @@
  */
 #include <kx/kx.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +434,24 @@ static void test_options_structs(kx_strategy* s) {
   bigger.future = 1;
   EXPECT_ERR(KX_E_UNSUPPORTED, kx_model_compile(m, &bigger.base));
   bigger.future = 0;
+  EXPECT_OK(kx_model_compile(m, &bigger.base));
+  kx_model_destroy(m);
+  /* A struct from before use_ema (a smaller struct_size) still compiles; a bad EMA momentum does not. */
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  memset(&bigger, 0, sizeof bigger);
+  bigger.base.struct_size = (uint32_t)offsetof(kx_compile_options, use_ema);
+  bigger.base.use_ema = 1; /* beyond struct_size: not read */
+  bigger.base.ema_momentum = 7.0;
+  EXPECT_OK(kx_model_compile(m, &bigger.base));
+  kx_model_destroy(m);
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  kx_compile_options_init(&bigger.base, sizeof bigger.base);
+  bigger.base.use_ema = 1;
+  bigger.base.ema_momentum = 1.0;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &bigger.base));
+  bigger.base.ema_momentum = 0.9;
   EXPECT_OK(kx_model_compile(m, &bigger.base));
   kx_model_destroy(m);
 }

@@ -1,8 +1,13 @@
-// SGD (with momentum) and Adam against float64 re-implementations of Keras's update rules.
+// SGD (with momentum) and Adam against float64 re-implementations of Keras's update rules, and
+// Keras's moving average of the weights (use_ema) over a whole fit.
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
 
 #include "backend/backend.hpp"
 #include "kx/error.hpp"
+#include "kx/kx.hpp"
 #include "kx/optimizer.hpp"
 #include "reference.hpp"
 
@@ -69,6 +74,101 @@ TEST(Optimizer, DefaultsAreKeras) {
   EXPECT_THROW(bad.resolved(), Error);
   bad.learning_rate = NAN;
   EXPECT_THROW(bad.resolved(), Error);
+}
+
+// Keeps the weights after every batch.
+class WeightRecorder final : public Callback {
+ public:
+  bool on_event(const Event& e, TrainingControl& control) override {
+    if (e.kind == EventKind::BatchEnd) steps.push_back(control.get_weights());
+    return false;
+  }
+  std::vector<std::vector<float>> steps;
+};
+
+Dataset ema_data() {
+  const int64_t n = 120;
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n * 5), 8);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = x[static_cast<size_t>(i * 5)] > 0 ? 1.0f : 0.0f;
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 5}, y.data(), DType::F32, {n});
+  d.shuffle(n, 4);
+  d.batch(16, false);
+  return d;
+}
+
+Model ema_model(int replicas, bool use_ema) {
+  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), {5});
+  m.add_dense(7, Activation::Tanh);
+  m.add_dense(2, Activation::Softmax);
+  CompileOptions co;
+  co.optimizer.learning_rate = 0.05;
+  co.optimizer.use_ema = use_ema;
+  co.optimizer.ema_momentum = 0.8;
+  co.seed = 5;
+  m.compile(co);
+  return m;
+}
+
+TEST(Optimizer, EmaFollowsKerasAndReplacesTheTrainedWeightsWhenFitEnds) {
+  // The weights a fit without EMA goes through, step by step; EMA must not change them.
+  Dataset d = ema_data();
+  Model plain = ema_model(1, false);
+  auto recorder = std::make_shared<WeightRecorder>();
+  Callbacks cb;
+  cb.add(recorder);
+  FitOptions fo;
+  fo.epochs = 3;
+  ASSERT_EQ(plain.fit(d, fo, &cb, nullptr), Status::Ok);
+  ASSERT_EQ(recorder->steps.size(), 24u);
+  // Keras: the first step copies the weights, then ema = 0.8 ema + 0.2 w.
+  test::Vec ema(recorder->steps[0].begin(), recorder->steps[0].end());
+  for (size_t t = 1; t < recorder->steps.size(); ++t)
+    for (size_t i = 0; i < ema.size(); ++i) ema[i] = 0.8 * ema[i] + 0.2 * recorder->steps[t][i];
+  for (int replicas : {1, 2}) {
+    Dataset d2 = ema_data();
+    Model averaged = ema_model(replicas, true);
+    auto seen = std::make_shared<WeightRecorder>();
+    Callbacks cb2;
+    cb2.add(seen);
+    ASSERT_EQ(averaged.fit(d2, fo, &cb2, nullptr), Status::Ok);
+    ASSERT_EQ(seen->steps.size(), recorder->steps.size());
+    EXPECT_LE(test::relative_difference(seen->steps.back(), recorder->steps.back()), 1e-5) << "training itself is unchanged";
+    const std::vector<float> final_weights = averaged.get_weights();
+    EXPECT_EQ(test::first_mismatch(final_weights, ema, ema.size(), 1e-5), -1) << replicas << " replicas";
+    EXPECT_GT(test::relative_difference(final_weights, plain.get_weights()), 1e-3) << "the average is not the weights";
+  }
+}
+
+TEST(Optimizer, EmaStateTravelsWithCheckpointsAndSavedModels) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("kx-ema-" + std::to_string(::getpid()) + ".kx")).string();
+  Dataset d = ema_data();
+  Model a = ema_model(1, true);
+  FitOptions fo;
+  fo.epochs = 2;
+  ASSERT_EQ(a.fit(d, fo, nullptr, nullptr), Status::Ok);
+  a.save(path);
+  Model b = Model::load(Strategy::default_strategy(), path);
+  std::filesystem::remove(path);
+  EXPECT_TRUE(b.get_weights() == a.get_weights());
+  // Both continue from the same weights and the same average.
+  Dataset d1 = ema_data(), d2 = ema_data();
+  ASSERT_EQ(a.fit(d1, fo, nullptr, nullptr), Status::Ok);
+  ASSERT_EQ(b.fit(d2, fo, nullptr, nullptr), Status::Ok);
+  EXPECT_TRUE(a.get_weights() == b.get_weights());
+}
+
+TEST(Optimizer, EmaMomentumOutsideItsRangeIsRejected) {
+  for (double bad : {1.0, -0.5, static_cast<double>(NAN)}) {
+    OptimizerConfig c;
+    c.use_ema = true;
+    c.ema_momentum = bad;
+    EXPECT_THROW(c.resolved(), Error) << bad;
+  }
+  OptimizerConfig c;
+  c.use_ema = true;
+  EXPECT_DOUBLE_EQ(c.resolved().ema_momentum, 0.99);
 }
 
 }  // namespace

@@ -32,6 +32,17 @@ func (m *Model) AddBatchNorm(momentum, epsilon float32) error {
 	return callErr(func() C.kx_status { return C.kx_model_add_batch_norm(m.p, C.float(momentum), C.float(epsilon)) })
 }
 
+// AddNormalization appends keras.layers.Normalization(mean, variance) over the last axis: one value per
+// channel, or one for every channel (Dataset.FeatureMoments finds them).
+func (m *Model) AddNormalization(mean, variance []float32) error {
+	if len(mean) != len(variance) || len(mean) == 0 {
+		return invalid("AddNormalization: %d means and %d variances (at least one each, as many)", len(mean), len(variance))
+	}
+	return callErr(func() C.kx_status {
+		return C.kx_model_add_normalization(m.p, (*C.float)(&mean[0]), (*C.float)(&variance[0]), C.size_t(len(mean)))
+	})
+}
+
 // AddActivation appends an Activation layer.
 func (m *Model) AddActivation(act Activation) error {
 	return callErr(func() C.kx_status { return C.kx_model_add_activation(m.p, C.kx_activation(act)) })

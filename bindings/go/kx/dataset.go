@@ -96,6 +96,22 @@ func (d *Dataset) Batch(globalBatchSize int64, dropRemainder bool) error {
 // NumSamples is the number of samples.
 func (d *Dataset) NumSamples() int64 { return int64(C.kx_dataset_num_samples(d.p)) }
 
+// FeatureMoments is Keras's Normalization.adapt: the mean and variance of x per channel (channels =
+// x's last axis) or over all values (channels = 1).
+func (d *Dataset) FeatureMoments(channels int) (mean, variance []float32, err error) {
+	if channels <= 0 {
+		return nil, nil, invalid("FeatureMoments: channels must be positive, got %d", channels)
+	}
+	mean, variance = make([]float32, channels), make([]float32, channels)
+	err = callErr(func() C.kx_status {
+		return C.kx_dataset_feature_moments(d.p, (*C.float)(&mean[0]), (*C.float)(&variance[0]), C.size_t(channels))
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return mean, variance, nil
+}
+
 // Close releases the dataset; safe to call twice.
 func (d *Dataset) Close() {
 	if d.p != nil {

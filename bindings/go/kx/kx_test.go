@@ -275,3 +275,45 @@ func TestCNNLayersFrozenLayersAndWeightsByName(t *testing.T) {
 		t.Fatalf("ResNet50 has %d parameters", r.NumParams())
 	}
 }
+
+func TestNormalizationFromTheDataAndAMovingAverageOfTheWeights(t *testing.T) {
+	d := dataset(t, 600, 32)
+	defer d.Close()
+	mean, variance, err := d.FeatureMoments(8)
+	must(t, err)
+	x, _ := blobs(600, 1)
+	for c := 0; c < 8; c++ { // against float64 sums in Go
+		var m, v float64
+		for i := c; i < len(x); i += 8 {
+			m += float64(x[i]) / 600
+		}
+		for i := c; i < len(x); i += 8 {
+			v += (float64(x[i]) - m) * (float64(x[i]) - m) / 600
+		}
+		if math.Abs(float64(mean[c])-m) > 1e-4*math.Max(1, math.Abs(m)) || math.Abs(float64(variance[c])-v) > 1e-4*v {
+			t.Fatalf("channel %d: got %v, %v; want %v, %v", c, mean[c], variance[c], m, v)
+		}
+	}
+	_, _, err = d.FeatureMoments(3)
+	expectError(t, err, ErrInvalidArgument, "per channel")
+	s, err := NewDefaultStrategy()
+	must(t, err)
+	defer s.Close()
+	m, err := NewSequential(s, 8)
+	must(t, err)
+	defer m.Close()
+	expectError(t, m.AddNormalization(mean, variance[:2]), ErrInvalidArgument, "variances")
+	must(t, m.AddNormalization(mean, variance))
+	must(t, m.AddDense(3, Softmax))
+	if m.NumParams() != 16+8*3+3 {
+		t.Fatalf("NumParams %d", m.NumParams())
+	}
+	must(t, m.Compile(CompileOptions{LearningRate: 0.01, Accuracy: true, UseEMA: true, EMAMomentum: 0.5}))
+	_, err = m.Fit(d, FitOptions{Epochs: 3}, nil)
+	must(t, err)
+	_, acc, err := m.Evaluate(d)
+	must(t, err)
+	if acc < 0.95 {
+		t.Fatalf("accuracy %.3f", acc)
+	}
+}

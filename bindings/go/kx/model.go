@@ -57,6 +57,10 @@ type CompileOptions struct {
 	FromLogits            bool
 	Accuracy              bool // the "accuracy" metric
 	Seed                  uint64
+	// UseEMA keeps Keras's moving average of the trained weights, which replaces them when Fit ends;
+	// EMAMomentum 0 means 0.99.
+	UseEMA      bool
+	EMAMomentum float64
 }
 
 // FitOptions are Keras's fit arguments; zero values mean defaults (one epoch, a whole pass, silent).
@@ -159,6 +163,10 @@ func (m *Model) Compile(o CompileOptions) error {
 		co.metrics = C.KX_METRIC_ACCURACY
 	}
 	co.seed = C.uint64_t(o.Seed)
+	if o.UseEMA {
+		co.use_ema = 1
+	}
+	co.ema_momentum = C.double(o.EMAMomentum)
 	return callErr(func() C.kx_status { return C.kx_model_compile(m.p, &co) })
 }
 

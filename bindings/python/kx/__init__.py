@@ -245,6 +245,13 @@ class Dataset(_Handle):
         check(lib.kx_dataset_batch(self.handle, global_batch_size, 1 if drop_remainder else 0))
         return self
 
+    def feature_moments(self, channels=1):
+        """Keras's Normalization.adapt: (mean, variance) lists of x per channel (channels = x's last
+        axis) or over all values (channels = 1)."""
+        mean, variance = (ctypes.c_float * channels)(), (ctypes.c_float * channels)()
+        check(lib.kx_dataset_feature_moments(self.handle, mean, variance, channels))
+        return list(mean), list(variance)
+
     def __len__(self):
         return lib.kx_dataset_num_samples(self.handle)
 
@@ -265,8 +272,10 @@ class Model(_Handle):
         return _capi.take_string(out)
 
     def compile(self, optimizer="adam", learning_rate=0.0, loss="sparse_categorical_crossentropy", metrics=(),
-                from_logits=False, momentum=0.0, beta1=0.0, beta2=0.0, epsilon=0.0, seed=0):
-        """As Keras's compile; zero values mean kx's (Keras's) defaults."""
+                from_logits=False, momentum=0.0, beta1=0.0, beta2=0.0, epsilon=0.0, seed=0, use_ema=False,
+                ema_momentum=0.0):
+        """As Keras's compile; zero values mean kx's (Keras's) defaults. use_ema: Keras's moving
+        average of the trained weights (ema_momentum 0.99 by default), which replaces them when fit ends."""
         o = _capi.CompileOptions()
         lib.kx_compile_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.optimizer = _lookup(_OPTIMIZERS, optimizer, "optimizer")
@@ -278,6 +287,7 @@ class Model(_Handle):
                 raise Error(-1, f"unknown metric {m!r} (kx has \"accuracy\")")
             o.metrics |= 1
         o.seed = seed
+        o.use_ema, o.ema_momentum = (1 if use_ema else 0), ema_momentum
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
         return self
 
@@ -434,6 +444,16 @@ class Sequential(Model):
 
     def add_batch_norm(self, momentum=0.99, epsilon=1e-3):
         check(lib.kx_model_add_batch_norm(self.handle, momentum, epsilon))
+        return self
+
+    def add_normalization(self, mean, variance):
+        """keras.layers.Normalization(mean=..., variance=...) over the last axis: one value per
+        channel, or one for every channel (Dataset.feature_moments finds them)."""
+        mean, variance = list(mean), list(variance)
+        if len(mean) != len(variance):
+            raise Error(-1, f"add_normalization: {len(mean)} means and {len(variance)} variances")
+        n = len(mean)
+        check(lib.kx_model_add_normalization(self.handle, (ctypes.c_float * n)(*mean), (ctypes.c_float * n)(*variance), n))
         return self
 
     def add_activation(self, activation):

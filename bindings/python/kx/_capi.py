@@ -35,7 +35,8 @@ STATUS_NAMES = {-1: "KX_E_INVALID_ARGUMENT", -2: "KX_E_MISUSE", -3: "KX_E_OUT_OF
 class CompileOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("optimizer", c_int32), ("learning_rate", c_double),
                 ("beta1", c_double), ("beta2", c_double), ("epsilon", c_double), ("momentum", c_double),
-                ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64)]
+                ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64),
+                ("use_ema", c_int32), ("ema_momentum", c_double)]
 
 
 class FitOptions(ctypes.Structure):
@@ -91,6 +92,7 @@ _SIGNATURES = {
     "kx_dataset_skip": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
     "kx_dataset_shuffle": (c_int32, [c_void_p, c_int64, c_uint64]),
     "kx_dataset_batch": (c_int32, [c_void_p, c_int64, c_int32]),
+    "kx_dataset_feature_moments": (c_int32, [c_void_p, P(c_float), P(c_float), c_size_t]),
     "kx_dataset_num_samples": (c_int64, [c_void_p]),
     "kx_dataset_destroy": (None, [c_void_p]),
     "kx_callbacks_create": (c_int32, [P(c_void_p)]),
@@ -111,6 +113,7 @@ _SIGNATURES = {
     "kx_model_add_global_average_pool2d": (c_int32, [c_void_p]),
     "kx_model_add_zero_padding2d": (c_int32, [c_void_p, c_int32, c_int32, c_int32, c_int32]),
     "kx_model_add_batch_norm": (c_int32, [c_void_p, c_float, c_float]),
+    "kx_model_add_normalization": (c_int32, [c_void_p, P(c_float), P(c_float), c_size_t]),
     "kx_model_add_activation": (c_int32, [c_void_p, c_int32]),
     "kx_model_create_resnet50": (c_int32, [c_void_p, P(c_int64), c_int32, c_int64, P(c_void_p)]),
     "kx_model_num_layers": (c_int64, [c_void_p]),

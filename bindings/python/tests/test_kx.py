@@ -48,6 +48,27 @@ class Basics(unittest.TestCase):
             np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
             self.assertGreater(np.mean(p.argmax(axis=1) == y[:10]), 0.8)
 
+    def test_normalization_from_the_data_and_a_moving_average_of_the_weights(self):
+        x, y = blobs()
+        data = kx.Dataset.from_arrays(x, y).batch(32)
+        mean, variance = data.feature_moments(8)
+        np.testing.assert_allclose(mean, x.mean(axis=0), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(variance, x.var(axis=0), rtol=1e-4)
+        with self.assertRaises(kx.Error):
+            data.feature_moments(3)
+        m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
+        with self.assertRaises(kx.Error):
+            m.add_normalization(mean, variance[:2])
+        m.add_normalization(mean, variance).add_dense(3, "softmax")
+        self.assertEqual(m.num_params, 16 + 8 * 3 + 3)
+        m.compile(learning_rate=0.01, metrics=["accuracy"], use_ema=True, ema_momentum=0.5)
+        m.fit(data, epochs=3)
+        self.assertGreater(m.evaluate(data)[1], 0.95)
+        # What the layer does, in numpy: the model's first weights are the statistics.
+        w = m.get_weights()
+        np.testing.assert_allclose(w[:8], mean)
+        np.testing.assert_allclose(w[8:16], variance)
+
     def test_uint8_images_and_int32_labels(self):
         rng = np.random.default_rng(2)
         x = rng.integers(0, 256, (64, 4, 4), dtype=np.uint8)

@@ -199,6 +199,12 @@ typedef struct kx_compile_options {
   int32_t from_logits;    /* non-zero: the model's output is logits, not probabilities */
   uint32_t metrics;       /* bit set of KX_METRIC_*; default none (loss only) */
   uint64_t seed;          /* weight init and dropout; 0 = a fixed default, so runs repeat */
+  /* Keras's use_ema: non-zero keeps a moving average of the trained weights, ema = ema_momentum *
+   * ema + (1 - ema_momentum) * weights after each step (the first step copies them), and puts it in
+   * place of those weights when kx_fit ends (before TrainEnd callbacks, as Keras). Checkpoints hold
+   * it as "optimizer/ema/..." tensors. */
+  int32_t use_ema;
+  double ema_momentum;    /* in [0, 1); default 0.99 */
 } kx_compile_options;
 
 /* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */

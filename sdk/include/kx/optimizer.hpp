@@ -12,6 +12,11 @@ struct OptimizerConfig {
   double beta2 = 0;          // 0: 0.999
   double epsilon = 0;        // 0: 1e-7
   double momentum = 0;       // SGD only
+  // Keras's use_ema: after every step ema = ema_momentum * ema + (1 - ema_momentum) * weights over the
+  // trained weights (the first step copies them), and the average replaces those weights when fit
+  // ends, as Keras's finalize_variable_values. It is optimizer state: checkpoints keep it.
+  bool use_ema = false;
+  double ema_momentum = 0;   // 0: 0.99
 
   // The same settings with every default filled in; throws InvalidArgument for values out of range.
   OptimizerConfig resolved() const;

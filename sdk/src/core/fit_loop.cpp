@@ -182,6 +182,26 @@ void Model::Impl::replica_optimizer(Replica& r) {
   }
   // State such as moving statistics: its "gradient" is the step to subtract.
   for (const core::ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, 1.0f, 0.0f);
+  if (!optimizer.use_ema) return;
+  float* ema = r.slot_ema.data();
+  for (const core::ArenaSpan& s : trained_spans_) {
+    if (optimizer_steps == 1) {  // Keras's first step: the average starts at the weights
+      r.be->copy(s.count, p + s.first, ema + s.first);
+      continue;
+    }
+    // ema -= (1 - momentum) * (ema - p), the gradient arena (spent by now) holding the step.
+    float* step = r.grads.data() + s.first;
+    r.be->scaled_difference(s.count, static_cast<float>(1 - optimizer.ema_momentum), ema + s.first, p + s.first, step);
+    r.be->sgd_update(s.count, ema + s.first, step, nullptr, 1.0f, 0.0f);
+  }
+}
+
+void Model::Impl::finalize_ema() {
+  if (!optimizer.use_ema || optimizer_steps == 0) return;
+  refresh_spans();
+  for (Replica& r : replicas)
+    for (const core::ArenaSpan& s : trained_spans_)
+      r.be->copy(s.count, r.slot_ema.data() + s.first, r.params.data() + s.first);
 }
 
 namespace {
@@ -409,6 +429,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     control.position = {epoch, steps, steps, pass, pos, sums.loss, sums.correct, seen};
     stop = control.emit(ev) || stop;
   }
+  finalize_ema();  // before TrainEnd, as Keras: EarlyStopping's restored weights win
   ev = Event{};
   ev.kind = EventKind::TrainEnd;
   ev.steps_per_epoch = steps;

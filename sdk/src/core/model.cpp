@@ -152,6 +152,7 @@ void Model::Impl::compile(const CompileOptions& o) {
     r.grads = r.be->allocate(bytes);
     if (adam || momentum) r.slot_m = r.be->allocate(bytes);
     if (adam) r.slot_v = r.be->allocate(bytes);
+    if (resolved.use_ema) r.slot_ema = r.be->allocate(bytes);
   }
   if (n > 1) {
     std::vector<backend::Backend*> backends;

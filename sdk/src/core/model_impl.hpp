@@ -32,7 +32,7 @@ inline constexpr size_t kCachedDatasets = 2;  // training and validation data
 // step boundary: they start from replica 0's weights and apply the same summed gradient.
 struct Replica {
   std::unique_ptr<backend::Backend> be;  // declared first: destroyed after the memory it owns
-  backend::DeviceBuffer params, grads, slot_m, slot_v;
+  backend::DeviceBuffer params, grads, slot_m, slot_v, slot_ema;
   core::StepPlan plan;
   // The samples and labels of the dataset being read, where the backend reads them: the host storage
   // itself on the CPU, else a copy in device memory, kept for the next call that reads the same data.
@@ -124,6 +124,8 @@ class Model::Impl {
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.
   backend::LossSums take_loss_sums();
   void replica_optimizer(Replica& r);
+  // use_ema: the trained weights := their moving average (when fit ends).
+  void finalize_ema();
   // The arena spans the optimizer updates, for the network's current revision.
   void refresh_spans();
   uint64_t spans_revision_ = ~uint64_t{0};

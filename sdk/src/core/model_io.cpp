@@ -15,6 +15,7 @@ namespace kx {
 namespace {
 
 constexpr const char* kFormat = "kx/1";
+const std::string kEmaPrefix = "optimizer/ema/";  // the moving average of use_ema
 
 const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "sgd"; }
 
@@ -83,6 +84,10 @@ json::Value Model::Impl::compile_config() const {
   opt.set("beta_2", optimizer.beta2);
   opt.set("epsilon", optimizer.epsilon);
   opt.set("momentum", optimizer.momentum);
+  if (optimizer.use_ema) {  // absent otherwise, so files from before EMA existed still compare equal
+    opt.set("use_ema", true);
+    opt.set("ema_momentum", optimizer.ema_momentum);
+  }
   json::Value loss{json::Value::Object{}};
   loss.set("name", loss_name(options.loss.kind));
   loss.set("from_logits", options.loss.from_logits);
@@ -106,6 +111,8 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
   o.optimizer.beta2 = opt.at("beta_2", "optimizer").as_number("beta_2");
   o.optimizer.epsilon = opt.at("epsilon", "optimizer").as_number("epsilon");
   o.optimizer.momentum = opt.at("momentum", "optimizer").as_number("momentum");
+  if (const json::Value* ema = opt.find("use_ema")) o.optimizer.use_ema = ema->as_bool("use_ema");
+  if (const json::Value* m = opt.find("ema_momentum")) o.optimizer.ema_momentum = m->as_number("ema_momentum");
   const json::Value& loss = c.at("loss", "compile config");
   const std::string& lname = loss.at("name", "loss").as_string("loss name");
   bool known = false;
@@ -139,7 +146,7 @@ std::vector<Model::Impl::NamedSlice> Model::Impl::named_params() const {
 std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order) const {
   require_compiled("save");
   const std::vector<float> params = host_params(), slot_m = host_slot(&Replica::slot_m),
-                           slot_v = host_slot(&Replica::slot_v);
+                           slot_v = host_slot(&Replica::slot_v), slot_ema = host_slot(&Replica::slot_ema);
   std::vector<io::TensorToWrite> tensors;
   const std::vector<NamedSlice> names = named_params();
   for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
@@ -149,6 +156,9 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   if (!slot_v.empty())
     for (const NamedSlice& p : names)
       tensors.push_back({"optimizer/v/" + p.name, p.shape, slot_v.data() + p.offset});
+  if (!slot_ema.empty())
+    for (const NamedSlice& p : names)
+      tensors.push_back({kEmaPrefix + p.name, p.shape, slot_ema.data() + p.offset});
   io::Metadata m;
   m["format"] = kFormat;
   m["kx_version"] = KX_VERSION_STRING;
@@ -180,7 +190,8 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
 
   const size_t n = static_cast<size_t>(net.num_params);
   const auto floats = [](const backend::DeviceBuffer& b) { return static_cast<size_t>(b.floats()); };
-  FloatBuffer params(n), m(floats(replicas.front().slot_m)), v(floats(replicas.front().slot_v));
+  FloatBuffer params(n), m(floats(replicas.front().slot_m)), v(floats(replicas.front().slot_v)),
+      ema(floats(replicas.front().slot_ema));
   const auto read = [&](const std::string& name, const Shape& shape, float* out) {
     const io::TensorEntry* e = f.find(name);
     require(e != nullptr, Status::Corrupt, f.source() + ": tensor \"" + name + "\" is missing");
@@ -193,6 +204,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
     read(p.name, p.shape, params.data() + p.offset);
     if (!m.empty()) read(first_slot_prefix(optimizer.kind) + p.name, p.shape, m.data() + p.offset);
     if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
+    if (!ema.empty()) read(kEmaPrefix + p.name, p.shape, ema.data() + p.offset);
   }
   const int64_t steps = core::meta_int(f, "optimizer_steps");
   require(steps >= 0, Status::Corrupt, f.source() + ": negative optimizer_steps");
@@ -201,6 +213,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   for (Replica& r : replicas) {
     r.be->to_device(m.data(), r.slot_m.bytes(), r.slot_m.data());
     r.be->to_device(v.data(), r.slot_v.bytes(), r.slot_v.data());
+    r.be->to_device(ema.data(), r.slot_ema.bytes(), r.slot_ema.data());
   }
   optimizer_steps = steps;
   options.seed = seed;  // dropout masks continue the stream they came from
@@ -249,7 +262,7 @@ Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile
     const CompileOptions co = compile_options_from(meta_json(f, "compile_config"));
     // The tensors must be exactly what the config describes, before anything that size is allocated.
     const bool adam = co.optimizer.kind == OptimizerKind::Adam;
-    const int64_t slots = adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0;
+    const int64_t slots = (adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0) + (co.optimizer.use_ema ? 1 : 0);
     int64_t bytes = 0;
     for (const io::TensorEntry& e : f.tensors()) bytes += e.end - e.begin;
     require(bytes == m.num_params() * (1 + slots) * static_cast<int64_t>(sizeof(float)), Status::Corrupt,

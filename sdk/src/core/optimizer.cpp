@@ -22,10 +22,12 @@ OptimizerConfig OptimizerConfig::resolved() const {
   check(beta2, "beta2", true);
   check(epsilon, "epsilon", false);
   check(momentum, "momentum", true);
+  check(ema_momentum, "ema_momentum", true);
   if (r.learning_rate == 0) r.learning_rate = kind == OptimizerKind::Adam ? 1e-3 : 1e-2;
   if (r.beta1 == 0) r.beta1 = 0.9;
   if (r.beta2 == 0) r.beta2 = 0.999;
   if (r.epsilon == 0) r.epsilon = 1e-7;
+  if (r.ema_momentum == 0) r.ema_momentum = r.use_ema ? 0.99 : 0.0;
   return r;
 }
 

@@ -96,6 +96,8 @@ pub struct kx_compile_options {
     pub from_logits: i32,
     pub metrics: u32,
     pub seed: u64,
+    pub use_ema: i32,
+    pub ema_momentum: f64,
 }
 
 #[repr(C)]
@@ -173,6 +175,7 @@ extern "C" {
     pub fn kx_dataset_batch(d: *mut kx_dataset, global_batch_size: i64, drop_remainder: i32) -> kx_status;
     pub fn kx_dataset_cache(d: *mut kx_dataset, path_or_null: *const c_char) -> kx_status;
     pub fn kx_dataset_prefetch(d: *mut kx_dataset, batches: i32) -> kx_status;
+    pub fn kx_dataset_feature_moments(d: *const kx_dataset, mean: *mut f32, variance: *mut f32, n: usize) -> kx_status;
     pub fn kx_dataset_num_samples(d: *const kx_dataset) -> i64;
     pub fn kx_dataset_destroy(d: *mut kx_dataset);
 
@@ -198,6 +201,7 @@ extern "C" {
     pub fn kx_model_add_global_average_pool2d(m: *mut kx_model) -> kx_status;
     pub fn kx_model_add_zero_padding2d(m: *mut kx_model, top: i32, bottom: i32, left: i32, right: i32) -> kx_status;
     pub fn kx_model_add_batch_norm(m: *mut kx_model, momentum: f32, epsilon: f32) -> kx_status;
+    pub fn kx_model_add_normalization(m: *mut kx_model, mean: *const f32, variance: *const f32, n: usize) -> kx_status;
     pub fn kx_model_add_activation(m: *mut kx_model, act: kx_activation) -> kx_status;
     pub fn kx_model_create_resnet50(s: *mut kx_strategy, input_shape: *const i64, include_top: i32, classes: i64, out: *mut *mut kx_model) -> kx_status;
     pub fn kx_model_num_layers(m: *const kx_model) -> i64;

@@ -75,6 +75,14 @@ impl Dataset {
         check(unsafe { kx_sys::kx_dataset_batch(self.p, global_batch_size, drop_remainder as i32) }).map(|_| ())
     }
 
+    /// Keras's Normalization.adapt: the mean and variance of x per channel (`channels` = x's last
+    /// axis) or over all values (`channels` = 1).
+    pub fn feature_moments(&self, channels: usize) -> Result<(Vec<f32>, Vec<f32>)> {
+        let (mut mean, mut variance) = (vec![0.0f32; channels], vec![0.0f32; channels]);
+        check(unsafe { kx_sys::kx_dataset_feature_moments(self.p, mean.as_mut_ptr(), variance.as_mut_ptr(), channels) })?;
+        Ok((mean, variance))
+    }
+
     pub fn num_samples(&self) -> i64 {
         unsafe { kx_sys::kx_dataset_num_samples(self.p) }
     }

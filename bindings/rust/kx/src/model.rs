@@ -51,6 +51,10 @@ pub struct CompileOptions {
     pub from_logits: bool,
     pub accuracy: bool,
     pub seed: u64,
+    /// Keras's use_ema: a moving average of the trained weights replaces them when fit ends.
+    pub use_ema: bool,
+    /// 0: 0.99.
+    pub ema_momentum: f64,
 }
 
 /// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
@@ -136,6 +140,15 @@ impl Model {
         check(unsafe { kx_sys::kx_model_add_batch_norm(self.p, momentum, epsilon) }).map(|_| ())
     }
 
+    /// keras.layers.Normalization(mean, variance) over the last axis: one value per channel, or one
+    /// for every channel ([`Dataset::feature_moments`] finds them).
+    pub fn add_normalization(&mut self, mean: &[f32], variance: &[f32]) -> Result<()> {
+        if mean.len() != variance.len() {
+            return Err(Error { code: kx_sys::KX_E_INVALID_ARGUMENT, message: format!("add_normalization: {} means and {} variances", mean.len(), variance.len()) });
+        }
+        check(unsafe { kx_sys::kx_model_add_normalization(self.p, mean.as_ptr(), variance.as_ptr(), mean.len()) }).map(|_| ())
+    }
+
     pub fn add_activation(&mut self, act: Activation) -> Result<()> {
         check(unsafe { kx_sys::kx_model_add_activation(self.p, act as i32) }).map(|_| ())
     }
@@ -205,6 +218,8 @@ impl Model {
         co.from_logits = o.from_logits as i32;
         co.metrics = if o.accuracy { kx_sys::KX_METRIC_ACCURACY } else { 0 };
         co.seed = o.seed;
+        co.use_ema = o.use_ema as i32;
+        co.ema_momentum = o.ema_momentum;
         check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
     }
 

@@ -177,3 +177,22 @@ fn cnn_layers_frozen_layers_and_weights_by_name() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(Model::resnet50(&s, [224, 224, 3], true, 1000).unwrap().num_params(), 25636712);
 }
+
+#[test]
+fn normalization_from_the_data_and_a_moving_average_of_the_weights() {
+    let s = Strategy::default().unwrap();
+    let mut d = dataset(240, 24);
+    let (mean, variance) = d.feature_moments(8).unwrap();
+    assert_eq!((mean.len(), variance.len()), (8, 8));
+    assert!(variance.iter().all(|v| *v > 0.0));
+    expect(d.feature_moments(3).unwrap_err(), -1, "per channel");
+    let mut m = Model::sequential(&s, &[8]).unwrap();
+    expect(m.add_normalization(&mean, &variance[..2]).unwrap_err(), -1, "variances");
+    m.add_normalization(&mean, &variance).unwrap();
+    m.add_dense(3, Activation::Softmax).unwrap();
+    assert_eq!(m.num_params(), 16 + 8 * 3 + 3);
+    m.compile(&CompileOptions { learning_rate: 0.01, accuracy: true, use_ema: true, ema_momentum: 0.5, ..Default::default() }).unwrap();
+    m.fit(&mut d, &FitOptions { epochs: 3, ..Default::default() }, None).unwrap();
+    let (_, acc) = m.evaluate(&mut d).unwrap();
+    assert!(acc > 0.9, "accuracy {}", acc);
+}
