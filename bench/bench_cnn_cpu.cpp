@@ -15,17 +15,7 @@ namespace {
 double kx_ms_per_step(const kx::Dataset& data, int threads, int64_t steps) {
   kx::Strategy s = kx::Strategy::default_strategy();
   s.set_num_threads(threads);
-  kx::Model m = kx::Model::sequential(s, {28, 28, 1});
-  m.add_conv2d(32, 3, 3, 1, kx::Padding::Valid, kx::Activation::Relu);
-  m.add_max_pool2d(2, 2);
-  m.add_conv2d(64, 3, 3, 1, kx::Padding::Valid, kx::Activation::Relu);
-  m.add_max_pool2d(2, 2);
-  m.add_flatten();
-  m.add_dropout(0.5f);
-  m.add_dense(10, kx::Activation::Softmax);
-  kx::CompileOptions co;
-  co.accuracy = true;
-  m.compile(co);
+  kx::Model m = kx::bench::fashion_cnn(s);
   kx::Dataset train = data;
   train.shuffle(train.num_samples(), 1);
   train.batch(64, true);

@@ -29,6 +29,23 @@ inline Model fashion_mlp(const Strategy& strategy) {
   return m;
 }
 
+// Issue 6's Fashion-MNIST CNN (Conv 32 3x3 relu, MaxPool 2, Conv 64 3x3 relu, MaxPool 2, Flatten,
+// Dropout 0.5, Dense 10; Adam), compiled on `strategy`.
+inline Model fashion_cnn(const Strategy& strategy) {
+  Model m = Model::sequential(strategy, {28, 28, 1});
+  m.add_conv2d(32, 3, 3, 1, Padding::Valid, Activation::Relu);
+  m.add_max_pool2d(2, 2);
+  m.add_conv2d(64, 3, 3, 1, Padding::Valid, Activation::Relu);
+  m.add_max_pool2d(2, 2);
+  m.add_flatten();
+  m.add_dropout(0.5f);
+  m.add_dense(10, Activation::Softmax);
+  CompileOptions co;
+  co.accuracy = true;
+  m.compile(co);
+  return m;
+}
+
 // ms per step of `steps` batches of an already compiled model, after `warmup` batches.
 inline double ms_per_step(Model& m, Dataset& train, int64_t steps, int64_t warmup) {
   FitOptions warm;

@@ -140,6 +140,26 @@ TEST(Optimizer, EmaFollowsKerasAndReplacesTheTrainedWeightsWhenFitEnds) {
   }
 }
 
+TEST(Optimizer, EmaOfALayerUnfrozenBetweenFitsStartsAtItsWeights) {
+  Dataset d = ema_data();
+  Model m = ema_model(1, true);
+  m.set_trainable("dense", false);
+  FitOptions fo;
+  ASSERT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+  m.set_trainable("dense", true);
+  // Every average equals its weight now (the frozen layer's was started at its weights), so the
+  // second fit's average starts here.
+  const std::vector<float> start = m.get_weights();
+  auto recorder = std::make_shared<WeightRecorder>();
+  Callbacks cb;
+  cb.add(recorder);
+  ASSERT_EQ(m.fit(d, fo, &cb, nullptr), Status::Ok);
+  test::Vec ema(start.begin(), start.end());
+  for (const std::vector<float>& w : recorder->steps)
+    for (size_t i = 0; i < ema.size(); ++i) ema[i] = 0.8 * ema[i] + 0.2 * w[i];
+  EXPECT_EQ(test::first_mismatch(m.get_weights(), ema, ema.size(), 1e-5), -1);
+}
+
 TEST(Optimizer, EmaStateTravelsWithCheckpointsAndSavedModels) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("kx-ema-" + std::to_string(::getpid()) + ".kx")).string();

@@ -184,11 +184,13 @@ void Model::Impl::replica_optimizer(Replica& r) {
   for (const core::ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, 1.0f, 0.0f);
   if (!optimizer.use_ema) return;
   float* ema = r.slot_ema.data();
+  if (optimizer_steps == 1) {
+    // Keras's first step: the average starts at the weights. All of them: a frozen layer's stay as
+    // they are, so a layer unfrozen later starts its average at its weights too.
+    r.be->copy(net.num_params, p, ema);
+    return;
+  }
   for (const core::ArenaSpan& s : trained_spans_) {
-    if (optimizer_steps == 1) {  // Keras's first step: the average starts at the weights
-      r.be->copy(s.count, p + s.first, ema + s.first);
-      continue;
-    }
     // ema -= (1 - momentum) * (ema - p), the gradient arena (spent by now) holding the step.
     float* step = r.grads.data() + s.first;
     r.be->scaled_difference(s.count, static_cast<float>(1 - optimizer.ema_momentum), ema + s.first, p + s.first, step);

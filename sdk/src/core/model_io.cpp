@@ -15,7 +15,7 @@ namespace kx {
 namespace {
 
 constexpr const char* kFormat = "kx/1";
-const std::string kEmaPrefix = "optimizer/ema/";  // the moving average of use_ema
+constexpr const char* kEmaPrefix = "optimizer/ema/";  // the moving average of use_ema
 
 const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "sgd"; }
 
