@@ -53,9 +53,20 @@ int main(int argc, char** argv) {
   bool cpu_smoke = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--cpu-smoke") cpu_smoke = true;
-    if (i + 1 < argc && arg == "--steps") steps = std::atoll(argv[i + 1]);
-    if (i + 1 < argc && arg == "--cases") cases = argv[i + 1];
+    if (arg == "--cpu-smoke") {
+      cpu_smoke = true;
+    } else if (arg == "--steps" && i + 1 < argc) {
+      steps = std::atoll(argv[++i]);
+    } else if (arg == "--cases" && i + 1 < argc) {
+      cases = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: %s [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (steps <= 0) {
+    std::fprintf(stderr, "--steps needs a positive number\n");
+    return 2;
   }
   const auto wanted = [&](const std::string& name) {
     size_t at = 0;  // a whole entry of the comma-separated list
