@@ -353,8 +353,10 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
   std::vector<float> mask(static_cast<size_t>(n)), y(static_cast<size_t>(n));
   float* dev_mask = p.up(mask);
   float* dev_y = p.up(y);
-  p.gpu->dropout_forward(0.3f, seed, 12345, n, p.up(x), dev_mask, dev_y);
-  p.cpu->dropout_forward(0.3f, seed, 12345, n, x.data(), mask.data(), y.data());
+  // The step seed is read from device memory, as a replayed step does.
+  const std::vector<uint64_t> step_seed{seed};
+  p.gpu->dropout_forward(0.3f, p.up(step_seed), 4, 12345, n, p.up(x), dev_mask, dev_y);
+  p.cpu->dropout_forward(0.3f, step_seed.data(), 4, 12345, n, x.data(), mask.data(), y.data());
   EXPECT_EQ(p.down(dev_mask, mask.size()), mask);
   EXPECT_EQ(p.down(dev_y, y.size()), y);
   // multiply and copy
@@ -370,17 +372,19 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
     float* dev_m = p.up(m);
     float* dev_v = p.up(v);
     const float* dev_g = p.up(g);
+    const std::vector<float> sgd_rate{0.01f};
+    const float* dev_sgd_rate = p.up(sgd_rate);
     for (int step = 1; step <= 5; ++step) {
       if (variant == 0) {
-        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, 0.01f, 0.0f);
-        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, 0.01f, 0.0f);
+        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, dev_sgd_rate, 0.0f);
+        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, sgd_rate.data(), 0.0f);
       } else if (variant == 1) {
-        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, 0.01f, 0.9f);
-        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), 0.01f, 0.9f);
+        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f);
+        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f);
       } else {
-        const float lr_t = 1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step));
-        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, lr_t, 0.9f, 0.999f, 1e-7f);
-        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t, 0.9f, 0.999f, 1e-7f);
+        const std::vector<float> lr_t{1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step))};
+        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.9f, 0.999f, 1e-7f);
+        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.9f, 0.999f, 1e-7f);
       }
     }
     EXPECT_LE(rel_error(p.down(dev_w, w.size()), w), 1e-5) << "optimizer " << variant;

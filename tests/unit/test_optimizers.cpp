@@ -23,7 +23,8 @@ TEST(Optimizer, AdamMatchesKerasOverSeveralSteps) {
   for (int t = 1; t <= 5; ++t) {
     FloatBuffer g = test::to_buffer(test::random_floats(n, 100 + t));
     const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
-    be->adam_update(n, p.data(), g.data(), m.data(), v.data(), static_cast<float>(lr_t), b1, b2, eps);
+    const float rate = static_cast<float>(lr_t);  // read from the backend's (here host) memory
+    be->adam_update(n, p.data(), g.data(), m.data(), v.data(), &rate, b1, b2, eps);
     for (int64_t i = 0; i < n; ++i) {
       md[i] = b1 * md[i] + (1 - b1) * g[i];
       vd[i] = b2 * vd[i] + (1 - b2) * g[i] * g[i];
@@ -42,7 +43,8 @@ TEST(Optimizer, SgdWithAndWithoutMomentumMatchesKeras) {
     test::Vec pd(p.begin(), p.end()), vd(n, 0.0);
     for (int t = 0; t < 4; ++t) {
       FloatBuffer g = test::to_buffer(test::random_floats(n, 200 + t));
-      be->sgd_update(n, p.data(), g.data(), vel.data(), 0.01f, static_cast<float>(momentum));
+      const float rate = 0.01f;
+      be->sgd_update(n, p.data(), g.data(), vel.data(), &rate, static_cast<float>(momentum));
       for (int64_t i = 0; i < n; ++i) {
         if (momentum != 0) {
           vd[i] = momentum * vd[i] - 0.01 * static_cast<double>(g[i]);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -14,7 +15,7 @@
 
 namespace kx::backend {
 
-inline constexpr int kInterfaceVersion = 4;
+inline constexpr int kInterfaceVersion = 5;
 
 class Backend;
 
@@ -43,6 +44,15 @@ struct Window2d {
   int64_t pad_top = 0, pad_left = 0;  // zeros around the input ("same" padding)
   int64_t out_h = 0, out_w = 0;
   int64_t patch() const { return k_h * k_w * channels; }
+};
+
+// What changes from one training step to the next, kept in the backend's memory and written by the
+// host before each step: kernels read it there, so a step captured once (StepGraph) and replayed
+// reads the values of the step it runs, not those of the step it was captured in.
+struct StepValues {
+  uint64_t seed = 0;          // the step's seed: layer i's dropout draws from mix_seed(seed, i)
+  float learning_rate = 0;    // SGD's rate, or Adam's with the bias correction folded in
+  float one = 1.0f;           // the rate of updates that are not learned (moving statistics, EMA)
 };
 
 // Sums over the rows the loss has seen since they were last taken.
@@ -83,6 +93,14 @@ class DeviceBuffer {
   Backend* owner_ = nullptr;
   void* p_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// A recorded sequence of one backend's calls (a CUDA graph). launch() queues them again, with the
+// arguments they were recorded with: memory they point at is read when they run.
+class StepGraph {
+ public:
+  virtual ~StepGraph() = default;
+  virtual void launch() = 0;
 };
 
 // Every kernel call is queued in order on the backend's stream (the CPU runs it at once); only
@@ -146,10 +164,11 @@ class Backend {
   virtual void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
                                    const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
                                    float* dbeta) = 0;
-  // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by (seed, first + i), so
-  // a replica holding rows from `first` on draws the same mask as one device holding the whole batch.
-  virtual void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
-                               float* y) = 0;
+  // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by
+  // (mix_seed(*step_seed, stream), first + i), so a replica holding rows from `first` on draws the
+  // same mask as one device holding the whole batch. step_seed is this backend's memory.
+  virtual void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
+                               const float* x, float* mask, float* y) = 0;
   // out[i] = a[i] * b[i]
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
   virtual void copy(int64_t n, const float* src, float* dst) = 0;
@@ -160,10 +179,12 @@ class Backend {
   // dst[r * dst_ld + c] = src[r * src_ld + c] for r < rows, c < cols (a block of columns).
   virtual void copy_columns(int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst,
                             int64_t dst_ld) = 0;
-  // p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras).
-  virtual void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) = 0;
-  // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t).
-  virtual void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
+  // p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras). The rate is read from
+  // this backend's memory when the update runs (StepValues).
+  virtual void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) = 0;
+  // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), read
+  // from this backend's memory when the update runs.
+  virtual void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
                            float beta2, float epsilon) = 0;
   // For i in [first, first + n): s = buffers[0][i] + buffers[1][i] + ... (in that order), then every
   // buffers[r][i] = s. The buffers are memory of this device (replicas that share it).
@@ -172,6 +193,14 @@ class Backend {
   virtual void synchronize() = 0;
   // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too.
   virtual void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) = 0;
+
+  // Records the calls `body` makes on this backend into a StepGraph instead of running them. Null when
+  // this backend cannot, or could not record this body (nothing ran: the caller runs body itself).
+  // body may not wait for the device (to_host, synchronize, take_loss_sums) nor allocate.
+  virtual std::unique_ptr<StepGraph> capture(const std::function<void()>& body) {
+    (void)body;
+    return nullptr;
+  }
 
  protected:
   friend class DeviceBuffer;

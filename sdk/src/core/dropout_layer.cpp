@@ -19,7 +19,7 @@ class DropoutLayer final : public Layer {
 
   void forward(const LayerContext& c) const override {
     if (c.training && spec_.rate > 0.0f)
-      c.be->dropout_forward(spec_.rate, c.seed, c.first_row * n_, c.rows * n_, c.x, c.scratch, c.y);
+      c.be->dropout_forward(spec_.rate, c.step_seed, c.seed_stream, c.first_row * n_, c.rows * n_, c.x, c.scratch, c.y);
     else
       c.be->copy(c.rows * n_, c.x, c.y);
   }

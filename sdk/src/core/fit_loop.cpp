@@ -101,30 +101,27 @@ void Model::Impl::stage_dataset(const Dataset& data) {
   }
 }
 
-void Model::Impl::replica_forward_loss(Replica& r, const int64_t* idx, Slice s, bool training, uint64_t step_seed,
-                                       float grad_scale) {
+void Model::Impl::upload_batch_index(Replica& r, const int64_t* idx, Slice s) {
+  r.be->to_device(idx + s.first, static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
+}
+
+void Model::Impl::replica_forward_loss(Replica& r, Slice s, bool training, float grad_scale) {
   const int64_t ls = label_size();
-  const int64_t* rows_idx = idx + s.first;
-  if (!r.be->host_accessible()) {
-    r.be->to_device(rows_idx, static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
-    rows_idx = r.plan.batch_index();
-  }
-  r.be->gather_rows(r.x_src, net.input_size(), rows_idx, s.rows, r.plan.input());
-  r.be->gather_rows(r.y_src, ls, rows_idx, s.rows, r.plan.labels());
-  r.plan.forward(*r.be, net, r.params.data(), s.rows, training, step_seed, s.first);
+  r.be->gather_rows(r.x_src, net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
+  r.be->gather_rows(r.y_src, ls, r.plan.batch_index(), s.rows, r.plan.labels());
+  r.plan.forward(*r.be, net, r.params.data(), s.rows, training, r.step_seed(), s.first);
   r.be->loss(loss_spec, s.rows, net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
              training ? r.plan.output_grad() : nullptr);
 }
 
-void Model::Impl::replica_forward_backward(Replica& r, const int64_t* idx, Slice s, int64_t global_rows,
-                                           uint64_t step_seed) {
+void Model::Impl::replica_forward_backward(Replica& r, Slice s, int64_t global_rows) {
   if (s.rows == 0) {  // nothing to learn from: a zero gradient
     r.be->fill_zero(r.grads.bytes(), r.grads.data());
     return;
   }
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
-  replica_forward_loss(r, idx, s, true, step_seed, 1.0f / static_cast<float>(global_rows));
+  replica_forward_loss(r, s, true, 1.0f / static_cast<float>(global_rows));
   r.plan.backward(*r.be, net, r.params.data(), r.grads.data(), s.rows,
                   static_cast<float>(s.rows) / static_cast<float>(global_rows));
 }
@@ -139,21 +136,77 @@ backend::LossSums Model::Impl::take_loss_sums() {
   return total;
 }
 
+backend::StepValues Model::Impl::step_values(int64_t t) const {
+  backend::StepValues v;
+  v.seed = core::mix_seed(options.seed, static_cast<uint64_t>(t - 1));
+  if (optimizer.kind == OptimizerKind::Adam) {
+    const double td = static_cast<double>(t);
+    v.learning_rate = static_cast<float>(learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, td)) /
+                                         (1 - std::pow(optimizer.beta1, td)));
+  } else {
+    v.learning_rate = static_cast<float>(learning_rate);
+  }
+  return v;
+}
+
+namespace {
+// The parts a step is recorded in: all of it with one replica; with several, the forward and backward
+// pass, then the all-reduce and update, so that a replica failing in the first never leaves the
+// others waiting in the all-reduce.
+enum StepPart : int { kWholeStep, kForwardBackward, kUpdate };
+}  // namespace
+
+void Model::Impl::run_step_part(int k, int part, int64_t global_rows, const std::function<void()>& body) {
+  Replica& r = replicas[static_cast<size_t>(k)];
+  const Slice s = slice(k, global_rows);
+  const core::StepGraphKey key{part, s.first, s.rows, global_rows, r.plan.generation(), net.revision, r.x_src, r.y_src};
+  r.graphs.run(*r.be, key, step_graphs_, body);
+}
+
 void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums) {
   // A layer frozen or unfrozen since the last step (by a callback) changes which gradients exist.
   refresh_spans();
   for (Replica& r : replicas) r.plan.reserve(*r.be, net, r.plan.capacity(), label_size());
-  const uint64_t step_seed = core::mix_seed(options.seed, static_cast<uint64_t>(optimizer_steps));
-  for_each_replica([&](int k) {
-    replica_forward_backward(replicas[static_cast<size_t>(k)], idx, slice(k, rows), rows, step_seed);
-  });
-  ++optimizer_steps;
-  // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
-  for_each_replica([&](int k) {
-    Replica& r = replicas[static_cast<size_t>(k)];
-    if (collective_) collective_->all_reduce_sum(k, *r.be, r.grads.data(), net.num_params);
-    replica_optimizer(r);
-  });
+  const int64_t t = optimizer_steps + 1;
+  const backend::StepValues values = step_values(t);
+  // Keras's EMA starts at the first step with a copy, unlike every later step: never recorded.
+  const bool special = optimizer.use_ema && t == 1;
+  auto prepare = [&](Replica& r, Slice s) {
+    r.be->to_device(&values, sizeof values, r.step_values.data());
+    if (s.rows > 0) upload_batch_index(r, idx, s);
+  };
+  if (!collective_) {
+    Replica& r = replicas.front();
+    prepare(r, slice(0, rows));
+    auto body = [&] {
+      replica_forward_backward(r, slice(0, rows), rows);
+      replica_optimizer(r, t);
+    };
+    if (special)
+      body();
+    else
+      run_step_part(0, kWholeStep, rows, body);
+  } else {
+    for_each_replica([&](int k) {
+      Replica& r = replicas[static_cast<size_t>(k)];
+      const Slice s = slice(k, rows);
+      prepare(r, s);
+      run_step_part(k, kForwardBackward, rows, [&] { replica_forward_backward(r, s, rows); });
+    });
+    // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
+    for_each_replica([&](int k) {
+      Replica& r = replicas[static_cast<size_t>(k)];
+      auto body = [&] {
+        collective_->all_reduce_sum(k, *r.be, r.grads.data(), net.num_params);
+        replica_optimizer(r, t);
+      };
+      if (special)
+        body();
+      else
+        run_step_part(k, kUpdate, rows, body);
+    });
+  }
+  optimizer_steps = t;
   *sums = take_loss_sums();
 }
 
@@ -164,27 +217,24 @@ void Model::Impl::refresh_spans() {
   spans_revision_ = net.revision;
 }
 
-void Model::Impl::replica_optimizer(Replica& r) {
+void Model::Impl::replica_optimizer(Replica& r, int64_t t) {
   float* p = r.params.data();
   const float* g = r.grads.data();
   if (optimizer.kind == OptimizerKind::Adam) {
-    const double t = static_cast<double>(optimizer_steps);
-    const double lr_t = learning_rate * std::sqrt(1 - std::pow(optimizer.beta2, t)) /
-                        (1 - std::pow(optimizer.beta1, t));
     for (const core::ArenaSpan& s : trained_spans_)
       r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
-                        static_cast<float>(lr_t), static_cast<float>(optimizer.beta1),
-                        static_cast<float>(optimizer.beta2), static_cast<float>(optimizer.epsilon));
+                        r.learning_rate(), static_cast<float>(optimizer.beta1), static_cast<float>(optimizer.beta2),
+                        static_cast<float>(optimizer.epsilon));
   } else {
     for (const core::ArenaSpan& s : trained_spans_)
       r.be->sgd_update(s.count, p + s.first, g + s.first, r.slot_m.empty() ? nullptr : r.slot_m.data() + s.first,
-                       static_cast<float>(learning_rate), static_cast<float>(optimizer.momentum));
+                       r.learning_rate(), static_cast<float>(optimizer.momentum));
   }
   // State such as moving statistics: its "gradient" is the step to subtract.
-  for (const core::ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, 1.0f, 0.0f);
+  for (const core::ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, r.one(), 0.0f);
   if (!optimizer.use_ema) return;
   float* ema = r.slot_ema.data();
-  if (optimizer_steps == 1) {
+  if (t == 1) {
     // Keras's first step: the average starts at the weights. All of them: a frozen layer's stay as
     // they are, so a layer unfrozen later starts its average at its weights too.
     r.be->copy(net.num_params, p, ema);
@@ -194,7 +244,7 @@ void Model::Impl::replica_optimizer(Replica& r) {
     // ema -= (1 - momentum) * (ema - p), the gradient arena (spent by now) holding the step.
     float* step = r.grads.data() + s.first;
     r.be->scaled_difference(s.count, static_cast<float>(1 - optimizer.ema_momentum), ema + s.first, p + s.first, step);
-    r.be->sgd_update(s.count, ema + s.first, step, nullptr, 1.0f, 0.0f);
+    r.be->sgd_update(s.count, ema + s.first, step, nullptr, r.one(), 0.0f);
   }
 }
 
@@ -455,9 +505,11 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
     for_each_replica([&](int k) {
+      Replica& r = replicas[static_cast<size_t>(k)];
       const Slice part = slice(k, rows);
-      if (part.rows > 0)
-        replica_forward_loss(replicas[static_cast<size_t>(k)], idx.data() + first, part, false, 0, 0.0f);
+      if (part.rows == 0) return;
+      upload_batch_index(r, idx.data() + first, part);
+      replica_forward_loss(r, part, false, 0.0f);
     });
   }
   const backend::LossSums sums = take_loss_sums();
@@ -476,7 +528,7 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t rows = std::min(batch, n - first);
     r.be->to_device(x + first * in, static_cast<size_t>(rows * in) * sizeof(float), r.plan.input());
-    r.plan.forward(*r.be, net, r.params.data(), rows, false, 0);
+    r.plan.forward(*r.be, net, r.params.data(), rows, false, r.step_seed());
     // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities.
     r.be->activation_forward(net.folded_activation(), rows, outs, r.plan.output());
     r.be->to_host(r.plan.output(), static_cast<size_t>(rows * outs) * sizeof(float), out + first * outs);

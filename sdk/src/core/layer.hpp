@@ -49,7 +49,10 @@ struct LayerContext {
   // The output activation is folded into the loss (softmax + cross-entropy ...): forward leaves the
   // output as logits and backward receives dL/dlogits.
   bool fold_activation = false;
-  uint64_t seed = 0;          // per step and layer, for dropout
+  // Dropout draws from mix_seed(*step_seed, seed_stream): the step's seed, in the backend's memory,
+  // and the layer's index.
+  const uint64_t* step_seed = nullptr;
+  uint64_t seed_stream = 0;
   int64_t first_row = 0;      // of these rows in the global batch (a replica holds a slice of it)
 };
 

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/model_impl.hpp"
+#include "backend/recording_backend.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"
 #include "kx/metric.hpp"
@@ -147,7 +148,11 @@ void Model::Impl::compile(const CompileOptions& o) {
   for (size_t k = 0; k < built.size(); ++k) {
     Replica& r = built[k];
     r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
+    if (core::step_graphs_emulated() && r.be->host_accessible()) r.be = backend::make_recording_backend(std::move(r.be));
     r.be->set_tf32(strategy.tf32());
+    r.step_values = r.be->allocate(sizeof(backend::StepValues));
+    const backend::StepValues initial;
+    r.be->to_device(&initial, sizeof initial, r.step_values.data());
     r.params = r.be->allocate(bytes);
     r.grads = r.be->allocate(bytes);
     if (adam || momentum) r.slot_m = r.be->allocate(bytes);
@@ -160,6 +165,7 @@ void Model::Impl::compile(const CompileOptions& o) {
     pool_ = std::make_unique<distribute::ReplicaPool>(n);
     collective_ = distribute::make_collective(strategy.replicas(), backends);
   }
+  step_graphs_ = core::step_graphs_enabled() && (!collective_ || collective_->capturable());
   replicas = std::move(built);
   options = o;
   optimizer = resolved;

@@ -1,12 +1,14 @@
 // The state behind kx::Model: the network, one replica per strategy device (backend, arenas, step
 // plan), and the pool and collective that keep the replicas in sync.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "core/progress_bar.hpp"
+#include "core/step_graphs.hpp"
 #include "core/step_plan.hpp"
 #include "distribute/collective.hpp"
 #include "distribute/replica_pool.hpp"
@@ -33,12 +35,18 @@ inline constexpr size_t kCachedDatasets = 2;  // training and validation data
 struct Replica {
   std::unique_ptr<backend::Backend> be;  // declared first: destroyed after the memory it owns
   backend::DeviceBuffer params, grads, slot_m, slot_v, slot_ema;
+  backend::DeviceBuffer step_values;  // backend::StepValues of the step being taken
   core::StepPlan plan;
   // The samples and labels of the dataset being read, where the backend reads them: the host storage
   // itself on the CPU, else a copy in device memory, kept for the next call that reads the same data.
   const float* x_src = nullptr;
   const float* y_src = nullptr;
   std::vector<CachedDataset> cache;
+  core::StepGraphCache graphs;  // last: destroyed before the memory its graphs point at
+
+  const uint64_t* step_seed() const { return &step_values.data<backend::StepValues>()->seed; }
+  const float* learning_rate() const { return &step_values.data<backend::StepValues>()->learning_rate; }
+  const float* one() const { return &step_values.data<backend::StepValues>()->one; }
 };
 
 // Rows [first, first + rows) of a global batch belong to one replica.
@@ -115,15 +123,22 @@ class Model::Impl {
   // Points every replica at the dataset's samples and labels, copying them to device memory first
   // where the backend cannot read the host's.
   void stage_dataset(const Dataset& data);
-  // Gathers one replica's slice of the batch from the staged dataset and runs forward and the loss,
-  // adding to the backend's loss sums; in training also dL/d(output), scaled by grad_scale.
-  void replica_forward_loss(Replica& r, const int64_t* idx, Slice s, bool training, uint64_t step_seed,
-                            float grad_scale);
+  // Copies the storage indices of one replica's slice of the batch to its plan.
+  void upload_batch_index(Replica& r, const int64_t* idx, Slice s);
+  // Gathers one replica's slice of the batch (its uploaded indices) from the staged dataset and runs
+  // forward and the loss, adding to the backend's loss sums; in training also dL/d(output), scaled by
+  // grad_scale.
+  void replica_forward_loss(Replica& r, Slice s, bool training, float grad_scale);
   // Forward, loss and backward of one replica's slice; the loss is scaled by 1 / global rows.
-  void replica_forward_backward(Replica& r, const int64_t* idx, Slice s, int64_t global_rows, uint64_t step_seed);
+  void replica_forward_backward(Replica& r, Slice s, int64_t global_rows);
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.
   backend::LossSums take_loss_sums();
-  void replica_optimizer(Replica& r);
+  // The update of step number t (1 for the first), with the rate of the replica's StepValues.
+  void replica_optimizer(Replica& r, int64_t t);
+  // The StepValues of step number t.
+  backend::StepValues step_values(int64_t t) const;
+  // Runs part `part` of a step on replica k: replayed from a recorded graph where the backend can.
+  void run_step_part(int k, int part, int64_t global_rows, const std::function<void()>& body);
   // use_ema: the trained weights := their moving average (when fit ends).
   void finalize_ema();
   // The arena spans the optimizer updates, for the network's current revision.
@@ -145,6 +160,7 @@ class Model::Impl {
 
   std::unique_ptr<distribute::ReplicaPool> pool_;
   std::unique_ptr<distribute::Collective> collective_;
+  bool step_graphs_ = true;  // record steps as graphs where the backends and the collective can
 };
 
 }  // namespace kx

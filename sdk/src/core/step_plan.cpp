@@ -2,17 +2,11 @@
 
 namespace kx::core {
 
-uint64_t mix_seed(uint64_t a, uint64_t b) {
-  uint64_t x = a ^ (b + 0x9E3779B97F4A7C15ull + (a << 6) + (a >> 2));
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size) {
   if (max_rows <= capacity_ && label_size == label_size_ && revision_ == net.revision) return;
   const size_t L = net.layers.size(), T = L + 1;
   storage_.clear();
+  ++generation_;
   capacity_ = 0;  // until every buffer is allocated: an allocation failure leaves an empty plan
   act_.assign(T, nullptr);
   grad_.assign(T, nullptr);
@@ -74,14 +68,14 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
     }
   }
   labels_ = be.allocate(static_cast<size_t>(max_rows * label_size) * sizeof(float));
-  batch_index_ = be.host_accessible() ? backend::DeviceBuffer{} : be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
+  batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   capacity_ = max_rows;
   label_size_ = label_size;
   revision_ = net.revision;
 }
 
 void StepPlan::forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-                       uint64_t step_seed, int64_t first_row) {
+                       const uint64_t* step_seed, int64_t first_row) {
   const size_t L = net.layers.size();
   std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
@@ -97,7 +91,8 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.scratch = scratch_[i];
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
-    c.seed = mix_seed(step_seed, i);
+    c.step_seed = step_seed;
+    c.seed_stream = i;
     c.first_row = first_row;
     net.layers[i]->forward(c);
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/seed_mix.hpp"
 #include "core/layer.hpp"
 #include "core/network.hpp"
 #include "kx/tensor.hpp"
@@ -18,17 +19,20 @@ class StepPlan {
   // (Re)allocates for up to max_rows samples in be's memory; a no-op when the capacity already suffices.
   void reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size);
   int64_t capacity() const { return capacity_; }
+  // Changes whenever reserve reallocates (every buffer then moves).
+  uint64_t generation() const { return generation_; }
 
   float* input() { return act_.front(); }
   float* labels() { return labels_.data(); }
-  // Room for the storage index of every sample of a batch (backends that cannot read host memory).
+  // The storage index of every sample of the batch, in be's memory, where the step reads it.
   int64_t* batch_index() { return batch_index_.data<int64_t>(); }
   float* output() { return act_.back(); }
   float* output_grad() { return grad_.back(); }
 
   // rows samples that start at first_row of the global batch (0 unless replicas split it).
+  // step_seed: the step's seed in be's memory (read by dropout in training).
   void forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-               uint64_t step_seed, int64_t first_row = 0);
+               const uint64_t* step_seed, int64_t first_row = 0);
   // Needs output_grad() filled with dL/d(output) and the buffers of the forward pass just before.
   // batch_share: rows / the global batch's rows.
   void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
@@ -44,6 +48,7 @@ class StepPlan {
   int64_t capacity_ = 0;
   int64_t label_size_ = 0;
   uint64_t revision_ = 0;
+  uint64_t generation_ = 0;
   std::vector<backend::DeviceBuffer> storage_;
   std::vector<float*> act_;                    // act_[t]: tensor t
   std::vector<float*> grad_;                   // grad_[t]: dL/d tensor t, null where nothing needs it
@@ -53,7 +58,7 @@ class StepPlan {
   backend::DeviceBuffer labels_, batch_index_;
 };
 
-// A counter-based 64-bit mix (splitmix64's finaliser), the root of every seed kx derives.
-uint64_t mix_seed(uint64_t a, uint64_t b);
+// A counter-based 64-bit mix, the root of every seed kx derives (shared with the device kernels).
+using backend::mix_seed;
 
 }  // namespace kx::core

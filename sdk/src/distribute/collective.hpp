@@ -17,6 +17,9 @@ class Collective {
   // repeatable. Called by every replica, from its own thread, with its backend (whose memory buffer
   // is) and n equal everywhere.
   virtual void all_reduce_sum(int replica, backend::Backend& be, float* buffer, int64_t n) = 0;
+  // True when all_reduce_sum only queues work on the replica's backend, so that a recorded step
+  // (Backend::capture) can hold it; false when it waits on the host.
+  virtual bool capturable() const { return false; }
 };
 
 // Replicas that are threads of this process and share one memory: CPU replicas, or logical replicas

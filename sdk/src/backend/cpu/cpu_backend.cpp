@@ -11,6 +11,7 @@
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/activation_kernels.hpp"
+#include "backend/seed_mix.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
 #include "backend/cpu/normalization_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
@@ -271,8 +272,9 @@ class CpuBackend final : public Backend {
     cpu::batch_norm_backward(rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta, threads_);
   }
 
-  void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
-                       float* y) override {
+  void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
+                       const float* x, float* mask, float* y) override {
+    const uint64_t seed = mix_seed(*step_seed, stream);
     for_spans(n, [&](int64_t b, int64_t e) { dropout_span(rate, seed, first + b, e - b, x + b, mask + b, y + b); });
   }
 
@@ -301,7 +303,8 @@ class CpuBackend final : public Backend {
       std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(cols) * sizeof(float));
   }
 
-  void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {
+  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr_in, float momentum) override {
+    const float lr = *lr_in;
     if (v && momentum != 0.0f) {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
       for (int64_t i = 0; i < n; ++i) {
@@ -314,9 +317,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
-                   float epsilon) override {
-    const AdamStep step{lr_t, beta1, beta2, epsilon};
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
+                   float beta2, float epsilon) override {
+    const AdamStep step{*lr_t, beta1, beta2, epsilon};
     for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
   }
 

@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_resources.hpp"
+#include "backend/cuda/cuda_step_graph.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
 #include "backend/module_api.hpp"
@@ -159,10 +160,10 @@ class CudaBackend final : public Backend {
     cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta);
     launched("batch normalisation gradient");
   }
-  void dropout_forward(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
-                       float* y) override {
+  void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
+                       const float* x, float* mask, float* y) override {
     use_device();
-    cuda::dropout(stream_, rate, seed, first, n, x, mask, y);
+    cuda::dropout(stream_, rate, step_seed, stream, first, n, x, mask, y);
     launched("dropout");
   }
   void multiply(int64_t n, const float* a, const float* b, float* out) override {
@@ -196,13 +197,13 @@ class CudaBackend final : public Backend {
                             stream_),
           "device copy of columns");
   }
-  void sgd_update(int64_t n, float* p, const float* g, float* v, float lr, float momentum) override {
+  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) override {
     use_device();
     cuda::sgd(stream_, n, p, g, v, lr, momentum);
     launched("SGD");
   }
-  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1, float beta2,
-                   float epsilon) override {
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
+                   float beta2, float epsilon) override {
     use_device();
     cuda::adam(stream_, n, p, g, m, v, lr_t, beta1, beta2, epsilon);
     launched("Adam");
@@ -223,6 +224,9 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::gather_rows(stream_, src, row_len, idx, n, dst);
     launched("gather");
+  }
+  std::unique_ptr<StepGraph> capture(const std::function<void()>& body) override {
+    return capture_step(host_, device_, stream_, body);
   }
 
  protected:

@@ -4,6 +4,7 @@
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/seed_mix.hpp"
 
 namespace kx::backend::cuda {
 namespace {
@@ -71,19 +72,12 @@ __global__ void bias_relu_kernel(int64_t rows, int64_t cols, int64_t ld, float* 
   }
 }
 
-// splitmix64's finaliser, as the CPU backend's dropout: the mask of element i depends on (seed, i) only.
-__device__ inline uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-__global__ void dropout_kernel(float rate, float keep_scale, uint64_t seed, int64_t first, int64_t n, const float* x,
-                               float* mask, float* y) {
+// The draws of the CPU backend's dropout: the mask of element i depends on (key, i) only.
+__global__ void dropout_kernel(float rate, float keep_scale, const uint64_t* step_seed, uint64_t stream, int64_t first,
+                               int64_t n, const float* x, float* mask, float* y) {
+  const uint64_t key = mix_seed(*step_seed, stream);
   KX_GRID_STRIDE(i, n) {
-    const uint64_t bits = mix64(seed ^ mix64(static_cast<uint64_t>(first + i)));
-    const float u = static_cast<float>(bits >> 40) * (1.0f / 16777216.0f);
+    const float u = dropout_uniform(key, static_cast<uint64_t>(first + i));
     const float m = u >= rate ? keep_scale : 0.0f;
     mask[i] = m;
     y[i] = x[i] * m;
@@ -102,10 +96,13 @@ __global__ void scaled_difference_kernel(int64_t n, float alpha, const float* a,
   KX_GRID_STRIDE(i, n) out[i] = __fmul_rn(alpha, __fsub_rn(a[i], b[i]));
 }
 
-__global__ void sgd_kernel(int64_t n, float* p, const float* g, float lr) {
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, const float* lr_in) {
+  const float lr = *lr_in;
   KX_GRID_STRIDE(i, n) p[i] = __fsub_rn(p[i], __fmul_rn(lr, g[i]));
 }
-__global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* v, float lr, float momentum) {
+__global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* v, const float* lr_in,
+                                    float momentum) {
+  const float lr = *lr_in;
   KX_GRID_STRIDE(i, n) {
     const float vi = __fsub_rn(__fmul_rn(momentum, v[i]), __fmul_rn(lr, g[i]));
     v[i] = vi;
@@ -114,8 +111,9 @@ __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* 
 }
 
 // The CPU's Adam expression, rounded step by step as it is (no fused multiply-add).
-__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float one_minus_b1,
-                            float one_minus_b2, float epsilon) {
+__global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_in,
+                            float one_minus_b1, float one_minus_b2, float epsilon) {
+  const float lr_t = *lr_in;
   KX_GRID_STRIDE(i, n) {
     const float gi = g[i];
     const float mi = __fadd_rn(m[i], __fmul_rn(one_minus_b1, __fsub_rn(gi, m[i])));
@@ -185,11 +183,11 @@ void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y,
   bias_relu_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, ld, y, bias, relu);
 }
 
-void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
-             float* y) {
+void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
+             const float* x, float* mask, float* y) {
   if (n == 0) return;
   const float keep_scale = 1.0f / (1.0f - rate);
-  dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(rate, keep_scale, seed, first, n, x, mask, y);
+  dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(rate, keep_scale, step_seed, stream, first, n, x, mask, y);
 }
 
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {
@@ -204,7 +202,7 @@ void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, c
   if (n) scaled_difference_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, alpha, a, b, out);
 }
 
-void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum) {
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) {
   if (n == 0) return;
   if (v && momentum != 0.0f)
     sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, v, lr, momentum);
@@ -212,7 +210,7 @@ void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr
     sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, lr);
 }
 
-void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
           float beta2, float epsilon) {
   if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, 1.0f - beta1, 1.0f - beta2, epsilon);
 }

@@ -38,13 +38,14 @@ void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
                          const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
                          float* dgamma, float* dbeta);
 
-void dropout(cudaStream_t s, float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
-             float* y);
+// The pointers to rates and seeds are device memory, read when the kernel runs (a replayed graph).
+void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
+             const float* x, float* mask, float* y);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);
-void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float lr, float momentum);
-void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, float lr_t, float beta1,
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum);
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
           float beta2, float epsilon);
 // As Backend::sum_across, for up to kMaxSharedReplicas buffers.
 inline constexpr int kMaxSharedReplicas = 16;

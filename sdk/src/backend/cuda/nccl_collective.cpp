@@ -93,6 +93,8 @@ class NcclCollective final : public distribute::Collective {
                                 comms_[static_cast<size_t>(replica)], r.stream),
                "ncclAllReduce of the gradients");
   }
+  // NCCL's calls are queued on the replica's stream, where a CUDA graph captures them.
+  bool capturable() const override { return true; }
 
  private:
   void check_nccl(ncclResult_t r, const char* what) const {

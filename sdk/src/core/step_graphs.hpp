@@ -1,0 +1,47 @@
+// The training step recorded once as a graph (CUDA graph) and replayed at every step that has the same
+// shape: one launch instead of a hundred. A replayed step reads what changes from step to step from
+// memory (StepValues, the batch index); everything else it was recorded with is in its key.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace kx::core {
+
+struct StepGraphKey {
+  int part = 0;                  // which part of the step (all of it, or one side of the all-reduce)
+  int64_t first = 0, rows = 0;   // the replica's slice of the global batch
+  int64_t global_rows = 0;       // the loss is a mean over these
+  uint64_t plan_generation = 0;  // the step plan's buffers
+  uint64_t network_revision = 0; // which layers train
+  const float* x_src = nullptr;  // the staged dataset
+  const float* y_src = nullptr;
+  bool operator==(const StepGraphKey&) const = default;
+};
+
+class StepGraphCache {
+ public:
+  // Runs body on be: as a replay of the graph recorded for key, recording it first when there is none,
+  // or directly when recording is off or be cannot record.
+  void run(backend::Backend& be, const StepGraphKey& key, bool allowed, const std::function<void()>& body);
+  size_t size() const { return graphs_.size(); }
+
+ private:
+  // A full batch and the short last one of each dataset (training and validation) stay.
+  static constexpr size_t kMaxGraphs = 4;
+  std::vector<std::pair<StepGraphKey, std::unique_ptr<backend::StepGraph>>> graphs_;
+  bool unsupported_ = false;  // be recorded nothing once: it will not later
+};
+
+// Whether steps are recorded as graphs: yes unless the environment says KX_STEP_GRAPHS=0 (to compare,
+// or to debug a kernel one launch at a time).
+bool step_graphs_enabled();
+// KX_STEP_GRAPHS=emulate: backends that record no graphs themselves (the CPU) are wrapped so that they
+// do, with the same semantics, for tests.
+bool step_graphs_emulated();
+
+}  // namespace kx::core

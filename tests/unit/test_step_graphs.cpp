@@ -1,0 +1,177 @@
+// Steps recorded once and replayed (CUDA graphs), checked on the CPU through the recording backend,
+// which gives any backend CUDA graph semantics: a replay runs the recorded calls with their recorded
+// arguments and reads memory as it is when it runs.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "backend/recording_backend.hpp"
+#include "core/step_graphs.hpp"
+#include "kx/error.hpp"
+#include "kx/kx.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+// KX_STEP_GRAPHS set for the life of the guard.
+class GraphSetting {
+ public:
+  explicit GraphSetting(const char* value) {
+    if (const char* old = std::getenv("KX_STEP_GRAPHS")) old_ = old, had_ = true;
+    setenv("KX_STEP_GRAPHS", value, 1);
+  }
+  ~GraphSetting() {
+    if (had_)
+      setenv("KX_STEP_GRAPHS", old_.c_str(), 1);
+    else
+      unsetenv("KX_STEP_GRAPHS");
+  }
+
+ private:
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(StepGraphs, AReplayReadsTheValuesOfTheStepItRuns) {
+  auto be = backend::make_recording_backend(backend::make_cpu_backend(1));
+  const int64_t n = 100;
+  FloatBuffer p(n, 1.0f), g = test::to_buffer(test::random_floats(n, 3));
+  float rate = 0.5f;
+  auto graph = be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f); });
+  ASSERT_TRUE(graph);
+  for (float w : p) ASSERT_EQ(w, 1.0f) << "recording runs nothing";
+  rate = 0.25f;  // the next step's rate, written after the recording
+  graph->launch();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 1.0f - 0.25f * g[i]) << i;
+  g.assign(n, 2.0f);
+  const FloatBuffer before = p;
+  graph->launch();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(p[i], before[i] - 0.25f * 2.0f) << i;
+}
+
+TEST(StepGraphs, ARecordingThatWaitsForTheDeviceYieldsNothingAndRunsNothing) {
+  auto be = backend::make_recording_backend(backend::make_cpu_backend(1));
+  FloatBuffer x(8, 3.0f), out(8, 0.0f);
+  auto graph = be->capture([&] {
+    be->fill_zero(x.size() * sizeof(float), x.data());
+    be->to_host(x.data(), x.size() * sizeof(float), out.data());
+  });
+  EXPECT_FALSE(graph);
+  for (float v : x) EXPECT_EQ(v, 3.0f);
+  // The backend is usable afterwards, directly.
+  be->fill_zero(x.size() * sizeof(float), x.data());
+  for (float v : x) EXPECT_EQ(v, 0.0f);
+}
+
+TEST(StepGraphs, TheCacheRecordsOncePerKeyAndReplaysAfterwards) {
+  auto be = backend::make_recording_backend(backend::make_cpu_backend(1));
+  FloatBuffer acc(4, 0.0f), one(4, 1.0f);
+  int bodies = 0;
+  auto body = [&] {
+    ++bodies;
+    be->add(4, acc.data(), one.data(), acc.data());
+  };
+  core::StepGraphCache cache;
+  core::StepGraphKey a, b;
+  a.rows = 32;
+  b.rows = 16;
+  cache.run(*be, a, true, body);  // recorded, then launched
+  EXPECT_EQ(bodies, 1);
+  EXPECT_EQ(acc[0], 1.0f);
+  cache.run(*be, a, true, body);  // replayed: body is not called again
+  EXPECT_EQ(bodies, 1);
+  EXPECT_EQ(acc[0], 2.0f);
+  cache.run(*be, b, true, body);  // another shape: recorded anew
+  EXPECT_EQ(bodies, 2);
+  EXPECT_EQ(acc[0], 3.0f);
+  EXPECT_EQ(cache.size(), 2u);
+  cache.run(*be, a, false, body);  // recording not allowed: body runs directly
+  EXPECT_EQ(bodies, 3);
+  EXPECT_EQ(acc[0], 4.0f);
+
+  // A backend that records nothing runs body each time.
+  auto cpu = backend::make_cpu_backend(1);
+  core::StepGraphCache direct;
+  int runs = 0;
+  for (int i = 0; i < 3; ++i) direct.run(*cpu, a, true, [&] { ++runs; });
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(direct.size(), 0u);
+}
+
+Dataset graph_data(int64_t n, uint32_t seed) {
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n * 12), seed);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>((x[static_cast<size_t>(i * 12)] > 0) + (x[static_cast<size_t>(i * 12 + 1)] > 0));
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 12}, y.data(), DType::F32, {n});
+  d.shuffle(n, 9);
+  d.batch(48, false);  // 500 samples: 10 full batches and a short one of 20
+  return d;
+}
+
+struct FitResult {
+  std::vector<float> weights;
+  std::vector<double> loss, val_loss;
+};
+
+// Every value that changes from step to step: the dropout seed, the rate (a cosine decay per step and
+// Adam's bias correction), the batch index, the last short batch, the EMA's first step, validation
+// between epochs.
+FitResult fit_once(OptimizerKind kind) {
+  Model m = Model::sequential(Strategy::default_strategy(), {12});
+  m.add_dense(24, Activation::Relu);
+  m.add_dropout(0.25f);
+  LayerSpec bn;
+  bn.kind = LayerKind::BatchNormalization;
+  m.add(bn);
+  m.add_dense(3, Activation::Softmax);
+  CompileOptions co;
+  co.optimizer.kind = kind;
+  co.optimizer.learning_rate = kind == OptimizerKind::Adam ? 0.01 : 0.1;
+  co.optimizer.momentum = kind == OptimizerKind::Sgd ? 0.9 : 0.0;
+  co.optimizer.use_ema = kind == OptimizerKind::Adam;
+  co.seed = 17;
+  m.compile(co);
+  Dataset train = graph_data(500, 1), val = graph_data(130, 2);
+  Callbacks cb;
+  CosineDecay decay;
+  decay.decay_steps = 25;
+  decay.alpha = 0.1;
+  cb.add_cosine_decay(decay);
+  FitOptions fo;
+  fo.epochs = 3;
+  fo.verbose = 0;
+  fo.validation = &val;
+  History h;
+  EXPECT_EQ(m.fit(train, fo, &cb, &h), Status::Ok);
+  FitResult r;
+  r.weights = m.get_weights();
+  r.loss = h.values().at("loss");
+  r.val_loss = h.values().at("val_loss");
+  return r;
+}
+
+TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
+  for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
+    FitResult direct, replayed;
+    {
+      GraphSetting off("0");
+      direct = fit_once(kind);
+    }
+    {
+      GraphSetting emulate("emulate");
+      replayed = fit_once(kind);
+    }
+    const char* name = kind == OptimizerKind::Adam ? "Adam" : "SGD";
+    EXPECT_TRUE(replayed.weights == direct.weights) << name << ": " << test::relative_difference(replayed.weights, direct.weights);
+    EXPECT_EQ(replayed.loss, direct.loss) << name;
+    EXPECT_EQ(replayed.val_loss, direct.val_loss) << name;
+    EXPECT_LT(direct.loss.back(), direct.loss.front()) << name << " learns";
+  }
+}
+
+}  // namespace
+}  // namespace kx
