@@ -1,5 +1,6 @@
 #include "core/step_graphs.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -11,20 +12,24 @@ void StepGraphCache::run(backend::Backend& be, const StepGraphKey& key, bool all
     body();
     return;
   }
-  for (auto& [k, graph] : graphs_)
-    if (k == key) {
-      graph->launch();
-      return;
-    }
-  std::unique_ptr<backend::StepGraph> graph = be.capture(body);
-  if (!graph) {
-    unsupported_ = true;
+  auto seen = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
+  if (seen == graphs_.end()) {
+    // The first step of a shape runs directly, as a warm-up: what it sets up once (GEMM plans, kernels
+    // loaded on first use) is then not part of the recording.
     body();
+    if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
+    graphs_.emplace_back(key, nullptr);
     return;
   }
-  if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
-  graphs_.emplace_back(key, std::move(graph));
-  graphs_.back().second->launch();
+  if (!seen->second) {
+    seen->second = be.capture(body);
+    if (!seen->second) {
+      unsupported_ = true;
+      body();
+      return;
+    }
+  }
+  seen->second->launch();
 }
 
 namespace {

@@ -25,16 +25,16 @@ struct StepGraphKey {
 
 class StepGraphCache {
  public:
-  // Runs body on be: as a replay of the graph recorded for key, recording it first when there is none,
-  // or directly when recording is off or be cannot record.
+  // Runs body on be: directly the first time key is seen, then recorded once and replayed; directly
+  // always when recording is off or be cannot record.
   void run(backend::Backend& be, const StepGraphKey& key, bool allowed, const std::function<void()>& body);
-  size_t size() const { return graphs_.size(); }
+  size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
 
  private:
-  // A full batch and the short last one of each dataset (training and validation) stay.
+  // A full batch and the short last one stay, whatever else comes between.
   static constexpr size_t kMaxGraphs = 4;
   std::vector<std::pair<StepGraphKey, std::unique_ptr<backend::StepGraph>>> graphs_;
-  bool unsupported_ = false;  // be recorded nothing once: it will not later
+  bool unsupported_ = false;  // be could not record once: it is not asked again
 };
 
 // Whether steps are recorded as graphs: yes unless the environment says KX_STEP_GRAPHS=0 (to compare,
