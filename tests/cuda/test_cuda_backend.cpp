@@ -382,7 +382,7 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
         p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f);
         p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f);
       } else {
-        const std::vector<float> lr_t{1e-3f * std::sqrt(1 - std::pow(0.999f, step)) / (1 - std::pow(0.9f, step))};
+        const std::vector<float> lr_t{static_cast<float>(1e-3 * std::sqrt(1 - std::pow(0.999, step)) / (1 - std::pow(0.9, step)))};
         p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.9f, 0.999f, 1e-7f);
         p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.9f, 0.999f, 1e-7f);
       }

@@ -201,6 +201,61 @@ TEST(Checkpoint, ACheckpointOfTwoReplicasContinuesOnOneAndOnThree) {
   }
 }
 
+// A callback that saves without reading batch metrics: the loss of the steps before it may still be
+// on the device (kx reads it lazily), and the checkpoint must hold it all the same.
+class SaveAtStep final : public Callback {
+ public:
+  SaveAtStep(std::string path, int64_t step) : path_(std::move(path)), step_(step) {}
+  bool reads_batch_metrics() const override { return false; }
+  bool on_event(const Event& e, TrainingControl& control) override {
+    if (e.kind == EventKind::BatchEnd && e.global_step == step_) control.save_checkpoint(path_);
+    return false;
+  }
+
+ private:
+  std::string path_;
+  int64_t step_;
+};
+
+TEST(Checkpoint, ASaveMidEpochHoldsTheLossOfEveryStepBeforeIt) {
+  TempDir dir;
+  Dataset d = toy(96);  // 12 steps per epoch
+  Model full = toy_model();
+  Callbacks cb;
+  cb.add(std::make_shared<SaveAtStep>(dir / "mid.kx", 5));
+  History whole;
+  ASSERT_EQ(full.fit(d, FitOptions{}, &cb, &whole), Status::Ok);
+  Model resumed = toy_model();
+  FitOptions ro;
+  ro.resume_from = dir / "mid.kx";
+  History rest;
+  ASSERT_EQ(resumed.fit(d, ro, nullptr, &rest), Status::Ok);
+  // The resumed epoch's loss is over all 12 steps: the 5 before the save come from the checkpoint.
+  EXPECT_DOUBLE_EQ(rest.get("loss", 0), whole.get("loss", 0));
+  EXPECT_DOUBLE_EQ(rest.get("accuracy", 0), whole.get("accuracy", 0));
+  EXPECT_TRUE(resumed.get_weights() == full.get_weights());
+}
+
+TEST(Checkpoint, EpochMetricsDoNotDependOnWhenTheLossIsRead) {
+  Dataset d1 = toy(96), d2 = toy(96);
+  Model lazy = toy_model(), eager = toy_model();
+  History h_lazy, h_eager;
+  FitOptions fo;
+  fo.epochs = 2;
+  ASSERT_EQ(lazy.fit(d1, fo, nullptr, &h_lazy), Status::Ok);
+  Callbacks reader;  // a function callback reads every batch's metrics
+  int batches = 0;
+  reader.add([&](const Event& e) {
+    if (e.kind == EventKind::BatchEnd) {
+      EXPECT_TRUE(std::isfinite(e.loss)) << ++batches;
+    }
+    return false;
+  });
+  ASSERT_EQ(eager.fit(d2, fo, &reader, &h_eager), Status::Ok);
+  EXPECT_EQ(h_lazy.values(), h_eager.values());
+  EXPECT_TRUE(lazy.get_weights() == eager.get_weights());
+}
+
 TEST(Checkpoint, AnotherModelOrOtherDataCannotResume) {
   TempDir dir;
   Dataset d = toy();

@@ -47,6 +47,11 @@ class Callback {
   virtual ~Callback() = default;
   // Returns true to stop training; throws kx::Error to fail it.
   virtual bool on_event(const Event& e, TrainingControl& control) = 0;
+  // Whether on_event reads the loss and accuracy of BatchEnd events. A GPU step runs ahead of the host:
+  // kx waits for its loss only when a callback reads it, the progress bar redraws or the epoch ends.
+  // A callback that acts on epochs, or on steps without their metrics, returns false; BatchEnd events
+  // then carry the latest loss read, which may be some steps old.
+  virtual bool reads_batch_metrics() const { return true; }
 };
 
 // Returns true to stop training.
@@ -86,6 +91,8 @@ class Callbacks {
   // Calls every callback in order; true if any asked to stop.
   bool dispatch(const Event& e, TrainingControl& control) const;
   bool empty() const { return callbacks_.empty(); }
+  // True when a callback reads BatchEnd metrics (Callback::reads_batch_metrics), or TerminateOnNaN is on.
+  bool reads_batch_metrics() const;
   bool terminate_on_nan() const { return terminate_on_nan_; }
 
  private:

@@ -49,6 +49,13 @@ bool Callbacks::dispatch(const Event& e, TrainingControl& control) const {
   return stop;
 }
 
+bool Callbacks::reads_batch_metrics() const {
+  if (terminate_on_nan_) return true;
+  for (const auto& cb : callbacks_)
+    if (cb->reads_batch_metrics()) return true;
+  return false;
+}
+
 double History::get(const std::string& name, int32_t index) const {
   auto it = values_.find(name);
   require(it != values_.end(), Status::InvalidArgument, "history has no \"" + name + "\"");

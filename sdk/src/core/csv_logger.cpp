@@ -15,6 +15,7 @@ class CsvLogger final : public Callback {
  public:
   CsvLogger(std::string path, bool append) : path_(std::move(path)), append_(append) {}
 
+  bool reads_batch_metrics() const override { return false; }  // epochs only
   bool on_event(const Event& e, TrainingControl& control) override {
     if (e.kind == EventKind::TrainBegin) {
       std::error_code ec;

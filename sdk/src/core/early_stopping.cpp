@@ -15,6 +15,7 @@ class EarlyStopping final : public Callback {
       : monitor_(std::move(monitor)), patience_(patience), min_delta_(std::fabs(min_delta)), restore_(restore),
         higher_is_better_(monitor_.find("accuracy") != std::string::npos) {}
 
+  bool reads_batch_metrics() const override { return false; }  // epochs only
   bool on_event(const Event& e, TrainingControl& control) override {
     if (e.kind == EventKind::TrainBegin) {
       const bool val = monitor_.rfind("val_", 0) == 0;

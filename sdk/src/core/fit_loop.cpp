@@ -163,7 +163,7 @@ void Model::Impl::run_step_part(int k, int part, int64_t global_rows, const std:
   r.graphs.run(*r.be, key, step_graphs_, body);
 }
 
-void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums) {
+void Model::Impl::train_step(const int64_t* idx, int64_t rows) {
   // A layer frozen or unfrozen since the last step (by a callback) changes which gradients exist.
   refresh_spans();
   for (Replica& r : replicas) r.plan.reserve(*r.be, net, r.plan.capacity(), label_size());
@@ -207,7 +207,6 @@ void Model::Impl::train_step(const int64_t* idx, int64_t rows, backend::LossSums
     });
   }
   optimizer_steps = t;
-  *sums = take_loss_sums();
 }
 
 void Model::Impl::refresh_spans() {
@@ -270,6 +269,7 @@ class FitControl final : public TrainingControl {
   bool emit(const Event& e) { return callbacks_ && callbacks_->dispatch(e, *this); }
 
   void save_checkpoint(const std::string& path) override {
+    if (before_save) before_save();  // the position's loss sums must include every step taken
     io::write_file_durably(path, model_.encode(&position, &order));
     Event e;
     e.kind = EventKind::CheckpointSaved;
@@ -291,6 +291,7 @@ class FitControl final : public TrainingControl {
   bool has_accuracy() const override { return model_.options.accuracy; }
 
   core::TrainPosition position;  // kept current by the loop: what a checkpoint written now records
+  std::function<void()> before_save;  // reads the losses still on the device into position
   core::DataOrder order;
 
  private:
@@ -415,6 +416,28 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     bar.begin_epoch(epoch, o.epochs, steps, start);
     stage_dataset(train);  // again after the validation of the epoch before
     core::Metrics m;
+    // The loss of a step stays on the device until something reads it (a GPU runs steps ahead of
+    // the host meanwhile): a callback reading batch metrics, TerminateOnNaN, a redraw of the bar, a
+    // checkpoint, the end of the epoch.
+    const bool read_every_step = cb && cb->reads_batch_metrics();
+    int64_t unread = 0;  // samples of the steps whose loss is not read yet
+    double loss = std::nan(""), acc = std::nan("");
+    auto read_loss = [&] {
+      backend::LossSums read;
+      if (unread == 0) return read;
+      read = take_loss_sums();
+      sums.loss += read.loss;
+      sums.correct += read.correct;
+      seen += unread;
+      unread = 0;
+      loss = sums.loss / static_cast<double>(seen);
+      acc = accuracy ? sums.correct / static_cast<double>(seen) : std::nan("");
+      control.position.loss_sum = sums.loss;
+      control.position.correct_sum = sums.correct;
+      control.position.seen = seen;
+      return read;
+    };
+    control.before_save = read_loss;
     for (int64_t step = start; step < steps && !stop; ++step) {
       if (pos == passes_steps) {
         order = train.order(++pass);
@@ -422,23 +445,21 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       }
       const int64_t first = pos * batch;
       const int64_t rows = std::min(batch, train.num_samples() - first);
-      backend::LossSums step_sums;
-      train_step(order.data() + first, rows, &step_sums);
-      if (cb && cb->terminate_on_nan() && !std::isfinite(step_sums.loss))
-        fail(Status::Diverged, "the loss became " + std::to_string(step_sums.loss) + " at epoch " +
-                                   std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
-                                   " (TerminateOnNaN); the last checkpoint written before it is intact");
-      sums.loss += step_sums.loss;
-      sums.correct += step_sums.correct;
+      train_step(order.data() + first, rows);
       ++pos;
-      seen += rows;
-      const double loss = sums.loss / static_cast<double>(seen);
-      const double acc = accuracy ? sums.correct / static_cast<double>(seen) : std::nan("");
-      m.clear();
-      if (accuracy) m.emplace_back("accuracy", acc);
-      m.emplace_back("loss", loss);
-      bar.update(step + 1, m);
+      unread += rows;
       control.position = {epoch, step + 1, steps, pass, pos, sums.loss, sums.correct, seen};
+      if (read_every_step || bar.due(step + 1) || step + 1 == steps) {
+        const backend::LossSums read = read_loss();
+        if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss))
+          fail(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
+                                     std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
+                                     " (TerminateOnNaN); the last checkpoint written before it is intact");
+        m.clear();
+        if (accuracy) m.emplace_back("accuracy", acc);
+        m.emplace_back("loss", loss);
+        bar.update(step + 1, m);
+      }
       if (cb && !cb->empty()) {
         ev = Event{};
         ev.kind = EventKind::BatchEnd;
@@ -451,6 +472,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         stop = control.emit(ev);
       }
     }
+    read_loss();  // a callback stopped the epoch early
+    control.before_save = nullptr;
     ev = Event{};
     ev.kind = EventKind::EpochEnd;
     ev.epoch = epoch;

@@ -11,6 +11,7 @@ namespace {
 class StepDecaySchedule final : public Callback {
  public:
   explicit StepDecaySchedule(StepDecay s) : s_(s) {}
+  bool reads_batch_metrics() const override { return false; }  // epochs and step counts only
   bool on_event(const Event& e, TrainingControl& control) override {
     if (e.kind == EventKind::EpochBegin)
       control.set_learning_rate(control.initial_learning_rate() * std::pow(s_.factor, e.epoch / s_.every_epochs));
@@ -24,6 +25,7 @@ class StepDecaySchedule final : public Callback {
 class CosineDecaySchedule final : public Callback {
  public:
   explicit CosineDecaySchedule(CosineDecay c) : c_(c) {}
+  bool reads_batch_metrics() const override { return false; }  // epochs and step counts only
   bool on_event(const Event& e, TrainingControl& control) override {
     // The rate of the next step: set before the first one, then after each.
     if (e.kind != EventKind::TrainBegin && e.kind != EventKind::BatchEnd) return false;

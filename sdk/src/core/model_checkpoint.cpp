@@ -35,6 +35,8 @@ class ModelCheckpoint final : public Callback {
     prune(path);
     return false;
   }
+  // Saves every n batches name their files with the batch's loss.
+  bool reads_batch_metrics() const override { return every_ > 0; }
 
  private:
   // Deletes the files of this template in the new file's directory beyond the newest keep_last_ (if

@@ -118,8 +118,9 @@ class Model::Impl {
   std::optional<io::SafetensorsFile> find_checkpoint(const std::string& from, core::ProgressBar& bar);
   // evaluate() without check_dataset, for data that fit has already checked.
   EvalResult evaluate_checked(const Dataset& data);
-  // One optimizer step on the global batch of `rows` samples gathered by storage index; adds to sums.
-  void train_step(const int64_t* idx, int64_t rows, backend::LossSums* sums);
+  // One optimizer step on the global batch of `rows` samples gathered by storage index. Its loss is
+  // added to the backends' sums, read with take_loss_sums.
+  void train_step(const int64_t* idx, int64_t rows);
   // Points every replica at the dataset's samples and labels, copying them to device memory first
   // where the backend cannot read the host's.
   void stage_dataset(const Dataset& data);

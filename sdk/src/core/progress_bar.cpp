@@ -51,11 +51,14 @@ void ProgressBar::begin_epoch(int epoch, int epochs, int64_t steps, int64_t firs
   message("Epoch " + std::to_string(epoch + 1) + "/" + std::to_string(epochs));
 }
 
+bool ProgressBar::due(int64_t step) const {
+  if (verbose_ != 1 || !terminal_ || step >= steps_) return false;
+  return step <= 1 || std::chrono::duration<double>(Clock::now() - last_draw_).count() >= kRedrawSeconds;
+}
+
 void ProgressBar::update(int64_t step, const Metrics& m) {
-  if (verbose_ != 1 || !terminal_ || step >= steps_) return;
-  const auto now = Clock::now();
-  if (std::chrono::duration<double>(now - last_draw_).count() < kRedrawSeconds && step > 1) return;
-  last_draw_ = now;
+  if (!due(step)) return;
+  last_draw_ = Clock::now();
   std::fprintf(out_, "\r%s\x1b[K", format_line(1, true, step, steps_, elapsed(), m, first_step_).c_str());
   std::fflush(out_);
 }

@@ -20,6 +20,8 @@ class ProgressBar {
   void message(const std::string& line);
   // first_step > 0 when a resumed epoch starts part-way: time per step counts the steps run here.
   void begin_epoch(int epoch, int epochs, int64_t steps, int64_t first_step = 0);
+  // Whether update(step, ...) would redraw now: the metrics are needed only then.
+  bool due(int64_t step) const;
   void update(int64_t step, const Metrics& m);
   void end_epoch(const Metrics& m);
 
