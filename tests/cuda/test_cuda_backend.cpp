@@ -140,6 +140,37 @@ TEST(CudaKernels, GemmMatchesTheCpu) {
   }
 }
 
+// dW = X^T dY with the bias gradient (the column sums of dY) fused: cuBLASLt's BGRADA epilogue where
+// it takes the shape and the output is 16-byte aligned, the separate kernel otherwise.
+TEST(CudaKernels, GemmWithTheBiasGradientMatchesTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  struct Shape3 { int64_t M, N, K; };
+  for (bool tf32 : {false, true})
+    for (const Shape3 c : {Shape3{784, 128, 32}, Shape3{128, 10, 2048}, Shape3{9, 32, 43264}, Shape3{33, 7, 5}})
+      for (int64_t offset : {0, 1}) {  // offset 1: a bias gradient that is not 16-byte aligned
+        Pair p;
+        p.gpu->set_tf32(tf32);
+        uint32_t s = seed + static_cast<uint32_t>(c.K + offset);
+        const std::vector<float> X = test::random_floats(static_cast<size_t>(c.K * c.M), ++s),
+                                 dY = test::random_floats(static_cast<size_t>(c.K * c.N), ++s);
+        std::vector<float> dW(static_cast<size_t>(c.M * c.N)), db(static_cast<size_t>(c.N + offset));
+        float* dev_dW = p.up(dW);
+        float* dev_db = p.up(db);
+        backend::Epilogue gpu_ep, cpu_ep;
+        gpu_ep.bias_grad = dev_db + offset;
+        cpu_ep.bias_grad = db.data() + offset;
+        p.gpu->gemm(Trans::Yes, Trans::No, c.M, c.N, c.K, p.up(X), c.M, p.up(dY), c.N, 0.0f, dev_dW, c.N, gpu_ep);
+        p.cpu->gemm(Trans::Yes, Trans::No, c.M, c.N, c.K, X.data(), c.M, dY.data(), c.N, 0.0f, dW.data(), c.N, cpu_ep);
+        const std::string what = std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+                                 (tf32 ? " tf32" : " fp32") + " offset " + std::to_string(offset);
+        EXPECT_LE(rel_error(p.down(dev_dW, dW.size()), dW, std::sqrt(double(c.K)) * 0.1), tf32 ? 2e-3 : 1e-5) << what;
+        // The bias gradient is a plain sum in float32 either way (no TF32 rounding of its inputs).
+        EXPECT_LE(rel_error(p.down(dev_db, db.size()), db, std::sqrt(double(c.K)) * 0.1), tf32 ? 2e-3 : 1e-5) << what;
+      }
+}
+
 TEST(CudaKernels, ActivationsMatchTheCpu) {
   REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

@@ -84,6 +84,31 @@ TEST(Gemm, LongProductsMatchFloat64AndDoNotDependOnTheThreadCount) {
     seed += 4;
   }
 }
+// The weight-gradient GEMM's bias gradient: the column sums of B, beside the product, on every kernel.
+TEST(Gemm, TheBiasGradientBesideAProductIsTheColumnSumOfB) {
+  for (CpuGemm kind : {CpuGemm::Builtin, CpuGemm::Auto}) {
+    const auto be = backend::make_cpu_backend(2, kind);
+    for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{784, 128, 32}, {9, 32, 5000}, {3, 5, 1}, {4, 6, 0}}) {
+      const auto A = test::random_floats(K * M, 600 + M), B = test::random_floats(K * N, 700 + N);
+      std::vector<float> C(M * N, 9.0f), db(N, 9.0f), plain(M * N);
+      backend::Epilogue ep;
+      ep.bias_grad = db.data();
+      be->gemm(Trans::Yes, Trans::No, M, N, K, A.data(), M, B.data(), N, 0.0f, C.data(), N, ep);
+      be->gemm(Trans::Yes, Trans::No, M, N, K, A.data(), M, B.data(), N, 0.0f, plain.data(), N, {});
+      EXPECT_EQ(C, plain) << "the product is unchanged";
+      test::Vec want(N, 0.0);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) want[n] += B[k * N + n];
+      EXPECT_EQ(test::first_mismatch(db, want, N, 1e-5 * std::sqrt(double(K + 1))), -1) << M << "x" << N << "x" << K;
+    }
+    // Only for what it is meant for: B transposed is a misuse.
+    std::vector<float> x(16, 1.0f), y(16);
+    backend::Epilogue ep;
+    ep.bias_grad = y.data();
+    EXPECT_THROW(be->gemm(Trans::Yes, Trans::Yes, 4, 4, 4, x.data(), 4, x.data(), 4, 0.0f, y.data(), 4, ep), Error);
+  }
+}
+
 TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas); }
 
 TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {

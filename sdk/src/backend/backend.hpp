@@ -26,6 +26,9 @@ enum class Trans { No, Yes };
 struct Epilogue {
   const float* bias = nullptr;
   Activation activation = Activation::None;  // None or Relu are fused; others are applied separately
+  // When set: bias_grad[n] = sum over k of B[k, n] as well, for B not transposed with ldb == N (the
+  // bias gradient beside a weight gradient, dW = X^T dY: the column sums of dY). Not with bias or act.
+  float* bias_grad = nullptr;
 };
 
 struct LossSpec {

@@ -71,8 +71,9 @@ class Conv2dLayer final : public Layer {
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
     const float* columns = pointwise() ? c.x : c.scratch;
     if (c.dw) {
-      c.be->bias_grad(positions, F, c.dy, c.dw + patch * F);
-      c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, {});
+      Epilogue with_bias_grad;
+      with_bias_grad.bias_grad = c.dw + patch * F;  // fused into the GEMM where the backend can
+      c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, with_bias_grad);
     }
     if (!c.dx) return;
     if (pointwise()) {

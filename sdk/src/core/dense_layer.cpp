@@ -45,8 +45,9 @@ class DenseLayer final : public Layer {
     if (c.dw) {
       float* dkernel = c.dw;
       float* dbias = c.dw + in_ * units;
-      c.be->bias_grad(c.rows, units, c.dy, dbias);
-      c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, {});
+      Epilogue with_bias_grad;
+      with_bias_grad.bias_grad = dbias;  // fused into the GEMM where the backend can
+      c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, with_bias_grad);
     }
     if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, {});
   }

@@ -85,6 +85,11 @@ class CpuBackend final : public Backend {
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
+    if (ep.bias_grad) {
+      require(tb == Trans::No && ldb == N && !ep.bias && ep.activation == Activation::None, Status::Internal,
+              "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");
+      bias_grad(K, N, B, ep.bias_grad);
+    }
     if (M <= 0 || N <= 0) return;
     const bool relu = ep.activation == Activation::Relu;
     if (use_blas_) {

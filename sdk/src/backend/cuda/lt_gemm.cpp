@@ -82,40 +82,74 @@ LtGemm::Plan& LtGemm::plan(const Key& key) {
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  check(host_, st, "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0)
-    raise(host_, Status::Unsupported,
-          "cuBLASLt has no algorithm for a " + std::to_string(key.M) + "x" + std::to_string(key.N) + "x" +
-              std::to_string(key.K) +
-              " GEMM");
-  p.algo = result.algo;
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(host_, st, "cublasLtMatmulAlgoGetHeuristic");
+  p.usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (p.usable) p.algo = result.algo;
   guard.keep = true;
   return plans_.emplace(key, p).first->second;
 }
 
+bool LtGemm::matmul(cudaStream_t stream, const Key& key, const float* A, const float* B, float beta, float* C,
+                    const void* epilogue_pointer) {
+  Plan& p = plan(key);
+  if (!p.usable) return false;
+  if (epilogue_pointer)
+    check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epilogue_pointer,
+                                                sizeof epilogue_pointer),
+          "BIAS_POINTER");
+  const float alpha = 1.0f;
+  const cublasStatus_t st = cublasLtMatmul(handle_, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo,
+                                           workspace_, workspace_bytes_, stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED && key.epilogue != CUBLASLT_EPILOGUE_DEFAULT) {
+    p.usable = false;  // the fused form is refused: the caller falls back, now and from now on
+    return false;
+  }
+  check(host_, st, "cublasLtMatmul");
+  return true;
+}
+
 void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) {
+  if (ep.bias_grad) {
+    if (tb != Trans::No || ldb != N || ep.bias || ep.activation != Activation::None)
+      raise(host_, Status::Internal, "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");
+    // cuBLASLt's A is our B (see above): its BGRADA sums op(B) over k into a vector of N, written
+    // through the bias pointer, which it reads in 16-byte vectors.
+    const bool fused = M > 0 && N > 0 && K > 0 && alignment(ep.bias_grad) >= 16 &&
+                       matmul(stream,
+                              Key{ta, tb, M, N, K, lda, ldb, ldc, CUBLASLT_EPILOGUE_BGRADA, tf32_, beta != 0.0f,
+                                  alignment(A), alignment(B), alignment(C)},
+                              A, B, beta, C, ep.bias_grad);
+    if (fused) {
+      check(host_, cudaGetLastError(), "GEMM with the bias gradient");
+      return;
+    }
+    bias_grad(stream, K, N, B, ep.bias_grad);
+    run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, Epilogue{});
+    return;
+  }
   if (M <= 0 || N <= 0) return;
   const bool relu = ep.activation == Activation::Relu;
   // cuBLASLt reads the bias in 16-byte vectors; a bias that is not aligned so is added afterwards.
   const bool fuse_bias = ep.bias && alignment(ep.bias) >= 16;
-  const bool fuse = K > 0 && (fuse_bias || !ep.bias);
+  bool fuse = K > 0 && (fuse_bias || !ep.bias);
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (fuse) epilogue = fuse_bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   if (K <= 0) {  // an empty sum: C = beta C, then the epilogue
     if (beta == 0.0f) check(host_, cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
   } else {
-    Plan& p = plan(Key{ta, tb, M, N, K, lda, ldb, ldc, epilogue, tf32_, beta != 0.0f, alignment(A), alignment(B),
-                       alignment(C)});
-    if (fuse_bias)
-      check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ep.bias, sizeof ep.bias),
-            "BIAS_POINTER");
-    const float alpha = 1.0f;
-    check(host_,
-          cublasLtMatmul(handle_, p.op, &alpha, B, p.a, A, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_,
-                         workspace_bytes_, stream),
-          "cublasLtMatmul");
+    auto key = [&](cublasLtEpilogue_t e) {
+      return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};
+    };
+    if (!matmul(stream, key(epilogue), A, B, beta, C, fuse_bias ? ep.bias : nullptr)) {
+      // No fused form: the plain product, then the epilogue as a kernel of its own.
+      if (epilogue == CUBLASLT_EPILOGUE_DEFAULT || !matmul(stream, key(CUBLASLT_EPILOGUE_DEFAULT), A, B, beta, C, nullptr))
+        raise(host_, Status::Unsupported,
+              "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) + "x" +
+                  std::to_string(K) + " GEMM");
+      fuse = false;
+    }
   }
   if (!fuse && (ep.bias || relu)) bias_relu(stream, M, N, ldc, C, ep.bias, relu);
   check(host_, cudaGetLastError(), "GEMM epilogue");

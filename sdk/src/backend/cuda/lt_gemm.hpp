@@ -1,4 +1,4 @@
-// Row-major GEMMs through cuBLASLt, with the bias and ReLU epilogues fused. A row-major C = A B is
+// Row-major GEMMs through cuBLASLt, with the bias and ReLU epilogues and the bias gradient fused. A row-major C = A B is
 // the column-major C^T = B^T A^T, so A and B trade places. The descriptors and the algorithm of each
 // shape are built once and kept: the step loop only looks them up.
 #pragma once
@@ -45,8 +45,13 @@ class LtGemm {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    bool usable = true;  // false: cuBLASLt has no algorithm (or refused the one it offered)
   };
+  // The plan of key, built on first use; not usable when cuBLASLt offers no algorithm for it.
   Plan& plan(const Key& key);
+  // C = op(A) op(B) + beta C with the plan of key; false when cuBLASLt refuses the shape.
+  bool matmul(cudaStream_t stream, const Key& key, const float* A, const float* B, float beta, float* C,
+              const void* epilogue_pointer);
 
   const HostServices& host_;
   cublasLtHandle_t handle_ = nullptr;
