@@ -1,6 +1,7 @@
-// Steps recorded once and replayed (CUDA graphs), checked on the CPU through the recording backend,
-// which gives any backend CUDA graph semantics: a replay runs the recorded calls with their recorded
-// arguments and reads memory as it is when it runs.
+// How a training step is run and fed, checked on the CPU: steps recorded once and replayed (CUDA
+// graphs) through the recording backend, which gives any backend CUDA graph semantics (a replay runs
+// the recorded calls with their recorded arguments and reads memory as it is when it runs); and
+// datasets streamed batch by batch through transfer rings, as those too large for a GPU are.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -123,8 +124,8 @@ struct FitResult {
 // Every value that changes from step to step: the dropout seed, the rate (a cosine decay per step and
 // Adam's bias correction), the batch index, the last short batch, the EMA's first step, validation
 // between epochs.
-FitResult fit_once(OptimizerKind kind) {
-  Model m = Model::sequential(Strategy::default_strategy(), {12});
+FitResult fit_once(OptimizerKind kind, int replicas = 1) {
+  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), {12});
   m.add_dense(24, Activation::Relu);
   m.add_dropout(0.25f);
   LayerSpec bn;
@@ -174,6 +175,39 @@ TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
     EXPECT_EQ(replayed.val_loss, direct.val_loss) << name;
     EXPECT_LT(direct.loss.back(), direct.loss.front()) << name << " learns";
   }
+}
+
+// KX_DATA_STREAMING=always feeds every batch through the rings, as a dataset too large for a GPU's
+// memory is: gathered on the host into a slot, copied, gathered again on the device from the slot.
+class StreamingSetting {
+ public:
+  explicit StreamingSetting(bool on) {
+    if (on)
+      setenv("KX_DATA_STREAMING", "always", 1);
+    else
+      unsetenv("KX_DATA_STREAMING");
+  }
+  ~StreamingSetting() { unsetenv("KX_DATA_STREAMING"); }
+};
+
+TEST(DataStreaming, StreamedDatasetsTrainBitwiseAsCachedOnes) {
+  for (int replicas : {1, 2})
+    for (const char* graphs : {"0", "emulate"}) {
+      GraphSetting g(graphs);
+      FitResult cached, streamed;
+      {
+        StreamingSetting off(false);
+        cached = fit_once(OptimizerKind::Adam, replicas);
+      }
+      {
+        StreamingSetting on(true);
+        streamed = fit_once(OptimizerKind::Adam, replicas);
+      }
+      const std::string what = std::to_string(replicas) + " replicas, KX_STEP_GRAPHS=" + graphs;
+      EXPECT_TRUE(streamed.weights == cached.weights) << what;
+      EXPECT_EQ(streamed.loss, cached.loss) << what;
+      EXPECT_EQ(streamed.val_loss, cached.val_loss) << what;
+    }
 }
 
 }  // namespace

@@ -106,6 +106,25 @@ class StepGraph {
   virtual void launch() = 0;
 };
 
+// Copies from host memory into a device on a queue of their own, overlapped with compute: how the
+// batches of a dataset too large for device memory reach the device. `slots` pairs of a host buffer
+// (page-locked on a GPU) and a device buffer, slot_bytes each; the device buffers are contiguous, slot
+// s at s * slot_bytes. A slot's turn: wait_host_writable, fill host_slot, upload, the compute that
+// reads it, release.
+class TransferRing {
+ public:
+  virtual ~TransferRing() = default;
+  virtual void* host_slot(int slot) = 0;
+  virtual void* device_slots() = 0;
+  // Returns once host_slot(slot) may be written again: its last upload has finished.
+  virtual void wait_host_writable(int slot) = 0;
+  // Queues the copy of the first `bytes` of host_slot(slot) into its device slot, after the compute
+  // released the slot; compute queued after this call waits for the copy.
+  virtual void upload(int slot, size_t bytes) = 0;
+  // The compute queued so far is the last to read the device slot before its next upload.
+  virtual void release(int slot) = 0;
+};
+
 // Every kernel call is queued in order on the backend's stream (the CPU runs it at once); only
 // to_host and take_loss_sums wait for what was queued before them.
 class Backend {
@@ -197,6 +216,9 @@ class Backend {
   // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too.
   virtual void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) = 0;
 
+  // A TransferRing into this backend's memory (Status::OutOfMemory when there is not enough).
+  virtual std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) = 0;
+
   // Records the calls `body` makes on this backend into a StepGraph instead of running them. Null when
   // this backend cannot, or could not record this body (nothing ran: the caller runs body itself).
   // body may not wait for the device (to_host, synchronize, take_loss_sums) nor allocate.
@@ -219,6 +241,8 @@ inline void DeviceBuffer::reset() noexcept {
 }
 
 std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGemm::Auto);
+// A TransferRing for a backend whose memory is host memory: the upload is a copy made at once.
+std::unique_ptr<TransferRing> make_host_transfer_ring(Backend& be, int slots, size_t slot_bytes);
 // The backend of one replica device: the CPU one, or one from the CUDA module (Status::Device when
 // that device is not present).
 std::unique_ptr<Backend> make_backend(const Device& device, int cpu_threads, CpuGemm gemm);

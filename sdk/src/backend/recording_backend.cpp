@@ -138,6 +138,11 @@ class RecordingBackend final : public Backend {
     run([=](Backend& b) { b.gather_rows(src, row_len, idx, n, dst); });
   }
 
+  std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) override {
+    no_wait("allocate");
+    return inner_->make_transfer_ring(slots, slot_bytes);
+  }
+
   std::unique_ptr<StepGraph> capture(const std::function<void()>& body) override {
     if (recording_) return nullptr;
     recording_ = true;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -71,6 +72,11 @@ void Model::Impl::reserve_plans(int64_t global_rows) {
 void Model::Impl::stage_dataset(const Dataset& data) {
   const std::shared_ptr<const DatasetStorage>& storage = data.shared_storage();
   for (Replica& r : replicas) {
+    r.streamed.reset();
+    if (always_stream_) {
+      stream_dataset(r, storage);
+      continue;
+    }
     if (r.be->host_accessible()) {
       r.x_src = storage->x.data();
       r.y_src = storage->y.data();
@@ -88,8 +94,14 @@ void Model::Impl::stage_dataset(const Dataset& data) {
       if (r.cache.size() >= kCachedDatasets) r.cache.erase(r.cache.begin());
       CachedDataset c;
       const size_t x_bytes = storage->x.size() * sizeof(float), y_bytes = storage->y.size() * sizeof(float);
-      c.x = r.be->allocate(x_bytes);
-      c.y = r.be->allocate(y_bytes);
+      try {
+        c.x = r.be->allocate(x_bytes);
+        c.y = r.be->allocate(y_bytes);
+      } catch (const Error& e) {
+        if (e.status() != Status::OutOfMemory) throw;
+        stream_dataset(r, storage);  // too large for the device: batch by batch
+        continue;
+      }
       r.be->to_device(storage->x.data(), x_bytes, c.x.data());
       r.be->to_device(storage->y.data(), y_bytes, c.y.data());
       c.storage = storage;
@@ -101,8 +113,52 @@ void Model::Impl::stage_dataset(const Dataset& data) {
   }
 }
 
-void Model::Impl::upload_batch_index(Replica& r, const int64_t* idx, Slice s) {
-  r.be->to_device(idx + s.first, static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
+void Model::Impl::stream_dataset(Replica& r, const std::shared_ptr<const DatasetStorage>& storage) {
+  const int64_t rows = r.plan.capacity();
+  if (!r.ring_x || r.ring_rows < rows) {
+    r.ring_x.reset();
+    r.ring_y.reset();
+    r.ring_x = r.be->make_transfer_ring(Replica::kRingSlots, static_cast<size_t>(rows * net.input_size()) * sizeof(float));
+    r.ring_y = r.be->make_transfer_ring(Replica::kRingSlots, static_cast<size_t>(rows * label_size()) * sizeof(float));
+    r.ring_rows = rows;
+    r.next_slot = 0;
+  }
+  r.streamed = storage;
+  r.x_src = static_cast<const float*>(r.ring_x->device_slots());
+  r.y_src = static_cast<const float*>(r.ring_y->device_slots());
+}
+
+void Model::Impl::feed_batch(Replica& r, const int64_t* idx, Slice s) {
+  if (!r.streamed) {
+    r.be->to_device(idx + s.first, static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
+    return;
+  }
+  const int slot = r.next_slot;
+  r.next_slot = (slot + 1) % Replica::kRingSlots;
+  const int64_t in = net.input_size(), ls = label_size();
+  r.ring_x->wait_host_writable(slot);
+  r.ring_y->wait_host_writable(slot);
+  auto* xs = static_cast<float*>(r.ring_x->host_slot(slot));
+  auto* ys = static_cast<float*>(r.ring_y->host_slot(slot));
+  const DatasetStorage& d = *r.streamed;
+  r.ring_index.resize(static_cast<size_t>(s.rows));
+  for (int64_t i = 0; i < s.rows; ++i) {
+    const auto row = static_cast<size_t>(idx[s.first + i]);
+    std::memcpy(xs + i * in, d.x.data() + row * static_cast<size_t>(in), static_cast<size_t>(in) * sizeof(float));
+    std::memcpy(ys + i * ls, d.y.data() + row * static_cast<size_t>(ls), static_cast<size_t>(ls) * sizeof(float));
+    r.ring_index[static_cast<size_t>(i)] = slot * r.ring_rows + i;  // the step gathers from the slot
+  }
+  r.ring_x->upload(slot, static_cast<size_t>(s.rows * in) * sizeof(float));
+  r.ring_y->upload(slot, static_cast<size_t>(s.rows * ls) * sizeof(float));
+  r.be->to_device(r.ring_index.data(), static_cast<size_t>(s.rows) * sizeof(int64_t), r.plan.batch_index());
+  r.fed_slot = slot;
+}
+
+void Model::Impl::release_batch(Replica& r) {
+  if (!r.streamed || r.fed_slot < 0) return;
+  r.ring_x->release(r.fed_slot);
+  r.ring_y->release(r.fed_slot);
+  r.fed_slot = -1;
 }
 
 void Model::Impl::replica_forward_loss(Replica& r, Slice s, bool training, float grad_scale) {
@@ -173,7 +229,7 @@ void Model::Impl::train_step(const int64_t* idx, int64_t rows) {
   const bool special = optimizer.use_ema && t == 1;
   auto prepare = [&](Replica& r, Slice s) {
     r.be->to_device(&values, sizeof values, r.step_values.data());
-    if (s.rows > 0) upload_batch_index(r, idx, s);
+    if (s.rows > 0) feed_batch(r, idx, s);
   };
   if (!collective_) {
     Replica& r = replicas.front();
@@ -186,12 +242,14 @@ void Model::Impl::train_step(const int64_t* idx, int64_t rows) {
       body();
     else
       run_step_part(0, kWholeStep, rows, body);
+    release_batch(r);
   } else {
     for_each_replica([&](int k) {
       Replica& r = replicas[static_cast<size_t>(k)];
       const Slice s = slice(k, rows);
       prepare(r, s);
       run_step_part(k, kForwardBackward, rows, [&] { replica_forward_backward(r, s, rows); });
+      release_batch(r);
     });
     // Cannot fail: the collective's barriers are safe to enter once every replica's backward succeeded.
     for_each_replica([&](int k) {
@@ -531,8 +589,9 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
       Replica& r = replicas[static_cast<size_t>(k)];
       const Slice part = slice(k, rows);
       if (part.rows == 0) return;
-      upload_batch_index(r, idx.data() + first, part);
+      feed_batch(r, idx.data() + first, part);
       replica_forward_loss(r, part, false, 0.0f);
+      release_batch(r);
     });
   }
   const backend::LossSums sums = take_loss_sums();

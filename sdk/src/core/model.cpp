@@ -1,6 +1,7 @@
 // kx::Model: building, compiling, JSON and weights. Training lives in fit_loop.cpp.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 #include "core/model_impl.hpp"
@@ -166,6 +167,8 @@ void Model::Impl::compile(const CompileOptions& o) {
     collective_ = distribute::make_collective(strategy.replicas(), backends);
   }
   step_graphs_ = core::step_graphs_enabled() && (!collective_ || collective_->capturable());
+  const char* streaming = std::getenv("KX_DATA_STREAMING");
+  always_stream_ = streaming && std::string(streaming) == "always";
   replicas = std::move(built);
   options = o;
   optimizer = resolved;

@@ -42,6 +42,14 @@ struct Replica {
   const float* x_src = nullptr;
   const float* y_src = nullptr;
   std::vector<CachedDataset> cache;
+  // A dataset that does not fit in device memory is read through two rings of page-locked slots
+  // instead (samples, labels), each batch gathered on the host and copied beside the compute.
+  static constexpr int kRingSlots = 2;
+  std::shared_ptr<const DatasetStorage> streamed;  // the dataset read so, if any
+  std::unique_ptr<backend::TransferRing> ring_x, ring_y;
+  int64_t ring_rows = 0;  // samples per slot
+  int next_slot = 0, fed_slot = -1;
+  std::vector<int64_t> ring_index;
   core::StepGraphCache graphs;  // last: destroyed before the memory its graphs point at
 
   const uint64_t* step_seed() const { return &step_values.data<backend::StepValues>()->seed; }
@@ -124,8 +132,13 @@ class Model::Impl {
   // Points every replica at the dataset's samples and labels, copying them to device memory first
   // where the backend cannot read the host's.
   void stage_dataset(const Dataset& data);
-  // Copies the storage indices of one replica's slice of the batch to its plan.
-  void upload_batch_index(Replica& r, const int64_t* idx, Slice s);
+  // Makes one replica's slice of the batch (storage indices idx + s.first ...) readable by its step:
+  // the indices copied to its plan, and for a streamed dataset the samples copied to a ring slot.
+  void feed_batch(Replica& r, const int64_t* idx, Slice s);
+  // After the step that read the batch fed last is queued: its ring slot may be refilled.
+  void release_batch(Replica& r);
+  // Stages data on r through rings (streaming) instead of a device copy.
+  void stream_dataset(Replica& r, const std::shared_ptr<const DatasetStorage>& storage);
   // Gathers one replica's slice of the batch (its uploaded indices) from the staged dataset and runs
   // forward and the loss, adding to the backend's loss sums; in training also dL/d(output), scaled by
   // grad_scale.
@@ -162,6 +175,7 @@ class Model::Impl {
   std::unique_ptr<distribute::ReplicaPool> pool_;
   std::unique_ptr<distribute::Collective> collective_;
   bool step_graphs_ = true;  // record steps as graphs where the backends and the collective can
+  bool always_stream_ = false;  // KX_DATA_STREAMING=always: stream datasets even where they would fit
 };
 
 }  // namespace kx

@@ -338,6 +338,10 @@ class CpuBackend final : public Backend {
   }
   void synchronize() override {}
 
+  std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) override {
+    return make_host_transfer_ring(*this, slots, slot_bytes);
+  }
+
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
 #pragma omp parallel for num_threads(threads_) if (n * row_len >= kParallelElements)
     for (int64_t i = 0; i < n; ++i)

@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_resources.hpp"
 #include "backend/cuda/cuda_step_graph.hpp"
+#include "backend/cuda/cuda_transfer_ring.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
 #include "backend/module_api.hpp"
@@ -49,7 +50,10 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return {};
     use_device();
     void* p = nullptr;
-    check(host_, cudaMallocFromPoolAsync(&p, bytes, pool_, stream_), "allocating device memory");
+    if (const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream_); e != cudaSuccess) {
+      cudaGetLastError();  // not the next kernel's error: a caller may go on without this memory
+      check(host_, e, "allocating device memory");
+    }
     DeviceBuffer b(this, p, bytes);
     check(host_, cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync");
     return b;
@@ -225,6 +229,11 @@ class CudaBackend final : public Backend {
     cuda::gather_rows(stream_, src, row_len, idx, n, dst);
     launched("gather");
   }
+  std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) override {
+    use_device();
+    return make_cuda_transfer_ring(*this, host_, device_, stream_, slots, slot_bytes);
+  }
+
   std::unique_ptr<StepGraph> capture(const std::function<void()>& body) override {
     return capture_step(host_, device_, stream_, body);
   }
