@@ -13,8 +13,16 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKX_WITH_CUDA=ON -D
 cmake --build build-gpu -j "$(nproc)" > "$out/build.txt" 2>&1 || { grep -E "error" "$out/build.txt" | head -30; exit 1; }
 ctest --test-dir build-gpu -R "Cuda|Mirrored" --output-on-failure > "$out/cuda_tests.txt" 2>&1
 tail -25 "$out/cuda_tests.txt"
-timeout 300 ./build-gpu/bench/bench_gpu --steps "${BENCH_STEPS:-500}" > "$out/bench_gpu.txt" 2>&1
+# The training tests again with every batch streamed through the page-locked rings.
+KX_DATA_STREAMING=always ctest --test-dir build-gpu -R "CudaTraining" --output-on-failure \
+  > "$out/cuda_tests_streamed.txt" 2>&1
+tail -8 "$out/cuda_tests_streamed.txt"
+timeout 500 ./build-gpu/bench/bench_gpu --steps "${BENCH_STEPS:-500}" > "$out/bench_gpu.txt" 2>&1
 cat "$out/bench_gpu.txt"
+# The MLP steps run kernel by kernel, for the gain of the recorded step.
+KX_STEP_GRAPHS=0 timeout 200 ./build-gpu/bench/bench_gpu --cases mlp --steps "${BENCH_STEPS:-500}" \
+  > "$out/bench_gpu_no_graphs.txt" 2>&1
+cat "$out/bench_gpu_no_graphs.txt"
 # Mirrored overhead on the GPU: two logical replicas of cuda:0 against one; NCCL across two GPUs
 # when the machine has them.
 timeout 300 ./build-gpu/bench/bench_mirrored --data "$KX_FASHION_MNIST_DIR" --devices cuda:0,cuda:0 --steps 500 \
