@@ -212,7 +212,8 @@ namespace {
 enum StepPart : int { kWholeStep, kForwardBackward, kUpdate };
 }  // namespace
 
-void Model::Impl::run_step_part(int k, int part, int64_t global_rows, const std::function<void()>& body) {
+template <class Body>
+void Model::Impl::run_step_part(int k, int part, int64_t global_rows, Body&& body) {
   Replica& r = replicas[static_cast<size_t>(k)];
   const Slice s = slice(k, global_rows);
   const core::StepGraphKey key{part, s.first, s.rows, global_rows, r.plan.generation(), net.revision, r.x_src, r.y_src};

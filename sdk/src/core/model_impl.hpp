@@ -152,7 +152,8 @@ class Model::Impl {
   // The StepValues of step number t.
   backend::StepValues step_values(int64_t t) const;
   // Runs part `part` of a step on replica k: replayed from a recorded graph where the backend can.
-  void run_step_part(int k, int part, int64_t global_rows, const std::function<void()>& body);
+  template <class Body>
+  void run_step_part(int k, int part, int64_t global_rows, Body&& body);
   // use_ema: the trained weights := their moving average (when fit ends).
   void finalize_ema();
   // The arena spans the optimizer updates, for the network's current revision.

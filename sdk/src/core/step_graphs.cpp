@@ -6,30 +6,24 @@
 
 namespace kx::core {
 
-void StepGraphCache::run(backend::Backend& be, const StepGraphKey& key, bool allowed,
-                         const std::function<void()>& body) {
-  if (!allowed || unsupported_) {
-    body();
+backend::StepGraph* StepGraphCache::find(const StepGraphKey& key) const {
+  for (const auto& [k, graph] : graphs_)
+    if (k == key) return graph.get();
+  return nullptr;
+}
+
+bool StepGraphCache::seen(const StepGraphKey& key) const {
+  return std::any_of(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
+}
+
+void StepGraphCache::remember(const StepGraphKey& key, std::unique_ptr<backend::StepGraph> graph) {
+  auto same = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
+  if (same != graphs_.end()) {
+    same->second = std::move(graph);
     return;
   }
-  auto seen = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
-  if (seen == graphs_.end()) {
-    // The first step of a shape runs directly, as a warm-up: what it sets up once (GEMM plans, kernels
-    // loaded on first use) is then not part of the recording.
-    body();
-    if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
-    graphs_.emplace_back(key, nullptr);
-    return;
-  }
-  if (!seen->second) {
-    seen->second = be.capture(body);
-    if (!seen->second) {
-      unsupported_ = true;
-      body();
-      return;
-    }
-  }
-  seen->second->launch();
+  if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
+  graphs_.emplace_back(key, std::move(graph));
 }
 
 namespace {

@@ -26,11 +26,41 @@ struct StepGraphKey {
 class StepGraphCache {
  public:
   // Runs body on be: directly the first time key is seen, then recorded once and replayed; directly
-  // always when recording is off or be cannot record.
-  void run(backend::Backend& be, const StepGraphKey& key, bool allowed, const std::function<void()>& body);
+  // always when recording is off or be cannot record. Takes body by reference: a step allocates nothing.
+  template <class Body>
+  void run(backend::Backend& be, const StepGraphKey& key, bool allowed, Body&& body) {
+    if (!allowed || unsupported_) {
+      body();
+      return;
+    }
+    backend::StepGraph* graph = find(key);
+    if (!graph) {
+      if (!seen(key)) {
+        // The first step of a shape runs directly, as a warm-up: what it sets up once (GEMM plans,
+        // kernels loaded on first use) is then not part of the recording.
+        body();
+        remember(key, nullptr);
+        return;
+      }
+      std::unique_ptr<backend::StepGraph> recorded = be.capture(std::function<void()>(std::ref(body)));
+      if (!recorded) {
+        unsupported_ = true;
+        body();
+        return;
+      }
+      graph = recorded.get();
+      remember(key, std::move(recorded));
+    }
+    graph->launch();
+  }
   size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
 
  private:
+  backend::StepGraph* find(const StepGraphKey& key) const;
+  bool seen(const StepGraphKey& key) const;
+  // Records key (with its graph, or none yet), replacing an entry of the same key or the oldest.
+  void remember(const StepGraphKey& key, std::unique_ptr<backend::StepGraph> graph);
+
   // A full batch and the short last one stay, whatever else comes between.
   static constexpr size_t kMaxGraphs = 4;
   std::vector<std::pair<StepGraphKey, std::unique_ptr<backend::StepGraph>>> graphs_;

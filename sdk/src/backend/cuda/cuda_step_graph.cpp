@@ -11,9 +11,9 @@ class CudaStepGraph final : public StepGraph {
       : host_(host), device_(device), stream_(stream), exec_(exec) {}
   CudaStepGraph(const CudaStepGraph&) = delete;
   CudaStepGraph& operator=(const CudaStepGraph&) = delete;
-  // A launch still running keeps its resources until it finishes: destroying the executable is safe.
   ~CudaStepGraph() override {
     cudaSetDevice(device_);
+    cudaStreamSynchronize(stream_);  // no launch of it may still run
     cudaGraphExecDestroy(exec_);
   }
 
