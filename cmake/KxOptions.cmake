@@ -1,6 +1,6 @@
 # Resolution of the AUTO|ON|OFF options and the search for CBLAS.
 
-foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_MPI KX_WITH_BLAS)
+foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_BLAS)
   string(TOUPPER "${${opt}}" _v)
   if(NOT _v MATCHES "^(AUTO|ON|OFF)$")
     message(FATAL_ERROR "${opt} must be AUTO, ON or OFF (got '${${opt}}')")

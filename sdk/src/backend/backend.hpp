@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "kx/error.hpp"
 #include "kx/layer.hpp"
 #include "kx/loss.hpp"
 #include "kx/metric.hpp"
@@ -165,6 +166,18 @@ class Backend {
   virtual void im2col(const Window2d& g, int64_t rows, const float* x, float* col) = 0;
   // The adjoint of im2col: dx (overwritten) = the sum of every column entry at its input position.
   virtual void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) = 0;
+  // Convolution run natively (cuDNN): y [rows, out_h, out_w, filters] = act(conv(x, w) + bias), w in
+  // Keras's layout [k_h, k_w, channels, filters], act None or Relu. has_conv2d says whether this backend
+  // runs this geometry so; where it does not, layers use im2col and gemm and never call these.
+  virtual bool has_conv2d(const Window2d& g) const {
+    (void)g;
+    return false;
+  }
+  virtual void conv2d_forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                              const float* bias, Activation act, float* y);
+  // From dz = dL/d(the convolution plus bias): dx, dw and db, each overwritten and each may be null.
+  virtual void conv2d_backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                               const float* dz, float* dx, float* dw, float* db);
   // Max over each window (no padding), channel by channel.
   virtual void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) = 0;
   // dx (overwritten): each window's dy goes to the first position holding its maximum.
@@ -232,6 +245,15 @@ class Backend {
   // Takes back memory from allocate.
   virtual void release(void* p, size_t bytes) noexcept = 0;
 };
+
+inline void Backend::conv2d_forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*,
+                                    Activation, float*) {
+  fail(Status::Internal, "conv2d_forward on a backend without native convolutions");
+}
+inline void Backend::conv2d_backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*,
+                                     float*, float*, float*) {
+  fail(Status::Internal, "conv2d_backward on a backend without native convolutions");
+}
 
 inline void DeviceBuffer::reset() noexcept {
   if (owner_ && p_) owner_->release(p_, bytes_);

@@ -74,6 +74,15 @@ class RecordingBackend final : public Backend {
   void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) override {
     run([=](Backend& b) { b.col2im(g, rows, col, dx); });
   }
+  bool has_conv2d(const Window2d& g) const override { return inner_->has_conv2d(g); }
+  void conv2d_forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                      const float* bias, Activation act, float* y) override {
+    run([=](Backend& b) { b.conv2d_forward(g, filters, rows, x, w, bias, act, y); });
+  }
+  void conv2d_backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                       const float* dz, float* dx, float* dw, float* db) override {
+    run([=](Backend& b) { b.conv2d_backward(g, filters, rows, x, w, dz, dx, dw, db); });
+  }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
     run([=](Backend& b) { b.max_pool_forward(g, rows, x, y); });
   }

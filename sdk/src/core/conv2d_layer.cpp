@@ -50,25 +50,38 @@ class Conv2dLayer final : public Layer {
 
   // The columns; none for a 1x1 kernel with stride 1, whose columns are the input itself.
   int64_t scratch_per_sample() const override { return pointwise() ? 0 : g_.out_h * g_.out_w * g_.patch(); }
+  int64_t scratch_floats_on(const backend::Backend& be, int64_t rows) const override {
+    return be.has_conv2d(g_) ? 0 : scratch_floats(rows);
+  }
   Activation output_activation() const override { return spec_.activation; }
 
   void forward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
+    const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
+    if (c.be->has_conv2d(g_)) {
+      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, c.w + patch * F, fused, c.y);
+      if (act != fused) c.be->activation_forward(act, positions, F, c.y);
+      return;
+    }
     const float* columns = c.x;
     if (!pointwise()) {
       c.be->im2col(g_, c.rows, c.x, c.scratch);
       columns = c.scratch;
     }
-    Epilogue ep{c.w + patch * F, act == Activation::Relu ? Activation::Relu : Activation::None};
+    Epilogue ep{c.w + patch * F, fused};
     c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
-    if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, positions, F, c.y);
+    if (act != fused) c.be->activation_forward(act, positions, F, c.y);
   }
 
   void backward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     if (!c.fold_activation && spec_.activation != Activation::None)
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
+    if (c.be->has_conv2d(g_)) {
+      c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? c.dw + patch * F : nullptr);
+      return;
+    }
     const float* columns = pointwise() ? c.x : c.scratch;
     if (c.dw) {
       Epilogue with_bias_grad;

@@ -76,6 +76,11 @@ class Layer {
   virtual int64_t scratch_per_sample() const { return 0; }
   // Scratch floats for `rows` samples; layers with per-layer state (statistics) add to the default.
   virtual int64_t scratch_floats(int64_t rows) const { return scratch_per_sample() * rows; }
+  // The same on a given backend (a convolution the backend runs natively needs no columns).
+  virtual int64_t scratch_floats_on(const backend::Backend& be, int64_t rows) const {
+    (void)be;
+    return scratch_floats(rows);
+  }
   bool trainable() const { return spec_.trainable; }
   void set_trainable(bool t) { spec_.trainable = t; }
   // The output is the input buffer itself (a reshape): forward and backward do nothing.

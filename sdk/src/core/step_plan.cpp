@@ -41,7 +41,7 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
     const Layer& layer = *net.layers[i];
     const size_t in = static_cast<size_t>(net.inputs[i].front());
     act_[i + 1] = layer.aliases_input() ? act_[in] : buffer(floats_of(i + 1));
-    if (const int64_t n = layer.scratch_floats(max_rows); n > 0) scratch_[i] = buffer(n);
+    if (const int64_t n = layer.scratch_floats_on(be, max_rows); n > 0) scratch_[i] = buffer(n);
   }
   // Tensors in order: a tensor's gradient buffer is known before the edges that read into it.
   for (size_t t = 0; t < T; ++t) {

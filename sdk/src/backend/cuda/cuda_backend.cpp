@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_resources.hpp"
 #include "backend/cuda/cuda_step_graph.hpp"
 #include "backend/cuda/cuda_transfer_ring.hpp"
+#include "backend/cuda/cudnn_conv.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
 #include "backend/module_api.hpp"
@@ -35,6 +36,7 @@ class CudaBackend final : public Backend {
     sums_ = allocate(2 * sizeof(double));
     partials_ = allocate(2 * sizeof(double) * kLossMaxBlocks);
     gemm_ = std::make_unique<LtGemm>(host_, workspace_.data<void>(), kWorkspaceBytes);
+    conv_ = CudnnConv::create(*this, host_, device_, stream_);
   }
 
   // The members go in reverse order: the GEMM plans, the device buffers (freed on the stream), the
@@ -44,7 +46,9 @@ class CudaBackend final : public Backend {
     cudaStreamSynchronize(stream_);
   }
 
-  std::string gemm_kernel_name() const override { return gemm_->tf32() ? "cublasLt (tf32)" : "cublasLt (fp32)"; }
+  std::string gemm_kernel_name() const override {
+    return std::string(gemm_->tf32() ? "cublasLt (tf32)" : "cublasLt (fp32)") + (conv_ ? ", cuDNN" : "");
+  }
 
   DeviceBuffer allocate(size_t bytes) override {
     if (bytes == 0) return {};
@@ -76,7 +80,10 @@ class CudaBackend final : public Backend {
     use_device();
     check(host_, cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync");
   }
-  void set_tf32(bool on) override { gemm_->set_tf32(on); }
+  void set_tf32(bool on) override {
+    gemm_->set_tf32(on);
+    if (conv_) conv_->set_tf32(on);
+  }
   ReplicaStream replica_stream() const { return {device_, stream_}; }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -124,6 +131,17 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::col2im(stream_, g, rows, col, dx);
     launched("col2im");
+  }
+  bool has_conv2d(const Window2d& g) const override { return conv_ && CudnnConv::supports(g); }
+  void conv2d_forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                      const float* bias, Activation act, float* y) override {
+    use_device();
+    conv_->forward(g, filters, rows, x, w, bias, act, y);
+  }
+  void conv2d_backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                       const float* dz, float* dx, float* dw, float* db) override {
+    use_device();
+    conv_->backward(g, filters, rows, x, w, dz, dx, dw, db);
   }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
     use_device();
@@ -256,6 +274,7 @@ class CudaBackend final : public Backend {
   cudaMemPool_t pool_ = nullptr;
   DeviceBuffer workspace_, sums_, partials_;
   std::unique_ptr<LtGemm> gemm_;
+  std::unique_ptr<CudnnConv> conv_;  // null without cuDNN: convolutions go through im2col and gemm
 };
 
 int device_count(char* why, size_t why_len) {

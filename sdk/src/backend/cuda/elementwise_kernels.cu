@@ -84,6 +84,13 @@ __global__ void dropout_kernel(float rate, float keep_scale, const uint64_t* ste
   }
 }
 
+__global__ void transpose_kernel(int64_t rows, int64_t cols, const float* src, float* dst) {
+  KX_GRID_STRIDE(i, rows * cols) {
+    const int64_t r = i / cols, c = i % cols;
+    dst[c * rows + r] = src[i];
+  }
+}
+
 __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float* out) {
   KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
@@ -188,6 +195,10 @@ void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t str
   if (n == 0) return;
   const float keep_scale = 1.0f / (1.0f - rate);
   dropout_kernel<<<blocks_for(n), kThreads, 0, s>>>(rate, keep_scale, step_seed, stream, first, n, x, mask, y);
+}
+
+void transpose(cudaStream_t s, int64_t rows, int64_t cols, const float* src, float* dst) {
+  if (rows * cols > 0) transpose_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, src, dst);
 }
 
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {

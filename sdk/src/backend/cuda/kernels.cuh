@@ -41,6 +41,8 @@ void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
 // The pointers to rates and seeds are device memory, read when the kernel runs (a replayed graph).
 void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
              const float* x, float* mask, float* y);
+// dst [cols, rows] = src [rows, cols] transposed.
+void transpose(cudaStream_t s, int64_t rows, int64_t cols, const float* src, float* dst);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);

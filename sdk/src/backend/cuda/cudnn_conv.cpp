@@ -1,0 +1,245 @@
+#include "backend/cuda/cudnn_conv.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.cuh"
+
+#ifndef KX_HAVE_CUDNN
+
+namespace kx::backend::cuda {
+
+// Built without cudnn.h: no cuDNN, every convolution goes through im2col and cuBLASLt.
+struct CudnnConv::Plan {};
+std::unique_ptr<CudnnConv> CudnnConv::create(Backend&, const HostServices&, int, cudaStream_t) { return nullptr; }
+CudnnConv::CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle)
+    : be_(be), host_(host), device_(device), stream_(stream), handle_(handle) {}
+CudnnConv::~CudnnConv() = default;
+bool CudnnConv::supports(const Window2d&) { return false; }
+void CudnnConv::forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, Activation,
+                        float*) {
+  raise(host_, Status::Internal, "this build has no cuDNN");
+}
+void CudnnConv::backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, float*, float*,
+                         float*) {
+  raise(host_, Status::Internal, "this build has no cuDNN");
+}
+
+}  // namespace kx::backend::cuda
+
+#else
+
+#include "backend/cuda/cudnn_library.hpp"
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace kx::backend::cuda {
+namespace {
+
+// Algorithms needing more scratch than this are passed over.
+constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
+
+void check(const HostServices& host, cudnnStatus_t s, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return;
+  const Status status = s == CUDNN_STATUS_ALLOC_FAILED ? Status::OutOfMemory
+                        : s == CUDNN_STATUS_NOT_SUPPORTED ? Status::Unsupported
+                                                          : Status::Device;
+  raise(host, status, std::string(what) + ": " + CudnnLibrary::get().error_string(s));
+}
+
+// The first of cuDNN's ranked algorithms that succeeds, is deterministic (runs repeat bitwise), uses
+// the math asked for (TF32 tensor cores or plain float32) and fits the workspace limit.
+template <class Perf>
+const Perf* pick(const Perf* perf, int n, cudnnMathType_t math) {
+  for (int i = 0; i < n; ++i)
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
+        perf[i].memory <= kMaxWorkspaceBytes && (math == CUDNN_DEFAULT_MATH || perf[i].mathType == math))
+      return &perf[i];
+  return nullptr;
+}
+
+}  // namespace
+
+struct CudnnConv::Plan {
+  const CudnnLibrary& lib;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t forward_conv = nullptr, data_conv = nullptr, filter_conv = nullptr;
+  cudnnConvolutionFwdAlgo_t forward_algo{};
+  cudnnConvolutionBwdDataAlgo_t data_algo{};
+  cudnnConvolutionBwdFilterAlgo_t filter_algo{};
+  size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+
+  explicit Plan(const CudnnLibrary& l) : lib(l) {}
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+  ~Plan() {
+    if (x) lib.destroy_tensor(x);
+    if (y) lib.destroy_tensor(y);
+    if (w) lib.destroy_filter(w);
+    for (cudnnConvolutionDescriptor_t c : {forward_conv, data_conv, filter_conv})
+      if (c) lib.destroy_convolution(c);
+  }
+};
+
+std::unique_ptr<CudnnConv> CudnnConv::create(Backend& be, const HostServices& host, int device, cudaStream_t stream) {
+  const char* setting = std::getenv("KX_CUDNN");
+  if (setting && std::strcmp(setting, "0") == 0) return nullptr;
+  const CudnnLibrary& lib = CudnnLibrary::get();
+  if (!lib.usable()) return nullptr;
+  cudaSetDevice(device);
+  cudnnHandle_t handle = nullptr;
+  if (lib.create(&handle) != CUDNN_STATUS_SUCCESS) return nullptr;  // no usable cuDNN for this device
+  if (lib.set_stream(handle, stream) != CUDNN_STATUS_SUCCESS) {
+    lib.destroy(handle);
+    return nullptr;
+  }
+  return std::make_unique<CudnnConv>(be, host, device, stream, handle);
+}
+
+CudnnConv::CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle)
+    : be_(be), host_(host), device_(device), stream_(stream), handle_(handle) {}
+
+CudnnConv::~CudnnConv() {
+  plans_.clear();
+  cudaSetDevice(device_);
+  CudnnLibrary::get().destroy(static_cast<cudnnHandle_t>(handle_));
+}
+
+bool CudnnConv::supports(const Window2d& g) {
+  const auto out = [](int64_t in, int64_t pad, int64_t k, int64_t s) { return (in + 2 * pad - k) / s + 1; };
+  return out(g.in_h, g.pad_top, g.k_h, g.stride_h) == g.out_h && out(g.in_w, g.pad_left, g.k_w, g.stride_w) == g.out_w;
+}
+
+CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t rows) {
+  const Key key{g.in_h, g.in_w, g.channels, g.k_h, g.k_w, g.stride_h, g.stride_w, g.pad_top, g.pad_left, filters, rows, tf32_};
+  if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
+  const CudnnLibrary& lib = CudnnLibrary::get();
+  auto p = std::make_unique<Plan>(lib);
+  const auto i = [](int64_t v) { return static_cast<int>(v); };
+  check(host_, lib.create_tensor(&p->x), "cudnnCreateTensorDescriptor");
+  check(host_, lib.set_tensor_4d(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(g.channels), i(g.in_h), i(g.in_w)),
+        "the input's descriptor");
+  check(host_, lib.create_tensor(&p->y), "cudnnCreateTensorDescriptor");
+  check(host_, lib.set_tensor_4d(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(filters), i(g.out_h), i(g.out_w)),
+        "the output's descriptor");
+  check(host_, lib.create_filter(&p->w), "cudnnCreateFilterDescriptor");
+  check(host_, lib.set_filter_4d(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(filters), i(g.channels), i(g.k_h), i(g.k_w)),
+        "the kernel's descriptor");
+  const cudnnMathType_t math = tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  for (cudnnConvolutionDescriptor_t* c : {&p->forward_conv, &p->data_conv, &p->filter_conv}) {
+    check(host_, lib.create_convolution(c), "cudnnCreateConvolutionDescriptor");
+    check(host_,
+          lib.set_convolution_2d(*c, i(g.pad_top), i(g.pad_left), i(g.stride_h), i(g.stride_w), 1, 1,
+                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          "the convolution's descriptor");
+    check(host_, lib.set_math_type(*c, math), "cudnnSetConvolutionMathType");
+  }
+  const auto h = static_cast<cudnnHandle_t>(handle_);
+  const std::string shape = std::to_string(g.k_h) + "x" + std::to_string(g.k_w) + " convolution of " +
+                            std::to_string(g.channels) + " channels into " + std::to_string(filters);
+  int n = 0;
+  cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  check(host_, lib.forward_algorithms(h, p->x, p->w, p->forward_conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fwd),
+        "cudnnGetConvolutionForwardAlgorithm_v7");
+  const auto* f = pick(fwd, n, math);
+  if (!f) raise(host_, Status::Unsupported, "cuDNN has no deterministic forward algorithm for a " + shape);
+  p->forward_algo = f->algo;
+  p->forward_bytes = f->memory;
+  check(host_, lib.set_math_type(p->forward_conv, f->mathType), "cudnnSetConvolutionMathType");
+  cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  check(host_,
+        lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, bwd_data),
+        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  const auto* d = pick(bwd_data, n, math);
+  if (!d) raise(host_, Status::Unsupported, "cuDNN has no deterministic input-gradient algorithm for a " + shape);
+  p->data_algo = d->algo;
+  p->data_bytes = d->memory;
+  check(host_, lib.set_math_type(p->data_conv, d->mathType), "cudnnSetConvolutionMathType");
+  cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  check(host_,
+        lib.backward_filter_algorithms(h, p->x, p->y, p->filter_conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
+                                       bwd_filter),
+        "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  const auto* k = pick(bwd_filter, n, math);
+  if (!k) raise(host_, Status::Unsupported, "cuDNN has no deterministic kernel-gradient algorithm for a " + shape);
+  p->filter_algo = k->algo;
+  p->filter_bytes = k->memory;
+  check(host_, lib.set_math_type(p->filter_conv, k->mathType), "cudnnSetConvolutionMathType");
+  return *plans_.emplace(key, std::move(p)).first->second;
+}
+
+void* CudnnConv::workspace(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (workspace_.bytes() < bytes) {
+    workspace_.reset();
+    workspace_ = be_.allocate(bytes);
+  }
+  return workspace_.data();
+}
+
+float* CudnnConv::kernel_scratch(int64_t floats) {
+  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (kernel_.bytes() < bytes) {
+    kernel_.reset();
+    kernel_ = be_.allocate(bytes);
+  }
+  return kernel_.data();
+}
+
+void CudnnConv::forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                        const float* bias, Activation act, float* y) {
+  if (rows == 0) return;
+  Plan& p = plan(g, filters, rows);
+  const CudnnLibrary& lib = CudnnLibrary::get();
+  const int64_t patch = g.patch();
+  float* w_ohwi = kernel_scratch(patch * filters);
+  void* ws = workspace(p.forward_bytes);
+  transpose(stream_, patch, filters, w, w_ohwi);  // [k_h k_w in, filters] -> [filters, k_h k_w in]
+  const float one = 1.0f, zero = 0.0f;
+  check(host_,
+        lib.forward(static_cast<cudnnHandle_t>(handle_), &one, p.x, x, p.w, w_ohwi, p.forward_conv, p.forward_algo, ws,
+                    p.forward_bytes, &zero, p.y, y),
+        "cudnnConvolutionForward");
+  const bool relu = act == Activation::Relu;
+  if (bias || relu) bias_relu(stream_, rows * g.out_h * g.out_w, filters, filters, y, bias, relu);
+  check(host_, cudaGetLastError(), "convolution");
+}
+
+void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
+                         const float* dz, float* dx, float* dw, float* db) {
+  const int64_t patch = g.patch(), positions = rows * g.out_h * g.out_w;
+  if (rows == 0) {  // no samples: zero gradients
+    if (dw) check(host_, cudaMemsetAsync(dw, 0, static_cast<size_t>(patch * filters) * sizeof(float), stream_), "memset");
+    if (db) check(host_, cudaMemsetAsync(db, 0, static_cast<size_t>(filters) * sizeof(float), stream_), "memset");
+    return;
+  }
+  Plan& p = plan(g, filters, rows);
+  const CudnnLibrary& lib = CudnnLibrary::get();
+  const auto h = static_cast<cudnnHandle_t>(handle_);
+  const float one = 1.0f, zero = 0.0f;
+  float* scratch = kernel_scratch(patch * filters);
+  if (db) bias_grad(stream_, positions, filters, dz, db);
+  if (dw) {
+    void* ws = workspace(p.filter_bytes);
+    check(host_,
+          lib.backward_filter(h, &one, p.x, x, p.y, dz, p.filter_conv, p.filter_algo, ws, p.filter_bytes, &zero, p.w,
+                              scratch),
+          "cudnnConvolutionBackwardFilter");
+    transpose(stream_, filters, patch, scratch, dw);  // [filters, k_h k_w in] -> Keras's layout
+  }
+  if (dx) {
+    void* ws = workspace(p.data_bytes);
+    transpose(stream_, patch, filters, w, scratch);
+    check(host_,
+          lib.backward_data(h, &one, p.w, scratch, p.y, dz, p.data_conv, p.data_algo, ws, p.data_bytes, &zero, p.x, dx),
+          "cudnnConvolutionBackwardData");
+  }
+  check(host_, cudaGetLastError(), "convolution gradient");
+}
+
+}  // namespace kx::backend::cuda
+
+#endif  // KX_HAVE_CUDNN

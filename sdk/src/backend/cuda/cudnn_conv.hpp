@@ -1,0 +1,55 @@
+// Conv2D through cuDNN on a replica's stream: forward, the gradient of the input and of the kernel,
+// channels-last as Keras. Keras's kernel layout [k_h, k_w, in, filters] is cuDNN's [filters, k_h, k_w,
+// in] transposed, so each call transposes the kernel (or its gradient) on the way; bias, ReLU and the
+// bias gradient are kx's own kernels. Descriptors and algorithms are chosen once per shape.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "backend/backend.hpp"
+#include "backend/module_api.hpp"
+
+namespace kx::backend::cuda {
+
+class CudnnConv {
+ public:
+  // Null when cuDNN cannot be opened or KX_CUDNN=0 (convolutions then go through im2col and GEMMs).
+  static std::unique_ptr<CudnnConv> create(Backend& be, const HostServices& host, int device, cudaStream_t stream);
+  // Takes a cuDNN handle already bound to stream (create makes one).
+  CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle);
+  ~CudnnConv();
+  CudnnConv(const CudnnConv&) = delete;
+  CudnnConv& operator=(const CudnnConv&) = delete;
+
+  void set_tf32(bool on) { tf32_ = on; }
+  // cuDNN pads both sides alike: geometries whose padding is not symmetric are not taken.
+  static bool supports(const Window2d& g);
+  // As Backend::conv2d_forward / conv2d_backward.
+  void forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w, const float* bias,
+               Activation act, float* y);
+  void backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w, const float* dz,
+                float* dx, float* dw, float* db);
+
+ private:
+  struct Plan;
+  Plan& plan(const Window2d& g, int64_t filters, int64_t rows);
+  // Device scratch of at least `bytes`, grown (between steps: the first step of a shape runs directly).
+  void* workspace(size_t bytes);
+  float* kernel_scratch(int64_t floats);
+
+  Backend& be_;
+  const HostServices& host_;
+  int device_;
+  cudaStream_t stream_;
+  void* handle_;  // cudnnHandle_t
+  bool tf32_ = true;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, bool>;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+  DeviceBuffer workspace_, kernel_;
+};
+
+}  // namespace kx::backend::cuda
