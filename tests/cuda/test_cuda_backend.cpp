@@ -247,6 +247,62 @@ TEST(CudaKernels, LossesMatchTheCpu) {
     }
 }
 
+// cuDNN's convolution (where the module found it) against the CPU's im2col and GEMMs: the output
+// with bias and ReLU, and the gradients of the input, the kernel (Keras's layout) and the bias.
+TEST(CudaKernels, CudnnConvolutionMatchesTheCpu) {
+  REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  Pair p;
+  const int64_t rows = 5, F = 8;
+  backend::Window2d probe;
+  probe.in_h = probe.in_w = 8, probe.channels = 3, probe.k_h = probe.k_w = 3, probe.out_h = probe.out_w = 6;
+  if (!p.gpu->has_conv2d(probe)) GTEST_SKIP() << "no cuDNN for the CUDA module (KX_CUDNN=0 or libcudnn.so.9 missing)";
+  for (bool tf32 : {false, true})
+    for (auto [k, stride, pad] : {std::tuple<int64_t, int64_t, int64_t>{3, 1, 0}, {3, 1, 1}, {1, 2, 0}, {7, 2, 3}}) {
+      p.gpu->set_tf32(tf32);
+      backend::Window2d g;
+      g.in_h = 13, g.in_w = 11, g.channels = 6, g.k_h = k, g.k_w = k, g.stride_h = stride, g.stride_w = stride;
+      g.pad_top = pad, g.pad_left = pad;
+      g.out_h = (g.in_h + 2 * pad - k) / stride + 1, g.out_w = (g.in_w + 2 * pad - k) / stride + 1;
+      ASSERT_TRUE(p.gpu->has_conv2d(g));
+      const int64_t positions = rows * g.out_h * g.out_w, patch = g.patch();
+      uint32_t s = seed + static_cast<uint32_t>(k * 10 + stride);
+      const std::vector<float> x = test::random_floats(static_cast<size_t>(rows * g.in_h * g.in_w * g.channels), ++s),
+                               w = test::random_floats(static_cast<size_t>(patch * F), ++s),
+                               bias = test::random_floats(static_cast<size_t>(F), ++s),
+                               dz = test::random_floats(static_cast<size_t>(positions * F), ++s);
+      // The CPU: columns, then GEMMs.
+      std::vector<float> col(static_cast<size_t>(positions * patch)), y(static_cast<size_t>(positions * F)),
+          dw(w.size()), db(bias.size()), dcol(col.size()), dx(x.size());
+      p.cpu->im2col(g, rows, x.data(), col.data());
+      p.cpu->gemm(Trans::No, Trans::No, positions, F, patch, col.data(), patch, w.data(), F, 0.0f, y.data(), F,
+                  backend::Epilogue{bias.data(), Activation::Relu});
+      p.cpu->gemm(Trans::Yes, Trans::No, patch, F, positions, col.data(), patch, dz.data(), F, 0.0f, dw.data(), F, {});
+      p.cpu->bias_grad(positions, F, dz.data(), db.data());
+      p.cpu->gemm(Trans::No, Trans::Yes, positions, patch, F, dz.data(), F, w.data(), F, 0.0f, dcol.data(), patch, {});
+      p.cpu->col2im(g, rows, dcol.data(), dx.data());
+      // The GPU: cuDNN.
+      std::vector<float> zeros_y(y.size()), zeros_w(w.size()), zeros_b(bias.size()), zeros_x(x.size());
+      float* gy = p.up(zeros_y);
+      float* gdw = p.up(zeros_w);
+      float* gdb = p.up(zeros_b);
+      float* gdx = p.up(zeros_x);
+      const float* gx = p.up(x);
+      const float* gw = p.up(w);
+      p.gpu->conv2d_forward(g, F, rows, gx, gw, p.up(bias), Activation::Relu, gy);
+      p.gpu->conv2d_backward(g, F, rows, gx, gw, p.up(dz), gdx, gdw, gdb);
+      const double tol = tf32 ? 2e-3 : 1e-5;
+      char what[64];
+      std::snprintf(what, sizeof what, "k%lld s%lld p%lld %s", static_cast<long long>(k), static_cast<long long>(stride),
+                    static_cast<long long>(pad), tf32 ? "tf32" : "fp32");
+      EXPECT_LE(rel_error(p.down(gy, y.size()), y, std::sqrt(double(patch)) * 0.1), tol) << "output " << what;
+      EXPECT_LE(rel_error(p.down(gdw, dw.size()), dw, std::sqrt(double(positions)) * 0.1), tol) << "kernel gradient " << what;
+      EXPECT_LE(rel_error(p.down(gdb, db.size()), db, std::sqrt(double(positions)) * 0.1), 1e-5) << "bias gradient " << what;
+      EXPECT_LE(rel_error(p.down(gdx, dx.size()), dx, std::sqrt(double(F * k * k)) * 0.1), tol) << "input gradient " << what;
+    }
+}
+
 TEST(CudaKernels, WindowKernelsMatchTheCpu) {
   REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
