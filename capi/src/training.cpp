@@ -1,5 +1,6 @@
 // kx_callbacks_*, kx_fit, kx_history_*, kx_evaluate, kx_predict.
 #include <cmath>
+#include <string>
 
 #include "capi/src/handles.hpp"
 
@@ -67,27 +68,36 @@ kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, do
   });
 }
 
-kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data) {
+kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, void* user_data, uint32_t flags) {
   return guarded([&] {
-    require_arg(c, "c", "kx_callbacks_add_function");
-    kx::require(fn != nullptr, kx::Status::InvalidArgument, "kx_callbacks_add_function: fn is NULL");
-    c->callbacks.add([fn, user_data](const kx::Event& e) {
-      kx_event ev;
-      ev.struct_size = sizeof ev;
-      ev.kind = static_cast<kx_event_kind>(e.kind);
-      ev.epoch = e.epoch;
-      ev.step = e.step;
-      ev.loss = e.loss;
-      ev.accuracy = e.accuracy;
-      ev.val_loss = e.val_loss;
-      ev.val_accuracy = e.val_accuracy;
-      ev.path = e.path.empty() ? nullptr : e.path.c_str();
-      ev.steps_per_epoch = e.steps_per_epoch;
-      ev.global_step = e.global_step;
-      return fn(&ev, user_data) != 0;
-    });
+    require_arg(c, "c", "kx_callbacks_add_function_flags");
+    kx::require(fn != nullptr, kx::Status::InvalidArgument, "kx_callbacks_add_function_flags: fn is NULL");
+    kx::require((flags & ~KX_CALLBACK_NO_BATCH_METRICS) == 0, kx::Status::InvalidArgument,
+                "kx_callbacks_add_function_flags: unknown flags " + std::to_string(flags));
+    const bool reads_batch_metrics = (flags & KX_CALLBACK_NO_BATCH_METRICS) == 0;
+    c->callbacks.add(
+        [fn, user_data](const kx::Event& e) {
+          kx_event ev;
+          ev.struct_size = sizeof ev;
+          ev.kind = static_cast<kx_event_kind>(e.kind);
+          ev.epoch = e.epoch;
+          ev.step = e.step;
+          ev.loss = e.loss;
+          ev.accuracy = e.accuracy;
+          ev.val_loss = e.val_loss;
+          ev.val_accuracy = e.val_accuracy;
+          ev.path = e.path.empty() ? nullptr : e.path.c_str();
+          ev.steps_per_epoch = e.steps_per_epoch;
+          ev.global_step = e.global_step;
+          return fn(&ev, user_data) != 0;
+        },
+        reads_batch_metrics);
     return KX_OK;
   });
+}
+
+kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data) {
+  return kx_callbacks_add_function_flags(c, fn, user_data, 0);
 }
 
 void kx_callbacks_destroy(kx_callbacks* c) { std::unique_ptr<kx_callbacks> owned(c); }

@@ -354,8 +354,17 @@ KX_API kx_status kx_callbacks_add_terminate_on_nan(kx_callbacks* c);
  * Both depend only on the position, so a resumed fit continues them. */
 KX_API kx_status kx_callbacks_add_step_decay(kx_callbacks* c, double factor, int32_t every_epochs);
 KX_API kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, double alpha);
-/* fn is called for every event, in the order functions were added; user_data is passed through. */
+/* fn is called for every event, in the order functions were added; user_data is passed through.
+ * Errors: NULL c or fn. */
 KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
+/* fn does not read the loss or accuracy of BATCH_END events (it acts on epochs, or counts steps). */
+#define KX_CALLBACK_NO_BATCH_METRICS 1u
+/* As kx_callbacks_add_function, with flags (0 or KX_CALLBACK_NO_BATCH_METRICS). On a GPU each step
+ * runs ahead of the host and kx_fit reads its loss from the device only when something needs it: the
+ * progress bar when it redraws, the end of an epoch, TerminateOnNaN, or a function callback, unless
+ * added with KX_CALLBACK_NO_BATCH_METRICS. Such a function's BATCH_END events carry the latest values
+ * read, which may be some batches old. Errors: NULL c or fn, an unknown flag. */
+KX_API kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, void* user_data, uint32_t flags);
 KX_API void kx_callbacks_destroy(kx_callbacks* c);
 
 typedef struct kx_fit_options {

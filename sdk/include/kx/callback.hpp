@@ -69,7 +69,8 @@ struct CosineDecay {
 
 class Callbacks {
  public:
-  void add(CallbackFn fn);
+  // reads_batch_metrics false: fn does not read BatchEnd's loss and accuracy (see Callback).
+  void add(CallbackFn fn, bool reads_batch_metrics = true);
   void add(std::shared_ptr<Callback> cb);
 
   // ModelCheckpoint. path_template fields: {epoch} (1-based, as Keras), {step} (global batch count),

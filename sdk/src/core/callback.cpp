@@ -9,18 +9,20 @@ namespace {
 
 class FunctionCallback final : public Callback {
  public:
-  explicit FunctionCallback(CallbackFn fn) : fn_(std::move(fn)) {}
+  FunctionCallback(CallbackFn fn, bool reads_batch_metrics) : fn_(std::move(fn)), reads_(reads_batch_metrics) {}
   bool on_event(const Event& e, TrainingControl&) override { return fn_(e); }
+  bool reads_batch_metrics() const override { return reads_; }
 
  private:
   CallbackFn fn_;
+  bool reads_;
 };
 
 }  // namespace
 
-void Callbacks::add(CallbackFn fn) {
+void Callbacks::add(CallbackFn fn, bool reads_batch_metrics) {
   require(static_cast<bool>(fn), Status::InvalidArgument, "callback function is empty");
-  callbacks_.push_back(std::make_shared<FunctionCallback>(std::move(fn)));
+  callbacks_.push_back(std::make_shared<FunctionCallback>(std::move(fn), reads_batch_metrics));
 }
 
 void Callbacks::add(std::shared_ptr<Callback> cb) {
