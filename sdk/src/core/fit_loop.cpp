@@ -142,6 +142,10 @@ void Model::Impl::feed_batch(Replica& r, const int64_t* idx, Slice s) {
   auto* ys = static_cast<float*>(r.ring_y->host_slot(slot));
   const DatasetStorage& d = *r.streamed;
   r.ring_index.resize(static_cast<size_t>(s.rows));
+  // The host fills the slot while the device still computes the step before (steps are queued, not
+  // waited for); large batches are copied by every core, so the copy keeps up with the device.
+  constexpr int64_t kParallelFloats = int64_t{1} << 18;
+#pragma omp parallel for if (s.rows * (in + ls) >= kParallelFloats)
   for (int64_t i = 0; i < s.rows; ++i) {
     const auto row = static_cast<size_t>(idx[s.first + i]);
     std::memcpy(xs + i * in, d.x.data() + row * static_cast<size_t>(in), static_cast<size_t>(in) * sizeof(float));
