@@ -6,6 +6,6 @@
 
 #include "_cgo_export.h"
 
-kx_status kx_go_add_function(kx_callbacks* c, uintptr_t handle) {
-  return kx_callbacks_add_function(c, (kx_callback_fn)kxGoCallback, (void*)handle);
+kx_status kx_go_add_function(kx_callbacks* c, uintptr_t handle, uint32_t flags) {
+  return kx_callbacks_add_function_flags(c, (kx_callback_fn)kxGoCallback, (void*)handle, flags);
 }

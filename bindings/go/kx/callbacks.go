@@ -4,7 +4,7 @@ package kx
 #include <stdint.h>
 #include <stdlib.h>
 #include <kx/kx.h>
-kx_status kx_go_add_function(kx_callbacks* c, uintptr_t handle);
+kx_status kx_go_add_function(kx_callbacks* c, uintptr_t handle, uint32_t flags);
 */
 import "C"
 
@@ -82,9 +82,18 @@ func (c *Callbacks) AddEarlyStopping(monitor string, patience int, minDelta floa
 }
 
 // AddFunc adds a Go function. A panic in it stops training, and Fit panics with it again.
-func (c *Callbacks) AddFunc(fn CallbackFunc) error {
+func (c *Callbacks) AddFunc(fn CallbackFunc) error { return c.addFunc(fn, 0) }
+
+// AddFuncNoBatchMetrics adds a Go function that does not read the Loss or Accuracy of BatchEnd
+// events (it acts on epochs, or counts steps): a fit on a GPU then need not wait for each step's loss,
+// and those events carry the latest values read, which may be some batches old.
+func (c *Callbacks) AddFuncNoBatchMetrics(fn CallbackFunc) error {
+	return c.addFunc(fn, C.KX_CALLBACK_NO_BATCH_METRICS)
+}
+
+func (c *Callbacks) addFunc(fn CallbackFunc, flags C.uint32_t) error {
 	h := cgo.NewHandle(callbackEntry{fn: fn, owner: c})
-	if err := callErr(func() C.kx_status { return C.kx_go_add_function(c.p, C.uintptr_t(h)) }); err != nil {
+	if err := callErr(func() C.kx_status { return C.kx_go_add_function(c.p, C.uintptr_t(h), flags) }); err != nil {
 		h.Delete()
 		return err
 	}

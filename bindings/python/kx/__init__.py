@@ -171,9 +171,11 @@ class Callbacks(_Handle):
 
     _KINDS = ["train_begin", "epoch_begin", "batch_end", "epoch_end", "train_end", "checkpoint_saved"]
 
-    def add(self, fn):
+    def add(self, fn, reads_batch_metrics=True):
         """fn(event: dict) -> truthy to stop. Keys: kind, epoch, step, loss, accuracy, val_loss,
-        val_accuracy, path, steps_per_epoch, global_step."""
+        val_accuracy, path, steps_per_epoch, global_step. reads_batch_metrics=False: fn does not read
+        the loss or accuracy of batch_end events, so a GPU fit need not wait for each step's loss
+        (those events then carry the latest values read)."""
         def trampoline(ev_ptr, _user):
             if self.pending_error is not None:
                 return 1
@@ -190,7 +192,8 @@ class Callbacks(_Handle):
                 return 1
         c_fn = _capi.CALLBACK(trampoline)
         self._functions.append(c_fn)
-        check(lib.kx_callbacks_add_function(self.handle, c_fn, None))
+        flags = 0 if reads_batch_metrics else _capi.CALLBACK_NO_BATCH_METRICS
+        check(lib.kx_callbacks_add_function_flags(self.handle, c_fn, None, flags))
         return self
 
 

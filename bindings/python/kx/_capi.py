@@ -52,6 +52,7 @@ class Event(ctypes.Structure):
 
 
 CALLBACK = ctypes.CFUNCTYPE(c_int32, P(Event), c_void_p)
+CALLBACK_NO_BATCH_METRICS = 1  # KX_CALLBACK_NO_BATCH_METRICS
 
 _SIGNATURES = {
     "kx_last_error_message": (c_char_p, []),
@@ -101,6 +102,7 @@ _SIGNATURES = {
     "kx_callbacks_add_csv_logger": (c_int32, [c_void_p, c_char_p, c_int32]),
     "kx_callbacks_add_terminate_on_nan": (c_int32, [c_void_p]),
     "kx_callbacks_add_function": (c_int32, [c_void_p, CALLBACK, c_void_p]),
+    "kx_callbacks_add_function_flags": (c_int32, [c_void_p, CALLBACK, c_void_p, c_uint32]),
     "kx_callbacks_destroy": (None, [c_void_p]),
     "kx_fit_options_init": (None, [P(FitOptions), c_size_t]),
     "kx_fit": (c_int32, [c_void_p, c_void_p, P(FitOptions), c_void_p, P(c_void_p)]),

@@ -147,6 +147,16 @@ class Basics(unittest.TestCase):
         self.assertEqual(sum(1 for e in events if e["kind"] == "batch_end"), 20)
         self.assertFalse(math.isnan([e for e in events if e["kind"] == "batch_end"][-1]["loss"]))
 
+    def test_a_callback_reading_no_batch_metrics_sees_every_event_and_changes_nothing(self):
+        x, y = blobs(320)
+        kinds = []
+        cb = kx.Callbacks().add(lambda e: kinds.append(e["kind"]), reads_batch_metrics=False)
+        lazy = small_model().fit(kx.Dataset.from_arrays(x, y).batch(32), epochs=2, callbacks=cb)
+        eager = small_model().fit(kx.Dataset.from_arrays(x, y).batch(32), epochs=2,
+                                  callbacks=kx.Callbacks().add(lambda e: None))
+        self.assertEqual(kinds.count("batch_end"), 20)
+        self.assertEqual(lazy.history, eager.history)
+
     def test_an_exception_in_a_callback_stops_fit_and_is_raised(self):
         x, y = blobs(64)
         cb = kx.Callbacks()

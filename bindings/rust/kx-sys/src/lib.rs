@@ -5,6 +5,7 @@
 use std::os::raw::{c_char, c_void};
 
 pub type kx_status = i32;
+pub const KX_CALLBACK_NO_BATCH_METRICS: u32 = 1;
 pub const KX_OK: kx_status = 0;
 pub const KX_STOPPED: kx_status = 1;
 pub const KX_E_INVALID_ARGUMENT: kx_status = -1;
@@ -187,6 +188,12 @@ extern "C" {
     pub fn kx_callbacks_add_step_decay(c: *mut kx_callbacks, factor: f64, every_epochs: i32) -> kx_status;
     pub fn kx_callbacks_add_cosine_decay(c: *mut kx_callbacks, decay_steps: i64, alpha: f64) -> kx_status;
     pub fn kx_callbacks_add_function(c: *mut kx_callbacks, fn_: kx_callback_fn, user_data: *mut c_void) -> kx_status;
+    pub fn kx_callbacks_add_function_flags(
+        c: *mut kx_callbacks,
+        fn_: kx_callback_fn,
+        user_data: *mut c_void,
+        flags: u32,
+    ) -> kx_status;
     pub fn kx_callbacks_destroy(c: *mut kx_callbacks);
 
     pub fn kx_fit_options_init(o: *mut kx_fit_options, struct_size: usize);

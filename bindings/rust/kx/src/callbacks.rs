@@ -77,9 +77,20 @@ impl Callbacks {
 
     /// A closure called at every event; returning true stops training.
     pub fn add<F: FnMut(&Event) -> bool + 'static>(&mut self, f: F) -> Result<()> {
+        self.add_with_flags(f, 0)
+    }
+
+    /// As `add`, for a closure that does not read the loss or accuracy of BatchEnd events (it acts
+    /// on epochs, or counts steps): a fit on a GPU then need not wait for each step's loss, and those
+    /// events carry the latest values read, which may be some batches old.
+    pub fn add_without_batch_metrics<F: FnMut(&Event) -> bool + 'static>(&mut self, f: F) -> Result<()> {
+        self.add_with_flags(f, kx_sys::KX_CALLBACK_NO_BATCH_METRICS)
+    }
+
+    fn add_with_flags<F: FnMut(&Event) -> bool + 'static>(&mut self, f: F, flags: u32) -> Result<()> {
         let mut slot = Box::new(Slot { function: Box::new(f), panic: self.panic.clone() });
         let user = &mut *slot as *mut Slot as *mut c_void;
-        check(unsafe { kx_sys::kx_callbacks_add_function(self.p, Some(trampoline), user) })?;
+        check(unsafe { kx_sys::kx_callbacks_add_function_flags(self.p, Some(trampoline), user, flags) })?;
         self.slots.push(slot);
         Ok(())
     }
