@@ -62,3 +62,23 @@ function(kx_find_cblas)
     message(STATUS "kx: no CBLAS found; the built-in GEMM kernels are used")
   endif()
 endfunction()
+
+# A library the CUDA module opens at run time (dlopen), of which the build needs the header alone.
+# KX_WITH_<NAME> AUTO|ON|OFF; defines KX_HAVE_<NAME> on target when the header is found, and sets
+# status_var to what was decided.
+function(kx_use_runtime_library target name header soname status_var)
+  set(status "off")
+  if(NOT KX_WITH_${name} STREQUAL "OFF")
+    find_path(KX_${name}_INCLUDE_DIR ${header} HINTS ${CUDAToolkit_INCLUDE_DIRS})
+    if(KX_${name}_INCLUDE_DIR)
+      target_include_directories(${target} SYSTEM PRIVATE ${KX_${name}_INCLUDE_DIR})
+      target_compile_definitions(${target} PRIVATE KX_HAVE_${name})
+      set(status "${soname} opened at run time (${header} in ${KX_${name}_INCLUDE_DIR})")
+    elseif(KX_WITH_${name} STREQUAL "ON")
+      message(FATAL_ERROR "KX_WITH_${name}=ON but ${header} was not found")
+    else()
+      set(status "no ${header} found")
+    endif()
+  endif()
+  set(${status_var} "${status}" PARENT_SCOPE)
+endfunction()
