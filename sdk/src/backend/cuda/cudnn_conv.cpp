@@ -49,15 +49,30 @@ void check(const HostServices& host, cudnnStatus_t s, const char* what) {
   raise(host, status, std::string(what) + ": " + CudnnLibrary::get().error_string(s));
 }
 
-// The first of cuDNN's ranked algorithms that succeeds, is deterministic (runs repeat bitwise), uses
-// the math asked for (TF32 tensor cores or plain float32) and fits the workspace limit.
+// The first of cuDNN's ranked algorithms that succeeds, is deterministic (runs repeat bitwise), fits
+// the workspace limit and, for strict float32, uses no tensor-core math.
 template <class Perf>
-const Perf* pick(const Perf* perf, int n, cudnnMathType_t math) {
-  for (int i = 0; i < n; ++i)
+const Perf* pick(const Perf* perf, int n, bool strict_fp32) {
+  for (int i = 0; i < n; ++i) {
+    const bool tensor_cores =
+        perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        perf[i].memory <= kMaxWorkspaceBytes && (math == CUDNN_DEFAULT_MATH || perf[i].mathType == math))
+        perf[i].memory <= kMaxWorkspaceBytes && !(strict_fp32 && tensor_cores))
       return &perf[i];
+  }
   return nullptr;
+}
+
+// Sets algo and bytes from the ranked list. With TF32 allowed the descriptor takes the math the
+// algorithm was ranked with, as cuDNN advises; strict float32 keeps FMA math.
+template <class Perf, class Algo>
+void choose(const HostServices& host, const Perf* perf, int n, bool strict_fp32, cudnnConvolutionDescriptor_t conv,
+            const std::string& what, Algo* algo, size_t* bytes) {
+  const Perf* p = pick(perf, n, strict_fp32);
+  if (!p) raise(host, Status::Unsupported, "cuDNN has no deterministic algorithm for the " + what);
+  *algo = p->algo;
+  *bytes = p->memory;
+  if (!strict_fp32) check(host, CudnnLibrary::get().set_math_type(conv, p->mathType), "cudnnSetConvolutionMathType");
 }
 
 }  // namespace
@@ -140,34 +155,23 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
   const auto h = static_cast<cudnnHandle_t>(handle_);
   const std::string shape = std::to_string(g.k_h) + "x" + std::to_string(g.k_w) + " convolution of " +
                             std::to_string(g.channels) + " channels into " + std::to_string(filters);
+  const bool strict = !tf32_;
   int n = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   check(host_, lib.forward_algorithms(h, p->x, p->w, p->forward_conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7");
-  const auto* f = pick(fwd, n, math);
-  if (!f) raise(host_, Status::Unsupported, "cuDNN has no deterministic forward algorithm for a " + shape);
-  p->forward_algo = f->algo;
-  p->forward_bytes = f->memory;
-  check(host_, lib.set_math_type(p->forward_conv, f->mathType), "cudnnSetConvolutionMathType");
+  choose(host_, fwd, n, strict, p->forward_conv, "output of a " + shape, &p->forward_algo, &p->forward_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   check(host_,
         lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, bwd_data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  const auto* d = pick(bwd_data, n, math);
-  if (!d) raise(host_, Status::Unsupported, "cuDNN has no deterministic input-gradient algorithm for a " + shape);
-  p->data_algo = d->algo;
-  p->data_bytes = d->memory;
-  check(host_, lib.set_math_type(p->data_conv, d->mathType), "cudnnSetConvolutionMathType");
+  choose(host_, bwd_data, n, strict, p->data_conv, "input gradient of a " + shape, &p->data_algo, &p->data_bytes);
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(host_,
         lib.backward_filter_algorithms(h, p->x, p->y, p->filter_conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
                                        bwd_filter),
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  const auto* k = pick(bwd_filter, n, math);
-  if (!k) raise(host_, Status::Unsupported, "cuDNN has no deterministic kernel-gradient algorithm for a " + shape);
-  p->filter_algo = k->algo;
-  p->filter_bytes = k->memory;
-  check(host_, lib.set_math_type(p->filter_conv, k->mathType), "cudnnSetConvolutionMathType");
+  choose(host_, bwd_filter, n, strict, p->filter_conv, "kernel gradient of a " + shape, &p->filter_algo, &p->filter_bytes);
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
