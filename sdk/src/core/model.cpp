@@ -151,9 +151,7 @@ void Model::Impl::compile(const CompileOptions& o) {
     r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
     if (core::step_graphs_emulated() && r.be->host_accessible()) r.be = backend::make_recording_backend(std::move(r.be));
     r.be->set_tf32(strategy.tf32());
-    r.step_values = r.be->allocate(sizeof(backend::StepValues));
-    const backend::StepValues initial;
-    r.be->to_device(&initial, sizeof initial, r.step_values.data());
+    r.step_values = r.be->allocate(sizeof(backend::StepValues));  // written before each step
     r.params = r.be->allocate(bytes);
     r.grads = r.be->allocate(bytes);
     if (adam || momentum) r.slot_m = r.be->allocate(bytes);

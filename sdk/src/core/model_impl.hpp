@@ -1,7 +1,6 @@
 // The state behind kx::Model: the network, one replica per strategy device (backend, arenas, step
 // plan), and the pool and collective that keep the replicas in sync.
 #pragma once
-#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>

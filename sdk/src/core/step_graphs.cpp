@@ -1,29 +1,19 @@
 #include "core/step_graphs.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 namespace kx::core {
 
-backend::StepGraph* StepGraphCache::find(const StepGraphKey& key) const {
-  for (const auto& [k, graph] : graphs_)
-    if (k == key) return graph.get();
+StepGraphCache::Entry* StepGraphCache::find(const StepGraphKey& key) {
+  for (Entry& e : graphs_)
+    if (e.first == key) return &e;
   return nullptr;
 }
 
-bool StepGraphCache::seen(const StepGraphKey& key) const {
-  return std::any_of(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
-}
-
-void StepGraphCache::remember(const StepGraphKey& key, std::unique_ptr<backend::StepGraph> graph) {
-  auto same = std::find_if(graphs_.begin(), graphs_.end(), [&](const auto& g) { return g.first == key; });
-  if (same != graphs_.end()) {
-    same->second = std::move(graph);
-    return;
-  }
+void StepGraphCache::add(const StepGraphKey& key) {
   if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
-  graphs_.emplace_back(key, std::move(graph));
+  graphs_.emplace_back(key, nullptr);
 }
 
 namespace {

@@ -33,37 +33,36 @@ class StepGraphCache {
       body();
       return;
     }
-    backend::StepGraph* graph = find(key);
-    if (!graph) {
-      if (!seen(key)) {
-        // The first step of a shape runs directly, as a warm-up: what it sets up once (GEMM plans,
-        // kernels loaded on first use) is then not part of the recording.
-        body();
-        remember(key, nullptr);
-        return;
-      }
-      std::unique_ptr<backend::StepGraph> recorded = be.capture(std::function<void()>(std::ref(body)));
-      if (!recorded) {
+    Entry* seen = find(key);
+    if (!seen) {
+      // The first step of a shape runs directly, as a warm-up: what it sets up once (GEMM plans,
+      // kernels loaded on first use) is then not part of the recording.
+      body();
+      add(key);
+      return;
+    }
+    if (!seen->second) {
+      seen->second = be.capture(std::function<void()>(std::ref(body)));
+      if (!seen->second) {
         unsupported_ = true;
         body();
         return;
       }
-      graph = recorded.get();
-      remember(key, std::move(recorded));
     }
-    graph->launch();
+    seen->second->launch();
   }
   size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
 
  private:
-  backend::StepGraph* find(const StepGraphKey& key) const;
-  bool seen(const StepGraphKey& key) const;
-  // Records key (with its graph, or none yet), replacing an entry of the same key or the oldest.
-  void remember(const StepGraphKey& key, std::unique_ptr<backend::StepGraph> graph);
+  // A shape seen, with its graph once recorded.
+  using Entry = std::pair<StepGraphKey, std::unique_ptr<backend::StepGraph>>;
+  Entry* find(const StepGraphKey& key);
+  // A new shape, not recorded yet, in place of the oldest when the cache is full.
+  void add(const StepGraphKey& key);
 
   // A full batch and the short last one stay, whatever else comes between.
   static constexpr size_t kMaxGraphs = 4;
-  std::vector<std::pair<StepGraphKey, std::unique_ptr<backend::StepGraph>>> graphs_;
+  std::vector<Entry> graphs_;
   bool unsupported_ = false;  // be could not record once: it is not asked again
 };
 
