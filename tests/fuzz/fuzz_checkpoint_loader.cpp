@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/checkpoint.hpp"
-#include "core/model_impl.hpp"
+#include "core/train/train_position.hpp"
+#include "core/model/model_impl.hpp"
 #include "io/safetensors.hpp"
 #include "kx/kx.hpp"
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/path_template.hpp"
+#include "core/callbacks/path_template.hpp"
 #include "io/safetensors.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"

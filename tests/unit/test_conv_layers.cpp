@@ -7,7 +7,7 @@
 #include <string>
 
 #include "backend/backend.hpp"
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/backend.hpp"
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 #include "reference.hpp"
 

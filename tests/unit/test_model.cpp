@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "core/progress_bar.hpp"
+#include "core/callbacks/progress_bar.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/recording_backend.hpp"
-#include "core/step_graphs.hpp"
+#include "core/train/step_graphs.hpp"
 #include "kx/error.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"

@@ -11,6 +11,16 @@ namespace kx {
 // CBLAS when kx was built with it, else the portable built-in kernel.
 enum class CpuGemm { Auto = 0, Builtin = 1, Blas = 2 };
 
+// Whether a training step is recorded once and replayed (CUDA graphs). Auto: where the backends and
+// the collective can; Off: every step runs directly (to compare); Emulate: backends that record
+// nothing themselves (the CPU) are wrapped in a recorder with graph semantics, for tests. The
+// environment variable KX_STEP_GRAPHS (0 / emulate) overrides it, for debugging.
+enum class StepGraphs { Auto = 0, Off = 1, Emulate = 2 };
+// Whether datasets are copied whole into device memory (Auto: when they fit, else streamed batch by
+// batch) or always streamed through page-locked rings (Always: to test that path). KX_DATA_STREAMING
+// (always) overrides it.
+enum class DataStreaming { Auto = 0, Always = 1 };
+
 class Strategy {
  public:
   // The first GPU if there is one, else the CPU.
@@ -29,6 +39,19 @@ class Strategy {
   // TF32 tensor cores for float32 GEMMs on GPUs that have them (on by default, as in TensorFlow).
   void set_tf32(bool on) { tf32_ = on; }
   bool tf32() const { return tf32_; }
+  // The settings above, for models created from this strategy afterwards; the environment's KX_*
+  // switches override them (effective_* below), for debugging without rebuilding a program.
+  void set_step_graphs(StepGraphs g) { step_graphs_ = g; }
+  StepGraphs step_graphs() const { return step_graphs_; }
+  void set_data_streaming(DataStreaming d) { data_streaming_ = d; }
+  DataStreaming data_streaming() const { return data_streaming_; }
+  // cuDNN for GPU convolutions where it is installed (on by default); off: im2col and GEMMs. KX_CUDNN=0
+  // overrides it.
+  void set_cudnn(bool on) { cudnn_ = on; }
+  bool cudnn() const { return cudnn_; }
+  StepGraphs effective_step_graphs() const;
+  DataStreaming effective_data_streaming() const;
+  bool effective_cudnn() const;
 
  private:
   explicit Strategy(std::vector<Device> replicas) : replicas_(std::move(replicas)) {}
@@ -36,6 +59,9 @@ class Strategy {
   int num_threads_ = 0;
   CpuGemm cpu_gemm_ = CpuGemm::Auto;
   bool tf32_ = true;
+  StepGraphs step_graphs_ = StepGraphs::Auto;
+  DataStreaming data_streaming_ = DataStreaming::Auto;
+  bool cudnn_ = true;
 };
 
 }  // namespace kx

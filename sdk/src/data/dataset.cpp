@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "core/step_plan.hpp"
+#include "backend/seed_mix.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
@@ -159,10 +159,10 @@ std::vector<int64_t> Dataset::order(uint64_t pass) const {
   if (shuffle_buffer_ == 0) return in;
   // tf.data's shuffle: a buffer of `shuffle_buffer_` samples; each output is a uniformly chosen buffer
   // slot, refilled from the input stream. A buffer as large as the data is a uniform permutation.
-  const uint64_t seed = core::mix_seed(shuffle_seed_, pass);
+  const uint64_t seed = backend::mix_seed(shuffle_seed_, pass);
   uint64_t counter = 0;
   auto below = [&](uint64_t n) {  // uniform in [0, n) without modulo bias worth noting (n << 2^64)
-    const unsigned __int128 r = static_cast<unsigned __int128>(core::mix_seed(seed, counter++)) * n;
+    const unsigned __int128 r = static_cast<unsigned __int128>(backend::mix_seed(seed, counter++)) * n;
     return static_cast<uint64_t>(r >> 64);
   };
   const size_t n = in.size();

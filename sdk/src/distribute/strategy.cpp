@@ -1,5 +1,8 @@
 #include "kx/strategy.hpp"
 
+#include <cstdlib>
+#include <cstring>
+
 #include "kx/error.hpp"
 
 namespace kx {
@@ -27,6 +30,32 @@ Strategy Strategy::mirrored(const std::vector<std::string>& names) {
 void Strategy::set_num_threads(int n) {
   require(n >= 0, Status::InvalidArgument, "thread count must be >= 0 (0 = every core), got " + std::to_string(n));
   num_threads_ = n;
+}
+
+namespace {
+// A KX_* debugging switch of the environment, or "" when it is not set.
+const char* env_setting(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+}  // namespace
+
+StepGraphs Strategy::effective_step_graphs() const {
+  const char* v = env_setting("KX_STEP_GRAPHS");
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return StepGraphs::Off;
+  if (std::strcmp(v, "emulate") == 0) return StepGraphs::Emulate;
+  if (std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0) return StepGraphs::Auto;
+  return step_graphs_;
+}
+
+DataStreaming Strategy::effective_data_streaming() const {
+  if (std::strcmp(env_setting("KX_DATA_STREAMING"), "always") == 0) return DataStreaming::Always;
+  return data_streaming_;
+}
+
+bool Strategy::effective_cudnn() const {
+  if (std::strcmp(env_setting("KX_CUDNN"), "0") == 0) return false;
+  return cudnn_;
 }
 
 }  // namespace kx

@@ -6,9 +6,9 @@
 #include <system_error>
 #include <vector>
 
-#include "core/builtin_callbacks.hpp"
-#include "core/checkpoint.hpp"
-#include "core/path_template.hpp"
+#include "core/callbacks/builtin_callbacks.hpp"
+#include "core/train/train_position.hpp"
+#include "core/callbacks/path_template.hpp"
 #include "io/safetensors.hpp"
 #include "kx/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "core/step_plan.hpp"
+#include "core/train/step_plan.hpp"
 
 namespace kx::core {
 

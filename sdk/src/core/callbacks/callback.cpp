@@ -1,6 +1,6 @@
 #include "kx/callback.hpp"
 
-#include "core/builtin_callbacks.hpp"
+#include "core/callbacks/builtin_callbacks.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "core/model_impl.hpp"
+#include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "core/progress_bar.hpp"
-#include "core/step_graphs.hpp"
-#include "core/step_plan.hpp"
+#include "core/callbacks/progress_bar.hpp"
+#include "core/train/step_graphs.hpp"
+#include "core/train/step_plan.hpp"
 #include "distribute/collective.hpp"
 #include "distribute/replica_pool.hpp"
 #include "io/json.hpp"

@@ -1,4 +1,4 @@
-#include "core/network.hpp"
+#include "core/model/network.hpp"
 
 #include "kx/error.hpp"
 

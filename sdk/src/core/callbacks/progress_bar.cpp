@@ -1,4 +1,4 @@
-#include "core/progress_bar.hpp"
+#include "core/callbacks/progress_bar.hpp"
 
 #include <unistd.h>
 

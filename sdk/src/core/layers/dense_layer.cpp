@@ -1,5 +1,5 @@
 // Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b.
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

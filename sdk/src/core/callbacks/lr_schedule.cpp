@@ -2,7 +2,7 @@
 // (per global step). Both are functions of the position alone, so a resumed fit continues them.
 #include <cmath>
 
-#include "core/builtin_callbacks.hpp"
+#include "core/callbacks/builtin_callbacks.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -1,6 +1,6 @@
 // Pooling over channels-last samples: MaxPooling2D and AveragePooling2D ("valid" windows, strides
 // defaulting to the pool size as in Keras) and GlobalAveragePooling2D (the mean of each channel).
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

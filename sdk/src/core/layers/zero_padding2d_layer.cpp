@@ -1,6 +1,6 @@
 // ZeroPadding2D: rows and columns of zeros around channels-last samples. The padded sample is im2col
 // of a 1x1 window with the padding as the window's offset, and cropping the gradient is its adjoint.
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::core {

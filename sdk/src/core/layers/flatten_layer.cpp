@@ -1,5 +1,5 @@
 // Flatten: each sample becomes rank 1. Row-major data is already flat, so the output is the input.
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 
 namespace kx::core {
 namespace {

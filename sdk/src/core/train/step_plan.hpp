@@ -8,8 +8,8 @@
 
 #include "backend/backend.hpp"
 #include "backend/seed_mix.hpp"
-#include "core/layer.hpp"
-#include "core/network.hpp"
+#include "core/layers/layer.hpp"
+#include "core/model/network.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::core {

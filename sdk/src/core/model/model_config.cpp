@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "core/model_impl.hpp"
+#include "core/model/model_impl.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"
 #include "kx/version.hpp"

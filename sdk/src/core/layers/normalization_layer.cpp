@@ -8,7 +8,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

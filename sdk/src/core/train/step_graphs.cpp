@@ -1,4 +1,4 @@
-#include "core/step_graphs.hpp"
+#include "core/train/step_graphs.hpp"
 
 #include <cstdlib>
 #include <cstring>

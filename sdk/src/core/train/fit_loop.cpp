@@ -7,10 +7,10 @@
 #include <functional>
 #include <optional>
 
-#include "core/checkpoint.hpp"
+#include "core/train/train_position.hpp"
 
-#include "core/model_impl.hpp"
-#include "core/progress_bar.hpp"
+#include "core/model/model_impl.hpp"
+#include "core/callbacks/progress_bar.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

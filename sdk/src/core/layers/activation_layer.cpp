@@ -1,5 +1,5 @@
 // Activation: an activation function as a layer of its own (y = act(x)).
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -1,4 +1,4 @@
-#include "core/checkpoint.hpp"
+#include "core/train/train_position.hpp"
 
 #include <charconv>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Layers that join several inputs: Add (elementwise sum of equal shapes) and Concatenate (along the
 // last axis, the channels of channels-last samples).
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -2,7 +2,7 @@
 // (Keras's kernel layout, which is im2col's patch order), Glorot-uniform K and zero b, as Keras.
 #include <algorithm>
 
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "core/checkpoint.hpp"
-#include "core/model_impl.hpp"
+#include "core/train/train_position.hpp"
+#include "core/model/model_impl.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 #include "kx/error.hpp"

@@ -1,4 +1,4 @@
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 
 #include <cmath>
 

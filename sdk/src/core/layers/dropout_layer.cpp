@@ -1,7 +1,7 @@
 // Dropout (inverted): in training y = x * mask, mask = 0 or 1/(1-rate); the identity otherwise.
 #include <cmath>
 
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/builtin_callbacks.hpp"
+#include "core/callbacks/builtin_callbacks.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

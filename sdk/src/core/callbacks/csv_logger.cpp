@@ -5,7 +5,7 @@
 #include <fstream>
 #include <map>
 
-#include "core/builtin_callbacks.hpp"
+#include "core/callbacks/builtin_callbacks.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {

@@ -1,4 +1,4 @@
-#include "core/path_template.hpp"
+#include "core/callbacks/path_template.hpp"
 
 #include <cctype>
 #include <cstdio>

@@ -7,7 +7,7 @@
 // share of the global batch, and the optimizer subtracts the sum over replicas: one replica gets
 // Keras's moving = moving - (moving - batch) * (1 - momentum), and N replicas (each normalising with
 // its own statistics, as Keras does) the average of theirs, so every replica keeps equal weights.
-#include "core/layer.hpp"
+#include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
