@@ -115,11 +115,10 @@ kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, float* va
 }
 
 int64_t kx_dataset_num_samples(const kx_dataset* d) {
-  if (!d) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_dataset_num_samples: d is NULL");
-    return -1;
-  }
-  return d->dataset.num_samples();
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(d, "d", "kx_dataset_num_samples");
+    return static_cast<int64_t>(d->dataset.num_samples());
+  });
 }
 
 void kx_dataset_destroy(kx_dataset* d) { std::unique_ptr<kx_dataset> owned(d); }

@@ -2,7 +2,6 @@
 #pragma once
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <memory>
 #include <new>
 #include <string>
@@ -45,6 +44,18 @@ kx_status guarded(F&& f) noexcept {
   } catch (...) {
     return set_error(KX_E_INTERNAL, "internal error: unknown exception");
   }
+}
+
+// The firewall for functions that return a count or size rather than a status: the value of f, or
+// `fallback` (-1) with the error recorded as guarded records it.
+template <class R, class F>
+R guarded_value(R fallback, F&& f) noexcept {
+  R out = fallback;
+  const kx_status st = guarded([&] {
+    out = f();
+    return KX_OK;
+  });
+  return st == KX_OK ? out : fallback;
 }
 
 // The integer a C caller passed as an enum. C allows any int there, while reading an out-of-range

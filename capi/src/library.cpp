@@ -33,6 +33,24 @@ extern "C" {
 
 const char* kx_last_error_message(void) { return kx::capi::t_last_error.c_str(); }
 
+const char* kx_status_name(kx_status st) {
+  switch (st) {
+    case KX_OK: return "KX_OK";
+    case KX_STOPPED: return "KX_STOPPED";
+    case KX_E_INVALID_ARGUMENT: return "KX_E_INVALID_ARGUMENT";
+    case KX_E_MISUSE: return "KX_E_MISUSE";
+    case KX_E_OUT_OF_MEMORY: return "KX_E_OUT_OF_MEMORY";
+    case KX_E_DEVICE: return "KX_E_DEVICE";
+    case KX_E_IO: return "KX_E_IO";
+    case KX_E_CORRUPT: return "KX_E_CORRUPT";
+    case KX_E_UNSUPPORTED: return "KX_E_UNSUPPORTED";
+    case KX_E_DIVERGED: return "KX_E_DIVERGED";
+    case KX_E_COMM: return "KX_E_COMM";
+    case KX_E_INTERNAL: return "KX_E_INTERNAL";
+    default: return "KX_UNKNOWN_STATUS";
+  }
+}
+
 uint32_t kx_version_number(void) { return KX_VERSION_MAJOR * 10000 + KX_VERSION_MINOR * 100 + KX_VERSION_PATCH; }
 
 const char* kx_version_string(void) { return KX_VERSION_STRING; }
@@ -40,12 +58,12 @@ const char* kx_version_string(void) { return KX_VERSION_STRING; }
 void kx_free(void* p) { std::free(p); }
 
 int32_t kx_device_count(kx_device_kind kind) {
-  const int32_t k = kx::capi::enum_value(kind);
-  if (k != KX_DEVICE_CPU && k != KX_DEVICE_CUDA) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_device_count: unknown device kind " + std::to_string(k));
-    return -1;
-  }
-  return kx::device_count(static_cast<kx::DeviceKind>(k));
+  return kx::capi::guarded_value<int32_t>(-1, [&] {
+    const int32_t k = kx::capi::enum_value(kind);
+    kx::require(k == KX_DEVICE_CPU || k == KX_DEVICE_CUDA, kx::Status::InvalidArgument,
+                "kx_device_count: unknown device kind " + std::to_string(k));
+    return static_cast<int32_t>(kx::device_count(static_cast<kx::DeviceKind>(k)));
+  });
 }
 
 kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len) {
@@ -102,11 +120,10 @@ kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devic
 }
 
 int32_t kx_strategy_num_replicas(const kx_strategy* s) {
-  if (!s) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_strategy_num_replicas: s is NULL");
-    return -1;
-  }
-  return s->strategy.num_replicas();
+  return kx::capi::guarded_value<int32_t>(-1, [&] {
+    require_arg(s, "s", "kx_strategy_num_replicas");
+    return static_cast<int32_t>(s->strategy.num_replicas());
+  });
 }
 
 kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n) {
@@ -121,6 +138,40 @@ kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled) {
   return guarded([&] {
     require_arg(s, "s", "kx_strategy_set_tf32");
     s->strategy.set_tf32(enabled != 0);
+    return KX_OK;
+  });
+}
+
+static_assert(static_cast<int>(kx::StepGraphs::Off) == KX_STEP_GRAPHS_OFF &&
+              static_cast<int>(kx::StepGraphs::Emulate) == KX_STEP_GRAPHS_EMULATE);
+static_assert(static_cast<int>(kx::DataStreaming::Always) == KX_DATA_STREAMING_ALWAYS);
+
+kx_status kx_strategy_set_step_graphs(kx_strategy* s, kx_step_graphs mode) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_step_graphs");
+    const int32_t v = kx::capi::enum_value(mode);
+    kx::require(v >= KX_STEP_GRAPHS_AUTO && v <= KX_STEP_GRAPHS_EMULATE, kx::Status::InvalidArgument,
+                "kx_strategy_set_step_graphs: unknown mode " + std::to_string(v));
+    s->strategy.set_step_graphs(static_cast<kx::StepGraphs>(v));
+    return KX_OK;
+  });
+}
+
+kx_status kx_strategy_set_data_streaming(kx_strategy* s, kx_data_streaming mode) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_data_streaming");
+    const int32_t v = kx::capi::enum_value(mode);
+    kx::require(v == KX_DATA_STREAMING_AUTO || v == KX_DATA_STREAMING_ALWAYS, kx::Status::InvalidArgument,
+                "kx_strategy_set_data_streaming: unknown mode " + std::to_string(v));
+    s->strategy.set_data_streaming(static_cast<kx::DataStreaming>(v));
+    return KX_OK;
+  });
+}
+
+kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_cudnn");
+    s->strategy.set_cudnn(enabled != 0);
     return KX_OK;
   });
 }

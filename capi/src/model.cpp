@@ -153,27 +153,24 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
 }
 
 int64_t kx_model_num_params(const kx_model* m) {
-  if (!m) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_num_params: m is NULL");
-    return -1;
-  }
-  return m->model.num_params();
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(m, "m", "kx_model_num_params");
+    return static_cast<int64_t>(m->model.num_params());
+  });
 }
 
 int64_t kx_model_input_size(const kx_model* m) {
-  if (!m) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_input_size: m is NULL");
-    return -1;
-  }
-  return kx::num_elements(m->model.input_shape());
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(m, "m", "kx_model_input_size");
+    return static_cast<int64_t>(kx::num_elements(m->model.input_shape()));
+  });
 }
 
 int64_t kx_model_output_size(const kx_model* m) {
-  if (!m) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_model_output_size: m is NULL");
-    return -1;
-  }
-  return kx::num_elements(m->model.output_shape());
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(m, "m", "kx_model_output_size");
+    return static_cast<int64_t>(kx::num_elements(m->model.output_shape()));
+  });
 }
 
 kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len) {
@@ -285,7 +282,10 @@ kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, i
 }
 
 int64_t kx_model_num_layers(const kx_model* m) {
-  return m ? static_cast<int64_t>(m->model.layer_names().size()) : -1;
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(m, "m", "kx_model_num_layers");
+    return static_cast<int64_t>(m->model.layer_names().size());
+  });
 }
 
 kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name) {
@@ -320,7 +320,12 @@ kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* 
   });
 }
 
-int64_t kx_model_num_trainable_params(const kx_model* m) { return m ? m->model.num_trainable_params() : -1; }
+int64_t kx_model_num_trainable_params(const kx_model* m) {
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    kx::capi::require_arg(m, "m", "kx_model_num_trainable_params");
+    return static_cast<int64_t>(m->model.num_trainable_params());
+  });
+}
 
 kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded, int64_t* skipped) {
   return guarded([&] {

@@ -125,11 +125,10 @@ kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_cal
 }
 
 int32_t kx_history_epochs(const kx_history* h) {
-  if (!h) {
-    kx::capi::set_error(KX_E_INVALID_ARGUMENT, "kx_history_epochs: h is NULL");
-    return -1;
-  }
-  return h->history.num_epochs();
+  return kx::capi::guarded_value<int32_t>(-1, [&] {
+    kx::capi::require_arg(h, "h", "kx_history_epochs");
+    return static_cast<int32_t>(h->history.num_epochs());
+  });
 }
 
 kx_status kx_history_get(const kx_history* h, const char* name, int32_t epoch, double* out) {

@@ -33,25 +33,17 @@ const (
 	ErrInternal        = -100
 )
 
-var statusNames = map[int]string{
-	ErrInvalidArgument: "KX_E_INVALID_ARGUMENT", ErrMisuse: "KX_E_MISUSE", ErrOutOfMemory: "KX_E_OUT_OF_MEMORY",
-	ErrDevice: "KX_E_DEVICE", ErrIO: "KX_E_IO", ErrCorrupt: "KX_E_CORRUPT", ErrUnsupported: "KX_E_UNSUPPORTED",
-	ErrDiverged: "KX_E_DIVERGED", ErrComm: "KX_E_COMM", ErrInternal: "KX_E_INTERNAL",
-}
-
 // Error is a failed kx call: Code is the kx_status (negative), Message kx's one-line explanation.
 type Error struct {
 	Code    int
 	Message string
 }
 
-func (e *Error) Error() string {
-	name, ok := statusNames[e.Code]
-	if !ok {
-		name = fmt.Sprintf("status %d", e.Code)
-	}
-	return "kx: " + name + ": " + e.Message
-}
+func (e *Error) Error() string { return "kx: " + StatusName(e.Code) + ": " + e.Message }
+
+// StatusName is the KX_* name of a status code, from the library ("KX_UNKNOWN_STATUS" for a code it
+// does not define).
+func StatusName(code int) string { return C.GoString(C.kx_status_name(C.kx_status(code))) }
 
 // call runs f, a kx call returning a status, and turns a negative status into an *Error. The
 // goroutine stays on its OS thread between the call and reading the thread-local message.

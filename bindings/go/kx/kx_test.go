@@ -187,6 +187,12 @@ func expectError(t *testing.T, err error, code int, want string) {
 }
 
 func TestErrorsCarryTheCodeAndMessage(t *testing.T) {
+	for code, want := range map[int]string{OK: "KX_OK", Stopped: "KX_STOPPED", ErrCorrupt: "KX_E_CORRUPT",
+		ErrComm: "KX_E_COMM", ErrInternal: "KX_E_INTERNAL", -50: "KX_UNKNOWN_STATUS"} {
+		if got := StatusName(code); got != want {
+			t.Errorf("StatusName(%d) = %q, want %q", code, got, want)
+		}
+	}
 	s, _ := NewDefaultStrategy()
 	_, err := NewSequential(s, 0, 3)
 	expectError(t, err, ErrInvalidArgument, "positive")

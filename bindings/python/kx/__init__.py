@@ -17,10 +17,10 @@ import math
 import numpy as np
 
 from . import _capi
-from ._capi import Error, check, lib
+from ._capi import Error, check, lib, status_name
 
 __all__ = ["Error", "Strategy", "Model", "Sequential", "Dataset", "Callbacks", "History", "load_model",
-           "version", "device_count", "device_status"]
+           "version", "device_count", "device_status", "status_name"]
 
 _ACTIVATIONS = {None: 0, "linear": 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "softmax": 4}
 _LOSSES = {"sparse_categorical_crossentropy": 0, "categorical_crossentropy": 1, "binary_crossentropy": 2,
@@ -116,6 +116,19 @@ class Strategy(_Handle):
 
     def set_tf32(self, enabled):
         check(lib.kx_strategy_set_tf32(self.handle, 1 if enabled else 0))
+
+    def set_step_graphs(self, mode):
+        """"auto" (record each step as a CUDA graph where possible), "off" or "emulate" (tests)."""
+        check(lib.kx_strategy_set_step_graphs(self.handle, _lookup({"auto": 0, "off": 1, "emulate": 2}, mode,
+                                                                   "step graphs mode")))
+
+    def set_data_streaming(self, mode):
+        """"auto" (copy datasets to the device when they fit) or "always" (stream batch by batch)."""
+        check(lib.kx_strategy_set_data_streaming(self.handle, _lookup({"auto": 0, "always": 1}, mode,
+                                                                      "data streaming mode")))
+
+    def set_cudnn(self, enabled):
+        check(lib.kx_strategy_set_cudnn(self.handle, 1 if enabled else 0))
 
 
 class History:

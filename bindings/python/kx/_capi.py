@@ -27,9 +27,6 @@ P = ctypes.POINTER
 
 # Status codes of kx.h.
 OK, STOPPED = 0, 1
-STATUS_NAMES = {-1: "KX_E_INVALID_ARGUMENT", -2: "KX_E_MISUSE", -3: "KX_E_OUT_OF_MEMORY", -4: "KX_E_DEVICE",
-                -5: "KX_E_IO", -6: "KX_E_CORRUPT", -7: "KX_E_UNSUPPORTED", -8: "KX_E_DIVERGED", -9: "KX_E_COMM",
-                -100: "KX_E_INTERNAL"}
 
 
 class CompileOptions(ctypes.Structure):
@@ -56,6 +53,7 @@ CALLBACK_NO_BATCH_METRICS = 1  # KX_CALLBACK_NO_BATCH_METRICS
 
 _SIGNATURES = {
     "kx_last_error_message": (c_char_p, []),
+    "kx_status_name": (c_char_p, [c_int32]),
     "kx_version_number": (c_uint32, []),
     "kx_version_string": (c_char_p, []),
     "kx_free": (None, [c_void_p]),
@@ -67,6 +65,9 @@ _SIGNATURES = {
     "kx_strategy_num_replicas": (c_int32, [c_void_p]),
     "kx_strategy_set_num_threads": (c_int32, [c_void_p, c_int32]),
     "kx_strategy_set_tf32": (c_int32, [c_void_p, c_int32]),
+    "kx_strategy_set_step_graphs": (c_int32, [c_void_p, c_int32]),
+    "kx_strategy_set_data_streaming": (c_int32, [c_void_p, c_int32]),
+    "kx_strategy_set_cudnn": (c_int32, [c_void_p, c_int32]),
     "kx_strategy_destroy": (None, [c_void_p]),
     "kx_model_create_sequential": (c_int32, [c_void_p, P(c_int64), c_size_t, P(c_void_p)]),
     "kx_model_add_dense": (c_int32, [c_void_p, c_int64, c_int32]),
@@ -131,12 +132,17 @@ for _name, (_res, _args) in _SIGNATURES.items():
     _f.restype, _f.argtypes = _res, _args
 
 
+def status_name(code):
+    """The KX_* name of a status code, from the library ("KX_UNKNOWN_STATUS" for one it does not define)."""
+    return lib.kx_status_name(code).decode("ascii")
+
+
 class Error(Exception):
     """A failed kx call: .code is the kx_status (negative), .name its KX_E_* name, .message kx's text."""
 
     def __init__(self, code, message):
         self.code = code
-        self.name = STATUS_NAMES.get(code, f"status {code}")
+        self.name = status_name(code)
         self.message = message
         super().__init__(f"{self.name}: {message}")
 

@@ -179,10 +179,30 @@ class Errors(unittest.TestCase):
         self.assertRegex(ctx.exception.message, pattern)
         return ctx.exception
 
+    def test_strategy_switches_change_how_steps_run_not_what_they_compute(self):
+        x, y = blobs(200)
+        weights = []
+        for graphs, streaming in (("off", "auto"), ("emulate", "always")):
+            s = kx.Strategy.mirrored(["cpu", "cpu"])
+            s.set_step_graphs(graphs)
+            s.set_data_streaming(streaming)
+            s.set_cudnn(False)
+            with small_model(s) as m:
+                m.fit(kx.Dataset.from_arrays(x, y).shuffle(200, seed=5).batch(32), epochs=2, verbose=0)
+                weights.append(m.get_weights())
+        np.testing.assert_array_equal(weights[0], weights[1])
+        with self.assertRaises(kx.Error):
+            kx.Strategy.default().set_step_graphs("sometimes")
+        with self.assertRaises(kx.Error):
+            kx.Strategy.default().set_data_streaming("never")
+
     def test_each_status_comes_with_its_message(self):
         s = kx.Strategy.default()
         e = self.assert_kx_error(-1, "positive", kx.Sequential, s, (0, 3))
         self.assertEqual(e.name, "KX_E_INVALID_ARGUMENT")
+        # The names come from the library's kx_status_name.
+        self.assertEqual([kx.status_name(c) for c in (0, 1, -6, -9, -100, -50)],
+                         ["KX_OK", "KX_STOPPED", "KX_E_CORRUPT", "KX_E_COMM", "KX_E_INTERNAL", "KX_UNKNOWN_STATUS"])
         self.assert_kx_error(-1, "unknown device", kx.Strategy.mirrored, ["tpu:0"])
         m = kx.Sequential(s, (8,))
         self.assert_kx_error(-1, "units", m.add_dense, 0)

@@ -42,6 +42,13 @@ extern "C" {
 /* Status codes and library information                                                           */
 /* ---------------------------------------------------------------------------------------------- */
 
+/* The version of this header. A program can compare it with kx_version_number() of the library it
+ * loaded: the same MAJOR keeps every function and struct of this header working. */
+#define KX_VERSION_MAJOR 0
+#define KX_VERSION_MINOR 1
+#define KX_VERSION_PATCH 0
+#define KX_VERSION_NUMBER (KX_VERSION_MAJOR * 10000 + KX_VERSION_MINOR * 100 + KX_VERSION_PATCH)
+
 typedef int32_t kx_status;
 
 #define KX_OK 0
@@ -56,6 +63,11 @@ typedef int32_t kx_status;
 #define KX_E_DIVERGED (-8)           /* training produced NaN or infinity */
 #define KX_E_COMM (-9)               /* a collective with another replica or worker failed */
 #define KX_E_INTERNAL (-100)         /* a bug in kx: please report it with the message */
+
+/* The name of a status code as written in this header ("KX_OK", "KX_E_CORRUPT" ...), for logs and
+ * bindings; "KX_UNKNOWN_STATUS" for a value this library does not define. Static storage, never NULL,
+ * never freed. Thread-safe; sets no error. */
+KX_API const char* kx_status_name(kx_status st);
 
 /* The message of the last failed kx call on this thread ("" if none). The pointer stays valid until
  * the next kx call on this thread. Never NULL. */
@@ -125,6 +137,31 @@ KX_API kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n);
  * products, sums in float32. kx_strategy_set_tf32(s, 0) gives full float32 products. No effect on
  * the CPU. Errors: NULL s. */
 KX_API kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled);
+
+/* Whether each training step is recorded once and replayed as a CUDA graph. AUTO (the default):
+ * where the devices and the collective can. OFF: every step runs directly (to compare figures).
+ * EMULATE: devices that record nothing themselves (the CPU) are wrapped in a recorder that replays
+ * with graph semantics, which is how the tests check the recorded path without a GPU.
+ * The environment variable KX_STEP_GRAPHS=0|emulate overrides this setting, for debugging.
+ * Applies to models created from s afterwards. Errors: NULL s, an unknown mode. */
+typedef enum kx_step_graphs {
+  KX_STEP_GRAPHS_AUTO = 0,
+  KX_STEP_GRAPHS_OFF = 1,
+  KX_STEP_GRAPHS_EMULATE = 2
+} kx_step_graphs;
+KX_API kx_status kx_strategy_set_step_graphs(kx_strategy* s, kx_step_graphs mode);
+
+/* How a dataset reaches a GPU. AUTO (the default): copied whole into device memory when it fits,
+ * else streamed batch by batch through page-locked buffers beside the compute. ALWAYS: streamed even
+ * when it would fit (to test that path; the CPU runs the same code path). KX_DATA_STREAMING=always
+ * overrides this setting. Applies to models created from s afterwards. Errors: NULL s, an unknown mode. */
+typedef enum kx_data_streaming { KX_DATA_STREAMING_AUTO = 0, KX_DATA_STREAMING_ALWAYS = 1 } kx_data_streaming;
+KX_API kx_status kx_strategy_set_data_streaming(kx_strategy* s, kx_data_streaming mode);
+
+/* cuDNN for convolutions on GPUs where libcudnn.so.9 is installed (on by default); 0: im2col and
+ * cuBLASLt GEMMs instead. KX_CUDNN=0 overrides it. No effect on the CPU. Applies to models created from
+ * s afterwards. Errors: NULL s. */
+KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
 
 /* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
  * made from it. */
@@ -275,10 +312,13 @@ KX_API kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t
 /* Groups samples into batches of global_batch_size (split across replicas by kx_fit). The last
  * partial batch is kept unless drop_remainder is non-zero. Without this call, kx_fit uses 32. */
 KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder);
-/* Datasets of this version are held in memory as float32 once created, so they are already cached:
- * this records the request and checks that path (if given) is not empty. */
+/* Does nothing yet beyond checking its arguments: datasets of this version are held in memory as
+ * float32 once created, so they are already cached (a file cache comes with the data pipeline). Checks
+ * that path, if given, is not empty. Errors: NULL d. */
 KX_API kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
-/* Batches to prepare ahead of the step (0 = none). Errors: NULL, negative. */
+/* Batches to prepare ahead of the step (0 = none). Does nothing yet beyond checking its arguments:
+ * in-memory datasets need no decoding, and on a GPU the next batch's copy already overlaps the step.
+ * Errors: NULL d, negative batches. */
 KX_API kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
 /* What Keras's Normalization.adapt() computes, for kx_model_add_normalization: the mean and the
  * biased variance of d's x over all of d's samples and every position of a sample, per channel (n =
@@ -456,6 +496,26 @@ KX_API kx_status kx_model_get_trainable(const kx_model* m, const char* layer, in
 KX_API int64_t kx_model_num_trainable_params(const kx_model* m);
 
 #define KX_LOAD_WEIGHTS_SKIP_MISMATCH 1u /* leave tensors that are absent or shaped differently as they are */
+
+/* Weights tensor by tensor, in the order of Keras's model.weights (layers as Keras orders a
+ * functional model's, a Sequential's in order; each layer's kernel, bias; gamma, beta, moving_mean,
+ * moving_variance), named "<layer>/<weight>". The flat array of kx_model_get_weights holds the
+ * layers in the order they were added: tensor i starts at kx_model_weight_offset(i) there. */
+#define KX_MAX_RANK 8 /* the most dimensions a weight has: size the shape array of kx_model_weight_info so */
+/* The number of weight tensors; -1 for NULL. Available before compile. */
+KX_API int64_t kx_model_num_weights(const kx_model* m);
+/* Tensor `index`: its name (a string to release with kx_free), its shape (up to KX_MAX_RANK values
+ * written to shape, Keras's layout: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]) and
+ * rank. Each out-parameter may be NULL when not wanted. Errors: NULL m, index out of range. */
+KX_API kx_status kx_model_weight_info(const kx_model* m, int64_t index, char** out_name, int64_t* shape, size_t* rank);
+/* Where tensor `index` starts in kx_model_get_weights' flat array. Errors: NULL m or out_offset, index. */
+KX_API kx_status kx_model_weight_offset(const kx_model* m, int64_t index, int64_t* out_offset);
+/* Copies one tensor by name into out (row-major, out_len >= its element count). Errors: NULL
+ * arguments, an unknown name, out_len too small, KX_E_MISUSE before compile. */
+KX_API kx_status kx_model_get_weight(const kx_model* m, const char* name, float* out, size_t out_len);
+/* Replaces one tensor by name on every replica; n must equal its element count. Takes effect at the
+ * next step. Errors: NULL arguments, an unknown name, a wrong n, KX_E_MISUSE before compile. */
+KX_API kx_status kx_model_set_weight(kx_model* m, const char* name, const float* values, size_t n);
 
 /* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
  * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those

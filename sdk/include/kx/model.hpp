@@ -39,6 +39,14 @@ struct EvalResult {
   double accuracy = 0;
 };
 
+// One tensor of a model's weights, as Keras's model.weights lists them.
+struct WeightInfo {
+  std::string name;    // "<layer>/<weight>": "dense_1/kernel", "conv1_bn/moving_mean"
+  Shape shape;         // Keras's shape: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]
+  int64_t offset = 0;  // of its first value in get_weights()' flat vector
+  bool trainable = true;  // false for state such as moving statistics
+};
+
 // What load_weights did.
 struct WeightsReport {
   int64_t loaded = 0;   // tensors copied into the model
@@ -89,8 +97,18 @@ class Model {
   const Shape& output_shape() const;
   std::string to_json() const;
 
+  // Every weight as one flat vector, layer after layer in the order they were added (weights() gives
+  // each tensor's offset in it).
   std::vector<float> get_weights() const;
   void set_weights(const std::vector<float>& w);
+  // The model's tensors in Keras's model.weights order: layers as Keras orders a functional model's
+  // (a Sequential's in order), each layer's as Keras (kernel, bias; gamma, beta, moving_mean,
+  // moving_variance). Available before compile.
+  std::vector<WeightInfo> weights() const;
+  // One tensor by name, its values in row-major order. Throws Misuse before compile,
+  // InvalidArgument for an unknown name or (set) a wrong count.
+  std::vector<float> get_weight(const std::string& name) const;
+  void set_weight(const std::string& name, const float* values, size_t count);
 
   // One safetensors file with the config, compile settings, weights and optimizer state, written
   // durably (a crash leaves the old file or the new one). Throws Misuse before compile, Io.

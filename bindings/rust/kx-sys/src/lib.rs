@@ -20,6 +20,15 @@ pub const KX_E_COMM: kx_status = -9;
 pub const KX_E_INTERNAL: kx_status = -100;
 
 // C enums are int-sized on every platform kx supports.
+pub type kx_step_graphs = i32;
+pub const KX_STEP_GRAPHS_AUTO: kx_step_graphs = 0;
+pub const KX_STEP_GRAPHS_OFF: kx_step_graphs = 1;
+pub const KX_STEP_GRAPHS_EMULATE: kx_step_graphs = 2;
+pub type kx_data_streaming = i32;
+pub const KX_DATA_STREAMING_AUTO: kx_data_streaming = 0;
+pub const KX_DATA_STREAMING_ALWAYS: kx_data_streaming = 1;
+/// The most dimensions a weight tensor has (kx_model_weight_info's shape buffer).
+pub const KX_MAX_RANK: usize = 8;
 pub type kx_device_kind = i32;
 pub const KX_DEVICE_CPU: kx_device_kind = 0;
 pub const KX_DEVICE_CUDA: kx_device_kind = 1;
@@ -134,6 +143,7 @@ pub type kx_callback_fn = Option<unsafe extern "C" fn(ev: *const kx_event, user_
 
 extern "C" {
     pub fn kx_last_error_message() -> *const c_char;
+    pub fn kx_status_name(st: kx_status) -> *const c_char;
     pub fn kx_version_number() -> u32;
     pub fn kx_version_string() -> *const c_char;
     pub fn kx_free(p: *mut c_void);
@@ -147,6 +157,9 @@ extern "C" {
     pub fn kx_strategy_num_replicas(s: *const kx_strategy) -> i32;
     pub fn kx_strategy_set_num_threads(s: *mut kx_strategy, n: i32) -> kx_status;
     pub fn kx_strategy_set_tf32(s: *mut kx_strategy, enabled: i32) -> kx_status;
+    pub fn kx_strategy_set_step_graphs(s: *mut kx_strategy, mode: kx_step_graphs) -> kx_status;
+    pub fn kx_strategy_set_data_streaming(s: *mut kx_strategy, mode: kx_data_streaming) -> kx_status;
+    pub fn kx_strategy_set_cudnn(s: *mut kx_strategy, enabled: i32) -> kx_status;
     pub fn kx_strategy_destroy(s: *mut kx_strategy);
 
     pub fn kx_model_create_sequential(s: *mut kx_strategy, input_shape: *const i64, rank: usize, out: *mut *mut kx_model) -> kx_status;
@@ -217,6 +230,11 @@ extern "C" {
     pub fn kx_model_get_trainable(m: *const kx_model, layer: *const c_char, out_trainable: *mut i32) -> kx_status;
     pub fn kx_model_num_trainable_params(m: *const kx_model) -> i64;
     pub fn kx_model_load_weights(m: *mut kx_model, path: *const c_char, flags: u32, loaded: *mut i64, skipped: *mut i64) -> kx_status;
+    pub fn kx_model_num_weights(m: *const kx_model) -> i64;
+    pub fn kx_model_weight_info(m: *const kx_model, index: i64, out_name: *mut *mut c_char, shape: *mut i64, rank: *mut usize) -> kx_status;
+    pub fn kx_model_weight_offset(m: *const kx_model, index: i64, out_offset: *mut i64) -> kx_status;
+    pub fn kx_model_get_weight(m: *const kx_model, name: *const c_char, out: *mut f32, out_len: usize) -> kx_status;
+    pub fn kx_model_set_weight(m: *mut kx_model, name: *const c_char, values: *const f32, n: usize) -> kx_status;
 }
 
 /// kx_model_load_weights: leave weights that are absent or shaped differently as they are.

@@ -11,25 +11,20 @@ pub struct Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    /// The KX_E_* name of the code.
+    /// The KX_* name of the code, from the library ("KX_UNKNOWN_STATUS" for a code it does not define).
     pub fn name(&self) -> &'static str {
-        match self.code {
-            -1 => "KX_E_INVALID_ARGUMENT",
-            -2 => "KX_E_MISUSE",
-            -3 => "KX_E_OUT_OF_MEMORY",
-            -4 => "KX_E_DEVICE",
-            -5 => "KX_E_IO",
-            -6 => "KX_E_CORRUPT",
-            -7 => "KX_E_UNSUPPORTED",
-            -8 => "KX_E_DIVERGED",
-            -9 => "KX_E_COMM",
-            _ => "KX_E_INTERNAL",
-        }
+        status_name(self.code)
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Error {
         Error { code: kx_sys::KX_E_INVALID_ARGUMENT, message: message.into() }
     }
+}
+
+/// The KX_* name of a status code, as kx.h writes it.
+pub fn status_name(code: i32) -> &'static str {
+    // kx_status_name returns static ASCII storage that is never freed.
+    unsafe { CStr::from_ptr(kx_sys::kx_status_name(code)) }.to_str().unwrap_or("KX_UNKNOWN_STATUS")
 }
 
 impl fmt::Display for Error {

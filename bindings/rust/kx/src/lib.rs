@@ -11,7 +11,7 @@ mod strategy;
 
 pub use callbacks::{Callbacks, Event, EventKind};
 pub use dataset::Dataset;
-pub use error::{Error, Result};
+pub use error::{status_name, Error, Result};
 pub use model::{Activation, CompileOptions, FitOptions, History, Loss, Model, Optimizer, Padding};
 pub use strategy::Strategy;
 

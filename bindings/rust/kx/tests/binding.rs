@@ -142,6 +142,8 @@ fn errors_carry_the_code_and_message() {
     expect(m.predict(&x[..5]).unwrap_err(), -1, "predict");
     expect(Model::load(&s, "/nonexistent/m.kx").err().unwrap(), -5, "/nonexistent/m.kx");
     assert_eq!(Model::load(&s, "/nonexistent/m.kx").err().unwrap().name(), "KX_E_IO");
+    let names: Vec<&str> = [0, 1, -6, -9, -100, -50].iter().map(|&c| kx::status_name(c)).collect();
+    assert_eq!(names, ["KX_OK", "KX_STOPPED", "KX_E_CORRUPT", "KX_E_COMM", "KX_E_INTERNAL", "KX_UNKNOWN_STATUS"]);
     m.fit(&mut dataset(32, 8), &FitOptions::default(), None).unwrap();
 }
 

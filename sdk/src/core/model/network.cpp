@@ -1,5 +1,7 @@
 #include "core/model/network.hpp"
 
+#include <algorithm>
+
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -62,6 +64,38 @@ int64_t Network::num_trainable_params() const {
   int64_t n = 0;
   for (const ArenaSpan& s : trained_spans()) n += s.count;
   return n;
+}
+
+std::vector<int> Network::keras_layer_order() const {
+  const int n = static_cast<int>(layers.size());
+  if (n == 0) return {};
+  // Layers come in topological order, so one backward sweep settles every depth.
+  std::vector<int> depth(static_cast<size_t>(n), -1);
+  depth.back() = 0;
+  for (int i = n - 1; i >= 0; --i)
+    for (int t : inputs[static_cast<size_t>(i)])
+      if (t > 0) depth[static_cast<size_t>(t - 1)] = std::max(depth[static_cast<size_t>(t - 1)], depth[static_cast<size_t>(i)] + 1);
+  // Keras's traversal index: pre-order from the output, each layer's inputs in order.
+  std::vector<int> visit(static_cast<size_t>(n), -1);
+  std::vector<int> stack{n - 1};
+  int next = 0;
+  while (!stack.empty()) {
+    const int i = stack.back();
+    stack.pop_back();
+    if (visit[static_cast<size_t>(i)] >= 0) continue;
+    visit[static_cast<size_t>(i)] = next++;
+    const std::vector<int>& in = inputs[static_cast<size_t>(i)];
+    for (auto t = in.rbegin(); t != in.rend(); ++t)  // reversed: the first input is walked first
+      if (*t > 0 && visit[static_cast<size_t>(*t - 1)] < 0) stack.push_back(*t - 1);
+  }
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const auto ua = static_cast<size_t>(a), ub = static_cast<size_t>(b);
+    if (depth[ua] != depth[ub]) return depth[ua] > depth[ub];
+    return visit[ua] < visit[ub];
+  });
+  return order;
 }
 
 }  // namespace kx::core

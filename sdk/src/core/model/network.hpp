@@ -43,6 +43,10 @@ struct Network {
   std::vector<ArenaSpan> trained_spans() const;
   std::vector<ArenaSpan> state_spans() const;
   int64_t num_trainable_params() const;
+  // The layers in the order Keras lists a functional model's layers (and so model.weights): by
+  // decreasing depth (the longest path to the output), ties in the order a depth-first walk from the
+  // output, inputs in order, first reaches them. A chain keeps its order.
+  std::vector<int> keras_layer_order() const;
   // InvalidArgument unless every layer leads to the last one (the model's output).
   void require_connected() const;
 };
