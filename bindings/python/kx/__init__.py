@@ -19,6 +19,9 @@ import numpy as np
 from . import _capi
 from ._capi import Error, check, lib, status_name
 
+c_int64 = ctypes.c_int64
+P_FLOAT = ctypes.POINTER(ctypes.c_float)
+
 __all__ = ["Error", "Strategy", "Model", "Sequential", "Dataset", "Callbacks", "History", "load_model",
            "version", "device_count", "device_status", "status_name"]
 
@@ -349,15 +352,64 @@ class Model(_Handle):
                                         ctypes.byref(loaded), ctypes.byref(skipped)))
         return loaded.value, skipped.value
 
+    @property
+    def weights(self):
+        """[(name, shape, offset)] of every weight tensor in Keras's model.weights order ("dense/kernel", ...);
+        offset is where the tensor starts in get_weights_flat()."""
+        out = []
+        for i in range(lib.kx_model_num_weights(self.handle)):
+            name, shape, rank = ctypes.c_void_p(), (c_int64 * 8)(), ctypes.c_size_t()
+            check(lib.kx_model_weight_info(self.handle, i, ctypes.byref(name), shape, ctypes.byref(rank)))
+            offset = c_int64()
+            check(lib.kx_model_weight_offset(self.handle, i, ctypes.byref(offset)))
+            out.append((_capi.take_string(name), tuple(shape[:rank.value]), offset.value))
+        return out
+
     def get_weights(self):
-        """Every parameter, layer by layer (kernel then bias), as one float32 array."""
+        """The weights as Keras's get_weights(): a list of float32 arrays, in model.weights order."""
+        flat = self.get_weights_flat()
+        return [flat[o:o + int(np.prod(shape, dtype=np.int64))].reshape(shape).copy() for _, shape, o in self.weights]
+
+    def set_weights(self, weights):
+        """As Keras's set_weights: a list of arrays in model.weights order, each of its tensor's shape.
+        A single flat array of num_params values (get_weights_flat()) is accepted too."""
+        if isinstance(weights, np.ndarray):
+            return self.set_weights_flat(weights)
+        tensors = self.weights
+        weights = list(weights)
+        if len(weights) != len(tensors):
+            raise Error(-1, f"set_weights: the model has {len(tensors)} weight tensors, got {len(weights)} arrays")
+        flat = self.get_weights_flat()
+        for (name, shape, o), w in zip(tensors, weights):
+            w = np.asarray(w, np.float32)
+            if w.shape != shape:
+                raise Error(-1, f"set_weights: {name} has shape {shape}, got {w.shape}")
+            flat[o:o + w.size] = w.ravel()
+        self.set_weights_flat(flat)
+
+    def get_weight(self, name):
+        """One weight tensor by name ("dense/kernel"), as an array of its shape."""
+        for n, shape, _ in self.weights:
+            if n == name:
+                out = np.empty(shape, np.float32)
+                check(lib.kx_model_get_weight(self.handle, name.encode(), out.ctypes.data_as(P_FLOAT), out.size))
+                return out
+        raise Error(-1, f"get_weight: the model has no weight {name!r}")
+
+    def set_weight(self, name, value):
+        """Replaces one weight tensor by name; value must have the tensor's number of elements."""
+        value = np.ascontiguousarray(value, np.float32)
+        check(lib.kx_model_set_weight(self.handle, name.encode(), value.ctypes.data_as(P_FLOAT), value.size))
+
+    def get_weights_flat(self):
+        """Every parameter as one float32 array, layer by layer in the order the layers were added."""
         w = np.empty(self.num_params, np.float32)
-        check(lib.kx_model_get_weights(self.handle, w.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), w.size))
+        check(lib.kx_model_get_weights(self.handle, w.ctypes.data_as(P_FLOAT), w.size))
         return w
 
-    def set_weights(self, w):
+    def set_weights_flat(self, w):
         w = np.ascontiguousarray(w, np.float32).ravel()
-        check(lib.kx_model_set_weights(self.handle, w.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), w.size))
+        check(lib.kx_model_set_weights(self.handle, w.ctypes.data_as(P_FLOAT), w.size))
 
     def fit(self, train, epochs=1, initial_epoch=0, steps_per_epoch=0, validation=None, validation_steps=0,
             verbose=0, callbacks=None, resume_from=None):

@@ -65,7 +65,7 @@ class Basics(unittest.TestCase):
         m.fit(data, epochs=3)
         self.assertGreater(m.evaluate(data)[1], 0.95)
         # What the layer does, in numpy: the model's first weights are the statistics.
-        w = m.get_weights()
+        w = m.get_weights_flat()
         np.testing.assert_allclose(w[:8], mean)
         np.testing.assert_allclose(w[8:16], variance)
 
@@ -83,22 +83,43 @@ class Basics(unittest.TestCase):
         x, y = blobs(200)
         m = small_model()
         m.fit(kx.Dataset.from_arrays(x, y), epochs=1)
-        w = m.get_weights()
+        w = m.get_weights_flat()
         self.assertEqual(w.shape, (m.num_params,))
         self.assertEqual(m.num_params, 8 * 16 + 16 + 16 * 3 + 3)
         other = small_model(seed=99)
-        self.assertFalse(np.array_equal(other.get_weights(), w))
+        self.assertFalse(np.array_equal(other.get_weights_flat(), w))
         other.set_weights(w)
-        np.testing.assert_array_equal(other.get_weights(), w)
+        np.testing.assert_array_equal(other.get_weights_flat(), w)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "m.kx")
             m.save(path)
             loaded = kx.load_model(kx.Strategy.default(), path)
-            np.testing.assert_array_equal(loaded.get_weights(), w)
+            np.testing.assert_array_equal(loaded.get_weights_flat(), w)
             np.testing.assert_array_equal(loaded.predict(x[:5]), m.predict(x[:5]))
         self.assertIn('"Dense"', m.to_json())
         again = kx.Model.from_json(kx.Strategy.default(), m.to_json())
         self.assertEqual(again.num_params, m.num_params)
+
+    def test_get_weights_is_keras_list_of_arrays(self):
+        m = small_model()
+        self.assertEqual([(n, s) for n, s, _ in m.weights],
+                         [("dense/kernel", (8, 16)), ("dense/bias", (16,)), ("dense_1/kernel", (16, 3)),
+                          ("dense_1/bias", (3,))])
+        ws = m.get_weights()
+        self.assertEqual([w.shape for w in ws], [(8, 16), (16,), (16, 3), (3,)])
+        np.testing.assert_array_equal(np.concatenate([w.ravel() for w in ws]), m.get_weights_flat())
+        np.testing.assert_array_equal(m.get_weight("dense_1/kernel"), ws[2])
+        ws[3] = np.array([1, 2, 3], np.float32)
+        m.set_weights(ws)
+        np.testing.assert_array_equal(m.get_weights()[3], [1, 2, 3])
+        m.set_weight("dense/bias", np.full(16, 0.5))
+        np.testing.assert_array_equal(m.get_weight("dense/bias"), np.full(16, 0.5, np.float32))
+        with self.assertRaises(kx.Error):
+            m.set_weights(ws[:3])
+        with self.assertRaises(kx.Error):
+            m.set_weights([ws[0].T, ws[1], ws[2], ws[3]])
+        with self.assertRaises(kx.Error):
+            m.get_weight("dense_7/kernel")
 
     def test_cnn_layers_frozen_layers_and_weights_by_name(self):
         rng = np.random.default_rng(3)
@@ -116,9 +137,9 @@ class Basics(unittest.TestCase):
         self.assertEqual(m.num_trainable_params, m.num_params - 8)
         m.set_trainable("conv2d", False)
         self.assertFalse(m.trainable("conv2d"))
-        before = m.get_weights()
+        before = m.get_weights_flat()
         m.fit(kx.Dataset.from_arrays(x, y), epochs=1)
-        after = m.get_weights()
+        after = m.get_weights_flat()
         np.testing.assert_array_equal(after[:2 * 9 * 4 + 4], before[:2 * 9 * 4 + 4])
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "base.kx")
@@ -189,7 +210,7 @@ class Errors(unittest.TestCase):
             s.set_cudnn(False)
             with small_model(s) as m:
                 m.fit(kx.Dataset.from_arrays(x, y).shuffle(200, seed=5).batch(32), epochs=2, verbose=0)
-                weights.append(m.get_weights())
+                weights.append(m.get_weights_flat())
         np.testing.assert_array_equal(weights[0], weights[1])
         with self.assertRaises(kx.Error):
             kx.Strategy.default().set_step_graphs("sometimes")
