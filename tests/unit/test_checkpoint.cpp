@@ -494,5 +494,61 @@ TEST(Callbacks, LearningRateSchedulesChangeTheSteps) {
   EXPECT_GT(test::relative_difference(undecayed.get_weights(), after_first), 1e-3);
 }
 
+// A BatchNormalization model trained a few steps with Adam (slots m and v).
+Model batch_norm_model() {
+  Model m = Model::sequential(Strategy::mirrored({"cpu"}), {6});
+  m.add_dense(8, Activation::Relu);
+  LayerSpec bn;
+  bn.kind = LayerKind::BatchNormalization;
+  m.add(bn);
+  m.add_dense(3, Activation::Softmax);
+  CompileOptions co;
+  co.optimizer.use_ema = true;
+  m.compile(co);
+  return m;
+}
+
+TEST(Checkpoint, MovingStatisticsHaveNoOptimizerSlotsAndOldFilesWithThemStillLoad) {
+  TempDir dir;
+  Dataset d = toy();
+  Model m = batch_norm_model();
+  FitOptions fo;
+  fo.steps_per_epoch = 4;
+  ASSERT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+  m.save(dir / "new.kx");
+  const io::SafetensorsFile f = io::SafetensorsFile::decode(read_bytes(dir / "new.kx"), "new.kx");
+  for (const char* prefix : {"optimizer/m/", "optimizer/v/", "optimizer/ema/"}) {
+    EXPECT_TRUE(f.find(std::string(prefix) + "batch_normalization/gamma")) << prefix;
+    EXPECT_TRUE(f.find(std::string(prefix) + "dense/kernel")) << prefix;
+    EXPECT_FALSE(f.find(std::string(prefix) + "batch_normalization/moving_mean")) << prefix;
+    EXPECT_FALSE(f.find(std::string(prefix) + "batch_normalization/moving_variance")) << prefix;
+  }
+  // kx 0.1 wrote zero slots for the moving statistics too: such a file loads to the same model.
+  std::vector<std::vector<float>> values;
+  std::vector<io::TensorToWrite> tensors;
+  values.reserve(f.tensors().size() + 6);
+  for (const io::TensorEntry& e : f.tensors()) {
+    values.emplace_back(static_cast<size_t>(num_elements(e.shape)));
+    f.read(e, values.back().data());
+    tensors.push_back({e.name, e.shape, values.back().data()});
+  }
+  for (const char* prefix : {"optimizer/m/", "optimizer/v/", "optimizer/ema/"})
+    for (const char* stat : {"moving_mean", "moving_variance"}) {
+      values.emplace_back(8, 0.0f);
+      tensors.push_back({std::string(prefix) + "batch_normalization/" + stat, {8}, values.back().data()});
+    }
+  io::Metadata meta = f.metadata();
+  io::write_file_durably(dir / "old.kx", io::encode_safetensors(tensors, meta));
+  Model old = Model::load(Strategy::mirrored({"cpu"}), dir / "old.kx");
+  EXPECT_EQ(old.get_weights(), m.get_weights());
+  // And both continue alike: the slots that matter were restored.
+  Model fresh = Model::load(Strategy::mirrored({"cpu"}), dir / "new.kx");
+  ASSERT_EQ(old.fit(d, fo, nullptr, nullptr), Status::Ok);
+  ASSERT_EQ(fresh.fit(d, fo, nullptr, nullptr), Status::Ok);
+  ASSERT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+  EXPECT_EQ(old.get_weights(), m.get_weights());
+  EXPECT_EQ(fresh.get_weights(), m.get_weights());
+}
+
 }  // namespace
 }  // namespace kx

@@ -96,6 +96,7 @@ class Model::Impl {
     std::string name;  // "dense_1/kernel"
     Shape shape;
     int64_t offset;    // in the parameter arena
+    bool trainable;    // false for state the optimizer never trains (moving statistics): no slots
   };
   std::vector<NamedSlice> named_params() const;
 

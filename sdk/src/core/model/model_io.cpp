@@ -136,7 +136,7 @@ std::vector<Model::Impl::NamedSlice> Model::Impl::named_params() const {
   for (size_t i = 0; i < net.layers.size(); ++i) {
     int64_t offset = net.param_offset[i];
     for (const core::ParamSpec& p : net.layers[i]->params()) {
-      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset});
+      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset, p.trainable});
       offset += num_elements(p.shape);
     }
   }
@@ -150,15 +150,16 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   std::vector<io::TensorToWrite> tensors;
   const std::vector<NamedSlice> names = named_params();
   for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
-  if (!slot_m.empty())
+  // Optimizer slots exist for the weights the optimizer trains only, as in Keras: moving statistics
+  // have none (their arena slots stay zero).
+  const auto add_slots = [&](const std::vector<float>& slot, const std::string& prefix) {
+    if (slot.empty()) return;
     for (const NamedSlice& p : names)
-      tensors.push_back({first_slot_prefix(optimizer.kind) + p.name, p.shape, slot_m.data() + p.offset});
-  if (!slot_v.empty())
-    for (const NamedSlice& p : names)
-      tensors.push_back({"optimizer/v/" + p.name, p.shape, slot_v.data() + p.offset});
-  if (!slot_ema.empty())
-    for (const NamedSlice& p : names)
-      tensors.push_back({kEmaPrefix + p.name, p.shape, slot_ema.data() + p.offset});
+      if (p.trainable) tensors.push_back({prefix + p.name, p.shape, slot.data() + p.offset});
+  };
+  add_slots(slot_m, first_slot_prefix(optimizer.kind));
+  add_slots(slot_v, "optimizer/v/");
+  add_slots(slot_ema, kEmaPrefix);
   io::Metadata m;
   m["format"] = kFormat;
   m["kx_version"] = KX_VERSION_STRING;
@@ -202,6 +203,8 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   };
   for (const NamedSlice& p : named_params()) {
     read(p.name, p.shape, params.data() + p.offset);
+    // Files of kx 0.1 also hold (always zero) slots of untrained state: not needed, not read.
+    if (!p.trainable) continue;
     if (!m.empty()) read(first_slot_prefix(optimizer.kind) + p.name, p.shape, m.data() + p.offset);
     if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
     if (!ema.empty()) read(kEmaPrefix + p.name, p.shape, ema.data() + p.offset);
@@ -263,11 +266,16 @@ Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile
     // The tensors must be exactly what the config describes, before anything that size is allocated.
     const bool adam = co.optimizer.kind == OptimizerKind::Adam;
     const int64_t slots = (adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0) + (co.optimizer.use_ema ? 1 : 0);
-    int64_t bytes = 0;
+    int64_t bytes = 0, trained = 0;
     for (const io::TensorEntry& e : f.tensors()) bytes += e.end - e.begin;
-    require(bytes == m.num_params() * (1 + slots) * static_cast<int64_t>(sizeof(float)), Status::Corrupt,
+    for (const NamedSlice& p : m.impl_->named_params())
+      if (p.trainable) trained += num_elements(p.shape);
+    // Slots for the trained weights (kx 0.2 on), or for every weight (kx 0.1).
+    const auto f32 = static_cast<int64_t>(sizeof(float));
+    const int64_t expected = (m.num_params() + slots * trained) * f32, legacy = m.num_params() * (1 + slots) * f32;
+    require(bytes == expected || bytes == legacy, Status::Corrupt,
             f.source() + ": its tensors hold " + std::to_string(bytes) + " bytes, its model config needs " +
-                std::to_string(m.num_params() * (1 + slots) * static_cast<int64_t>(sizeof(float))));
+                std::to_string(expected));
     m.compile(co);
     m.impl_->restore(f);
     return m;
