@@ -12,6 +12,10 @@ namespace kx {
 // A shape without the batch dimension (per sample), or with it where a function says so.
 using Shape = std::vector<int64_t>;
 
+// The most values one tensor, arena or dataset may hold: 2^40 (4 TiB of float32), beyond any real
+// model and far from int64 overflow in later sums. Larger shapes are refused before anything overflows.
+inline constexpr int64_t kMaxElements = int64_t{1} << 40;
+
 inline int64_t num_elements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

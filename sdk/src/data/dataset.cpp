@@ -11,8 +11,6 @@
 namespace kx {
 namespace {
 
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
 int64_t checked_elements(const Shape& shape, const char* what) {
   require(!shape.empty(), Status::InvalidArgument, std::string(what) + " needs rank >= 1 (the sample dimension)");
   int64_t n = 1;

@@ -15,9 +15,6 @@ namespace kx {
 
 namespace {
 
-// 2^40 values (4 TiB of float32): beyond any real model, and far from int64 overflow in later sums.
-constexpr int64_t kMaxElements = int64_t{1} << 40;
-
 // The element count of a shape, or InvalidArgument when it exceeds kMaxElements (no overflow on the way).
 int64_t bounded_elements(const Shape& s, const std::string& what) {
   int64_t n = 1;
