@@ -150,7 +150,8 @@ void Model::Impl::compile(const CompileOptions& o) {
   for (size_t k = 0; k < built.size(); ++k) {
     Replica& r = built[k];
     r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
-    if (graphs == StepGraphs::Emulate && r.be->host_accessible()) r.be = backend::make_recording_backend(std::move(r.be));
+    if (graphs == StepGraphs::Emulate && r.be->host_accessible())
+      r.be = backend::make_recording_backend(std::move(r.be));
     r.be->set_tf32(strategy.tf32());
     r.step_values = r.be->allocate(sizeof(backend::StepValues));  // written before each step
     r.params = r.be->allocate(bytes);

@@ -35,7 +35,8 @@ void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const Datase
   y_src_ = copy->y.data();
 }
 
-const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage) {
+const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be,
+                                              const std::shared_ptr<const DatasetStorage>& storage) {
   // Storage seen before is compared by owner: the address of a freed dataset may come back.
   auto same = [&](const CachedDataset& c) {
     return !c.storage.expired() && !c.storage.owner_before(storage) && !storage.owner_before(c.storage);

@@ -60,7 +60,8 @@ FitStart start_of_fit(Model::Impl& m, const FitOptions& o, int64_t steps, int64_
           f->source() + " was written with " + std::to_string(p.steps_per_epoch) + " steps per epoch, this fit has " +
               std::to_string(steps));
   const std::string data_diff = get_data_order(*f).difference(order);
-  require(data_diff.empty(), Status::InvalidArgument, f->source() + " was written for other training data: " + data_diff);
+  require(data_diff.empty(), Status::InvalidArgument,
+          f->source() + " was written for other training data: " + data_diff);
   m.restore(*f);
   start.data_pass = p.data_pass;
   start.data_position = p.data_position;
@@ -75,7 +76,8 @@ FitStart start_of_fit(Model::Impl& m, const FitOptions& o, int64_t steps, int64_
   }
   bar.message("Resuming from " + f->source() + ": epoch " + std::to_string(start.epoch + 1) + ", batch " +
               std::to_string(start.step) + "/" + std::to_string(steps) + ", step " + std::to_string(m.optimizer_steps));
-  if (start.epoch >= o.epochs) bar.message("Nothing left to train: all " + std::to_string(o.epochs) + " epochs are done");
+  if (start.epoch >= o.epochs)
+    bar.message("Nothing left to train: all " + std::to_string(o.epochs) + " epochs are done");
   return start;
 }
 

@@ -162,7 +162,8 @@ void StepRunner::finalize_ema(Model::Impl& m) {
   if (!m.optimizer.use_ema || m.optimizer_steps == 0) return;
   refresh_spans(m.net);
   for (Replica& r : m.replicas)
-    for (const ArenaSpan& s : trained_spans_) r.be->copy(s.count, r.slot_ema.data() + s.first, r.params.data() + s.first);
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->copy(s.count, r.slot_ema.data() + s.first, r.params.data() + s.first);
 }
 
 void StepRunner::look_for_fallback(const Model::Impl& m) {
