@@ -6,11 +6,15 @@
 
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/recording_backend.hpp"
 #include "core/train/step_graphs.hpp"
+#include "distribute/collective_factory.hpp"
 #include "kx/error.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
@@ -18,12 +22,15 @@
 namespace kx {
 namespace {
 
-// KX_STEP_GRAPHS set for the life of the guard.
+// KX_STEP_GRAPHS set (or unset, for nullptr) for the life of the guard.
 class GraphSetting {
  public:
   explicit GraphSetting(const char* value) {
     if (const char* old = std::getenv("KX_STEP_GRAPHS")) old_ = old, had_ = true;
-    setenv("KX_STEP_GRAPHS", value, 1);
+    if (value)
+      setenv("KX_STEP_GRAPHS", value, 1);
+    else
+      unsetenv("KX_STEP_GRAPHS");
   }
   ~GraphSetting() {
     if (had_)
@@ -106,6 +113,71 @@ TEST(StepGraphs, TheCacheRecordsOncePerKeyAndReplaysAfterwards) {
   EXPECT_EQ(runs, 3);
 }
 
+// Whether be is recording: the recording backend refuses to wait for the device then.
+bool is_recording(backend::Backend& be) {
+  try {
+    be.synchronize();
+    return false;
+  } catch (const Error& e) {
+    return e.status() == Status::Misuse;
+  }
+}
+
+// A body that throws while it is recorded (the second run of a key), as a step whose recording runs
+// out of memory.
+TEST(StepGraphs, ARecordingThatRunsOutOfMemoryThrowsItAndIsTriedAgainLater) {
+  auto be = backend::make_recording_backend(backend::make_cpu_backend(1));
+  core::StepGraphKey key;
+  for (bool host_memory : {false, true}) {
+    core::StepGraphCache cache;
+    int direct = 0, recorded = 0;
+    bool out_of_memory = true;
+    auto body = [&] {
+      if (!is_recording(*be)) {
+        ++direct;
+        return;
+      }
+      ++recorded;
+      if (!out_of_memory) return;
+      if (host_memory) throw std::bad_alloc();
+      fail(Status::OutOfMemory, "no device memory left to record");
+    };
+    cache.run(*be, key, true, body);  // warm-up, directly
+    EXPECT_EQ(test::status_of([&] { cache.run(*be, key, true, body); }), Status::OutOfMemory) << host_memory;
+    EXPECT_EQ(direct, 1) << "nothing ran directly after the recording failed";
+    EXPECT_EQ(recorded, 1);
+    EXPECT_EQ(cache.failure(), "");
+    out_of_memory = false;  // memory came back
+    cache.run(*be, key, true, body);
+    cache.run(*be, key, true, body);
+    EXPECT_EQ(recorded, 2) << "recorded again, once";
+    EXPECT_EQ(direct, 1) << "then replayed";
+  }
+}
+
+TEST(StepGraphs, ARecordingThatFailsOtherwiseTurnsRecordingOffForGood) {
+  auto be = backend::make_recording_backend(backend::make_cpu_backend(1));
+  FloatBuffer acc(4, 0.0f), one(4, 1.0f);
+  int bodies = 0;
+  bool recording_fails = true;
+  auto body = [&] {
+    ++bodies;
+    be->add(4, acc.data(), one.data(), acc.data());
+    if (recording_fails) be->synchronize();  // refused while recording: a step cannot wait
+  };
+  core::StepGraphCache cache;
+  core::StepGraphKey key;
+  cache.run(*be, key, true, body);  // warm-up
+  cache.run(*be, key, true, body);  // the recording fails: body runs directly instead
+  EXPECT_EQ(acc[0], 2.0f) << "the failed recording ran nothing, the direct run once";
+  EXPECT_NE(cache.failure().find("cannot wait for the device"), std::string::npos) << cache.failure();
+  recording_fails = false;
+  cache.run(*be, key, true, body);
+  cache.run(*be, key, true, body);
+  EXPECT_EQ(bodies, 5) << "direct every time: never recorded again";
+  EXPECT_EQ(acc[0], 4.0f);
+}
+
 Dataset graph_data(int64_t n, uint32_t seed) {
   const std::vector<float> x = test::random_floats(static_cast<size_t>(n * 12), seed);
   std::vector<float> y(static_cast<size_t>(n));
@@ -124,8 +196,8 @@ struct FitResult {
 // Every value that changes from step to step: the dropout seed, the rate (a cosine decay per step and
 // Adam's bias correction), the batch index, the last short batch, the EMA's first step, validation
 // between epochs.
-FitResult fit_once(OptimizerKind kind, int replicas = 1) {
-  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), {12});
+FitResult fit_on(const Strategy& strategy, OptimizerKind kind, int verbose = 0) {
+  Model m = Model::sequential(strategy, {12});
   m.add_dense(24, Activation::Relu);
   m.add_dropout(0.25f);
   LayerSpec bn;
@@ -147,7 +219,7 @@ FitResult fit_once(OptimizerKind kind, int replicas = 1) {
   cb.add_cosine_decay(decay);
   FitOptions fo;
   fo.epochs = 3;
-  fo.verbose = 0;
+  fo.verbose = verbose;
   fo.validation = &val;
   History h;
   EXPECT_EQ(m.fit(train, fo, &cb, &h), Status::Ok);
@@ -156,6 +228,10 @@ FitResult fit_once(OptimizerKind kind, int replicas = 1) {
   r.loss = h.values().at("loss");
   r.val_loss = h.values().at("val_loss");
   return r;
+}
+
+FitResult fit_once(OptimizerKind kind, int replicas = 1) {
+  return fit_on(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), kind);
 }
 
 TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
@@ -175,6 +251,89 @@ TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
     EXPECT_EQ(replayed.val_loss, direct.val_loss) << name;
     EXPECT_LT(direct.loss.back(), direct.loss.front()) << name << " learns";
   }
+}
+
+// A collective chosen by the strategy (the injection point a multi-worker strategy uses): the replicas'
+// in-process sum, claiming that it can be recorded although it waits on the host. Recording the
+// update part then fails, as a real recording may: with Status::Device, or out of memory.
+class UnrecordableCollective final : public distribute::Collective {
+ public:
+  UnrecordableCollective(int replicas, Status failure)
+      : inner_(distribute::make_in_process_collective(replicas)), failure_(failure) {}
+  void all_reduce_sum(int replica, backend::Backend& be, float* buffer, int64_t n) override {
+    if (is_recording(be)) fail(failure_, "this collective cannot be recorded");
+    inner_->all_reduce_sum(replica, be, buffer, n);
+  }
+  bool capturable() const override { return true; }
+
+ private:
+  std::unique_ptr<distribute::Collective> inner_;
+  Status failure_;
+};
+
+class UnrecordableCollectives final : public distribute::CollectiveFactory {
+ public:
+  explicit UnrecordableCollectives(Status failure) : failure_(failure) {}
+  std::unique_ptr<distribute::Collective> make(const std::vector<Device>& devices,
+                                               const std::vector<backend::Backend*>& replicas) const override {
+    ++made;
+    EXPECT_EQ(devices.size(), replicas.size());
+    return std::make_unique<UnrecordableCollective>(static_cast<int>(replicas.size()), failure_);
+  }
+  mutable int made = 0;
+
+ private:
+  Status failure_;
+};
+
+Strategy two_cpu_replicas(StepGraphs graphs, std::shared_ptr<const distribute::CollectiveFactory> collectives) {
+  Strategy s = Strategy::mirrored({"cpu", "cpu"});
+  s.set_step_graphs(graphs);
+  s.set_collective_factory(std::move(collectives));
+  return s;
+}
+
+TEST(StepGraphs, AFailedRecordingFallsBackToDirectStepsSaysSoOnceAndTrainsTheSame) {
+  GraphSetting unset(nullptr);  // the strategy's option decides
+  const auto collectives = std::make_shared<UnrecordableCollectives>(Status::Device);
+  const FitResult direct = fit_on(two_cpu_replicas(StepGraphs::Off, collectives), OptimizerKind::Adam);
+  testing::internal::CaptureStdout();
+  const FitResult fallen_back = fit_on(two_cpu_replicas(StepGraphs::Emulate, collectives), OptimizerKind::Adam, 1);
+  const std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(collectives->made, 2) << "each model asks the strategy's factory for its collective";
+  EXPECT_TRUE(fallen_back.weights == direct.weights)
+      << test::relative_difference(fallen_back.weights, direct.weights);
+  EXPECT_EQ(fallen_back.loss, direct.loss);
+  EXPECT_EQ(fallen_back.val_loss, direct.val_loss);
+  const std::string notice = "Recording the training step failed (this collective cannot be recorded)";
+  const size_t at = printed.find(notice);
+  EXPECT_NE(at, std::string::npos) << printed;
+  EXPECT_EQ(printed.find(notice, at + 1), std::string::npos) << "said once:\n" << printed;
+
+  // Silent at verbose 0.
+  testing::internal::CaptureStdout();
+  fit_on(two_cpu_replicas(StepGraphs::Emulate, collectives), OptimizerKind::Adam, 0);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+}
+
+TEST(StepGraphs, ARecordingOutOfMemoryFailsTheFitWithOutOfMemory) {
+  GraphSetting unset(nullptr);
+  const auto collectives = std::make_shared<UnrecordableCollectives>(Status::OutOfMemory);
+  EXPECT_EQ(test::status_of([&] { fit_on(two_cpu_replicas(StepGraphs::Emulate, collectives), OptimizerKind::Sgd); }),
+            Status::OutOfMemory);
+}
+
+TEST(StepGraphs, TheStrategyOptionRecordsStepsAndTheEnvironmentOverridesIt) {
+  GraphSetting unset(nullptr);
+  const Strategy one = Strategy::mirrored({"cpu"});
+  Strategy emulate = one, off = one;
+  emulate.set_step_graphs(StepGraphs::Emulate);
+  off.set_step_graphs(StepGraphs::Off);
+  EXPECT_EQ(emulate.effective_step_graphs(), StepGraphs::Emulate);
+  const FitResult direct = fit_on(off, OptimizerKind::Adam), replayed = fit_on(emulate, OptimizerKind::Adam);
+  EXPECT_TRUE(replayed.weights == direct.weights);
+  GraphSetting env_off("0");
+  EXPECT_EQ(emulate.effective_step_graphs(), StepGraphs::Off);
 }
 
 // KX_DATA_STREAMING=always feeds every batch through the rings, as a dataset too large for a GPU's

@@ -1,11 +1,17 @@
 // A distribution strategy: the ordered list of replica devices that train in sync.
 #pragma once
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kx/device.hpp"
 
 namespace kx {
+
+namespace distribute {
+class CollectiveFactory;  // internal: sdk/src/distribute/collective_factory.hpp
+}
 
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
 // CBLAS when kx was built with it, else the portable built-in kernel.
@@ -52,6 +58,15 @@ class Strategy {
   StepGraphs effective_step_graphs() const;
   DataStreaming effective_data_streaming() const;
   bool effective_cudnn() const;
+  // Internal to kx: how a model's replicas get the collective that sums their gradients (kx's own
+  // strategies set it, e.g. one that also sums across processes); null: in process or NCCL, as the
+  // replica devices allow.
+  void set_collective_factory(std::shared_ptr<const distribute::CollectiveFactory> f) {
+    collective_factory_ = std::move(f);
+  }
+  const std::shared_ptr<const distribute::CollectiveFactory>& collective_factory() const {
+    return collective_factory_;
+  }
 
  private:
   explicit Strategy(std::vector<Device> replicas) : replicas_(std::move(replicas)) {}
@@ -62,6 +77,7 @@ class Strategy {
   StepGraphs step_graphs_ = StepGraphs::Auto;
   DataStreaming data_streaming_ = DataStreaming::Auto;
   bool cudnn_ = true;
+  std::shared_ptr<const distribute::CollectiveFactory> collective_factory_;
 };
 
 }  // namespace kx

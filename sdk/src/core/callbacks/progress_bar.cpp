@@ -40,7 +40,12 @@ double ProgressBar::elapsed() const { return std::chrono::duration<double>(Clock
 
 void ProgressBar::message(const std::string& line) {
   if (verbose_ <= 0) return;
-  std::fprintf(out_, "%s\n", line.c_str());
+  // On a terminal the line takes the place of a bar drawn in the middle of an epoch, which the next
+  // update draws again below it.
+  if (verbose_ == 1 && terminal_)
+    std::fprintf(out_, "\r%s\x1b[K\n", line.c_str());
+  else
+    std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);
 }
 

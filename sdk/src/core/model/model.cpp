@@ -1,11 +1,11 @@
-// kx::Model: building, compiling, JSON and weights. Training lives in fit_loop.cpp.
+// kx::Model: building, compiling, JSON and weights. Training lives in core/train/.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 
 #include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
+#include "distribute/collective_factory.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"
 #include "kx/metric.hpp"
@@ -142,11 +142,13 @@ void Model::Impl::compile(const CompileOptions& o) {
   const bool adam = resolved.kind == OptimizerKind::Adam;
   const bool momentum = resolved.kind == OptimizerKind::Sgd && resolved.momentum != 0;
   const size_t bytes = static_cast<size_t>(net.num_params) * sizeof(float);
+  const StepGraphs graphs = strategy.effective_step_graphs();
   std::vector<Replica> built(static_cast<size_t>(n));
   for (size_t k = 0; k < built.size(); ++k) {
     Replica& r = built[k];
     r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
-    if (core::step_graphs_emulated() && r.be->host_accessible()) r.be = backend::make_recording_backend(std::move(r.be));
+    if (graphs == StepGraphs::Emulate && r.be->host_accessible())
+      r.be = backend::make_recording_backend(std::move(r.be));
     r.be->set_tf32(strategy.tf32());
     r.step_values = r.be->allocate(sizeof(backend::StepValues));  // written before each step
     r.params = r.be->allocate(bytes);
@@ -155,15 +157,15 @@ void Model::Impl::compile(const CompileOptions& o) {
     if (adam) r.slot_v = r.be->allocate(bytes);
     if (resolved.use_ema) r.slot_ema = r.be->allocate(bytes);
   }
-  if (n > 1) {
-    std::vector<backend::Backend*> backends;
-    for (Replica& r : built) backends.push_back(r.be.get());
-    pool_ = std::make_unique<distribute::ReplicaPool>(n);
-    collective_ = distribute::make_collective(strategy.replicas(), backends);
-  }
-  step_graphs_ = core::step_graphs_enabled() && (!collective_ || collective_->capturable());
-  const char* streaming = std::getenv("KX_DATA_STREAMING");
-  always_stream_ = streaming && std::string(streaming) == "always";
+  if (n > 1) pool_ = std::make_unique<distribute::ReplicaPool>(n);
+  // The strategy decides how the replicas' gradients are summed; the step runner only calls it.
+  std::vector<backend::Backend*> backends;
+  for (Replica& r : built) backends.push_back(r.be.get());
+  std::unique_ptr<distribute::Collective> collective =
+      distribute::collective_factory_of(strategy).make(strategy.replicas(), backends);
+  const bool record = graphs != StepGraphs::Off && (!collective || collective->capturable());
+  steps_ = core::StepRunner(std::move(collective), record);
+  always_stream_ = strategy.effective_data_streaming() == DataStreaming::Always;
   replicas = std::move(built);
   options = o;
   optimizer = resolved;

@@ -1,7 +1,8 @@
 #include "core/train/step_graphs.hpp"
 
-#include <cstdlib>
-#include <cstring>
+#include <new>
+
+#include "kx/error.hpp"
 
 namespace kx::core {
 
@@ -16,18 +17,19 @@ void StepGraphCache::add(const StepGraphKey& key) {
   graphs_.emplace_back(key, nullptr);
 }
 
-namespace {
-const char* graphs_setting() {
-  const char* v = std::getenv("KX_STEP_GRAPHS");
-  return v ? v : "";
+void StepGraphCache::recording_failed(const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const Error& e) {
+    if (e.status() == Status::OutOfMemory) throw;
+    failure_ = e.what();
+  } catch (const std::bad_alloc&) {
+    fail(Status::OutOfMemory, "out of host memory while recording the training step");
+  } catch (const std::exception& e) {
+    failure_ = e.what();
+  } catch (...) {
+    failure_ = "an unknown error";
+  }
 }
-}  // namespace
-
-bool step_graphs_enabled() {
-  const char* v = graphs_setting();
-  return std::strcmp(v, "0") != 0 && std::strcmp(v, "off") != 0;
-}
-
-bool step_graphs_emulated() { return std::strcmp(graphs_setting(), "emulate") == 0; }
 
 }  // namespace kx::core

@@ -3,8 +3,10 @@
 // memory (StepValues, the batch index); everything else it was recorded with is in its key.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,9 +29,12 @@ class StepGraphCache {
  public:
   // Runs body on be: directly the first time key is seen, then recorded once and replayed; directly
   // always when recording is off or be cannot record. Takes body by reference: a step allocates nothing.
+  // A recording that runs out of memory throws Status::OutOfMemory (nothing of body ran, and a later
+  // call tries again); one that fails otherwise turns recording off for good (failure() says why) and
+  // body runs directly.
   template <class Body>
   void run(backend::Backend& be, const StepGraphKey& key, bool allowed, Body&& body) {
-    if (!allowed || unsupported_) {
+    if (!allowed || off_) {
       body();
       return;
     }
@@ -41,17 +46,26 @@ class StepGraphCache {
       add(key);
       return;
     }
-    if (!seen->second) {
-      seen->second = be.capture(std::function<void()>(std::ref(body)));
-      if (!seen->second) {
-        unsupported_ = true;
-        body();
-        return;
-      }
+    if (!seen->second && !record(be, *seen, body)) {
+      body();
+      return;
     }
     seen->second->launch();
   }
+  // Whether run(be, key, allowed, ...) would record now.
+  bool recording_due(const StepGraphKey& key, bool allowed) {
+    const Entry* seen = allowed && !off_ ? find(key) : nullptr;
+    return seen && !seen->second;
+  }
+  // Records body for key now when run would record it, so that run then only replays it: replicas that
+  // meet in a collective record first, all of them, and a recording that throws leaves none waiting.
+  template <class Body>
+  void record_if_due(backend::Backend& be, const StepGraphKey& key, bool allowed, Body&& body) {
+    if (recording_due(key, allowed)) record(be, *find(key), body);
+  }
   size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
+  // Why recording was turned off, when a recording failed; "" otherwise.
+  const std::string& failure() const { return failure_; }
 
  private:
   // A shape seen, with its graph once recorded.
@@ -59,18 +73,38 @@ class StepGraphCache {
   Entry* find(const StepGraphKey& key);
   // A new shape, not recorded yet, in place of the oldest when the cache is full.
   void add(const StepGraphKey& key);
+  // Records body into e; false (recording off from now on) when be cannot or the recording failed.
+  template <class Body>
+  bool record(backend::Backend& be, Entry& e, Body& body) {
+    // A backend's capture reports a body that throws as "could not record"; what was thrown is kept
+    // here, so that running out of memory is not mistaken for that.
+    std::exception_ptr thrown;
+    auto watched = [&] {
+      try {
+        body();
+      } catch (...) {
+        thrown = std::current_exception();
+        throw;
+      }
+    };
+    try {
+      e.second = be.capture(std::function<void()>(std::ref(watched)));
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    if (e.second) return true;
+    if (thrown) recording_failed(thrown);
+    off_ = true;
+    return false;
+  }
+  // Rethrows `thrown` as Status::OutOfMemory when it is one; otherwise keeps its message in failure_.
+  void recording_failed(const std::exception_ptr& thrown);
 
   // A full batch and the short last one stay, whatever else comes between.
   static constexpr size_t kMaxGraphs = 4;
   std::vector<Entry> graphs_;
-  bool unsupported_ = false;  // be could not record once: it is not asked again
+  bool off_ = false;  // be could not record once, or failed to: it is not asked again
+  std::string failure_;
 };
-
-// Whether steps are recorded as graphs: yes unless the environment says KX_STEP_GRAPHS=0 (to compare,
-// or to debug a kernel one launch at a time).
-bool step_graphs_enabled();
-// KX_STEP_GRAPHS=emulate: backends that record no graphs themselves (the CPU) are wrapped so that they
-// do, with the same semantics, for tests.
-bool step_graphs_emulated();
 
 }  // namespace kx::core

@@ -1,0 +1,117 @@
+#include "core/train/data_feed.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kx/error.hpp"
+
+namespace kx::core {
+
+Slice replica_slice(int replica, int replicas, int64_t rows) {
+  const int64_t n = replicas, k = replica;
+  const int64_t base = rows / n, extra = rows % n;
+  return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
+}
+
+void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, RowSizes row,
+                        int64_t batch_rows, bool always_stream) {
+  row_ = row;
+  streamed_.reset();
+  if (always_stream) {
+    stream(be, storage, batch_rows);
+    return;
+  }
+  if (be.host_accessible()) {
+    x_src_ = storage->x.data();
+    y_src_ = storage->y.data();
+    return;
+  }
+  const CachedDataset* copy = device_copy(be, storage);
+  if (!copy) {
+    stream(be, storage, batch_rows);  // too large for the device: batch by batch
+    return;
+  }
+  x_src_ = copy->x.data();
+  y_src_ = copy->y.data();
+}
+
+const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be,
+                                              const std::shared_ptr<const DatasetStorage>& storage) {
+  // Storage seen before is compared by owner: the address of a freed dataset may come back.
+  auto same = [&](const CachedDataset& c) {
+    return !c.storage.expired() && !c.storage.owner_before(storage) && !storage.owner_before(c.storage);
+  };
+  if (auto hit = std::find_if(cache_.begin(), cache_.end(), same); hit != cache_.end()) return &*hit;
+  // Freed datasets go first; then the oldest, keeping the most recent other one (training data while
+  // validating, and back).
+  std::erase_if(cache_, [](const CachedDataset& c) { return c.storage.expired(); });
+  if (cache_.size() >= kCachedDatasets) cache_.erase(cache_.begin());
+  CachedDataset c;
+  const size_t x_bytes = storage->x.size() * sizeof(float), y_bytes = storage->y.size() * sizeof(float);
+  try {
+    c.x = be.allocate(x_bytes);
+    c.y = be.allocate(y_bytes);
+  } catch (const Error& e) {
+    if (e.status() != Status::OutOfMemory) throw;
+    return nullptr;
+  }
+  be.to_device(storage->x.data(), x_bytes, c.x.data());
+  be.to_device(storage->y.data(), y_bytes, c.y.data());
+  c.storage = storage;
+  cache_.push_back(std::move(c));
+  return &cache_.back();
+}
+
+void ReplicaFeed::stream(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage,
+                         int64_t batch_rows) {
+  if (!ring_x_ || ring_rows_ < batch_rows) {
+    ring_x_.reset();
+    ring_y_.reset();
+    ring_x_ = be.make_transfer_ring(kRingSlots, static_cast<size_t>(batch_rows * row_.sample) * sizeof(float));
+    ring_y_ = be.make_transfer_ring(kRingSlots, static_cast<size_t>(batch_rows * row_.label) * sizeof(float));
+    ring_rows_ = batch_rows;
+    next_slot_ = 0;
+  }
+  streamed_ = storage;
+  x_src_ = static_cast<const float*>(ring_x_->device_slots());
+  y_src_ = static_cast<const float*>(ring_y_->device_slots());
+}
+
+void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_t* batch_index) {
+  if (!streamed_) {
+    be.to_device(idx + s.first, static_cast<size_t>(s.rows) * sizeof(int64_t), batch_index);
+    return;
+  }
+  const int slot = next_slot_;
+  next_slot_ = (slot + 1) % kRingSlots;
+  const int64_t in = row_.sample, ls = row_.label;
+  ring_x_->wait_host_writable(slot);
+  ring_y_->wait_host_writable(slot);
+  auto* xs = static_cast<float*>(ring_x_->host_slot(slot));
+  auto* ys = static_cast<float*>(ring_y_->host_slot(slot));
+  const DatasetStorage& d = *streamed_;
+  ring_index_.resize(static_cast<size_t>(s.rows));
+  // The host fills the slot while the device still computes the step before (steps are queued, not
+  // waited for); large batches are copied by every core, so the copy keeps up with the device.
+  constexpr int64_t kParallelFloats = int64_t{1} << 18;
+#pragma omp parallel for if (s.rows * (in + ls) >= kParallelFloats)
+  for (int64_t i = 0; i < s.rows; ++i) {
+    const auto row = static_cast<size_t>(idx[s.first + i]);
+    std::memcpy(xs + i * in, d.x.data() + row * static_cast<size_t>(in), static_cast<size_t>(in) * sizeof(float));
+    std::memcpy(ys + i * ls, d.y.data() + row * static_cast<size_t>(ls), static_cast<size_t>(ls) * sizeof(float));
+    ring_index_[static_cast<size_t>(i)] = slot * ring_rows_ + i;  // the step gathers from the slot
+  }
+  ring_x_->upload(slot, static_cast<size_t>(s.rows * in) * sizeof(float));
+  ring_y_->upload(slot, static_cast<size_t>(s.rows * ls) * sizeof(float));
+  be.to_device(ring_index_.data(), static_cast<size_t>(s.rows) * sizeof(int64_t), batch_index);
+  fed_slot_ = slot;
+}
+
+void ReplicaFeed::release() {
+  if (!streamed_ || fed_slot_ < 0) return;
+  ring_x_->release(fed_slot_);
+  ring_y_->release(fed_slot_);
+  fed_slot_ = -1;
+}
+
+}  // namespace kx::core

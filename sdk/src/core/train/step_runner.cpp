@@ -1,0 +1,182 @@
+#include "core/train/step_runner.hpp"
+
+#include <cmath>
+#include <utility>
+
+#include "core/model/model_impl.hpp"
+
+namespace kx::core {
+
+StepRunner::StepRunner(std::unique_ptr<distribute::Collective> collective, bool record_graphs)
+    : collective_(std::move(collective)), record_graphs_(record_graphs) {}
+
+void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, float grad_scale) {
+  const int64_t ls = m.label_size();
+  r.be->gather_rows(r.feed.samples(), m.net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
+  r.be->gather_rows(r.feed.labels(), ls, r.plan.batch_index(), s.rows, r.plan.labels());
+  r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first);
+  r.be->loss(m.loss_spec, s.rows, m.net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
+             training ? r.plan.output_grad() : nullptr);
+}
+
+void StepRunner::forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t global_rows) const {
+  if (s.rows == 0) {  // nothing to learn from: a zero gradient
+    r.be->fill_zero(r.grads.bytes(), r.grads.data());
+    return;
+  }
+  // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
+  // and the replicas' gradients are summed.
+  replica_forward_loss(m, r, s, true, 1.0f / static_cast<float>(global_rows));
+  r.plan.backward(*r.be, m.net, r.params.data(), r.grads.data(), s.rows,
+                  static_cast<float>(s.rows) / static_cast<float>(global_rows));
+}
+
+backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) const {
+  backend::StepValues v;
+  v.seed = mix_seed(m.options.seed, static_cast<uint64_t>(t - 1));
+  const OptimizerConfig& o = m.optimizer;
+  if (o.kind == OptimizerKind::Adam) {
+    const double td = static_cast<double>(t);
+    v.learning_rate =
+        static_cast<float>(m.learning_rate * std::sqrt(1 - std::pow(o.beta2, td)) / (1 - std::pow(o.beta1, td)));
+  } else {
+    v.learning_rate = static_cast<float>(m.learning_rate);
+  }
+  return v;
+}
+
+StepGraphKey StepRunner::graph_key(Model::Impl& m, int k, Part part, int64_t global_rows) const {
+  Replica& r = m.replicas[static_cast<size_t>(k)];
+  const Slice s = m.slice(k, global_rows);
+  return {part, s.first, s.rows, global_rows, r.plan.generation(), m.net.revision, r.feed.samples(), r.feed.labels()};
+}
+
+template <class Body>
+void StepRunner::run_part(Model::Impl& m, int k, Part part, int64_t global_rows, Body&& body) {
+  Replica& r = m.replicas[static_cast<size_t>(k)];
+  r.graphs.run(*r.be, graph_key(m, k, part, global_rows), record_graphs_, body);
+}
+
+void StepRunner::run(Model::Impl& m, const int64_t* idx, int64_t rows) {
+  // A layer frozen or unfrozen since the last step (by a callback) changes which gradients exist.
+  refresh_spans(m.net);
+  for (Replica& r : m.replicas) r.plan.reserve(*r.be, m.net, r.plan.capacity(), m.label_size());
+  const int64_t t = m.optimizer_steps + 1;
+  const backend::StepValues values = step_values(m, t);
+  // Keras's EMA starts at the first step with a copy, unlike every later step: never recorded.
+  const bool special = m.optimizer.use_ema && t == 1;
+  auto prepare = [&](Replica& r, Slice s) {
+    r.be->to_device(&values, sizeof values, r.step_values.data());
+    if (s.rows > 0) r.feed.feed(*r.be, idx, s, r.plan.batch_index());
+  };
+  if (!collective_) {
+    Replica& r = m.replicas.front();
+    const Slice s = m.slice(0, rows);
+    prepare(r, s);
+    auto body = [&] {
+      forward_backward(m, r, s, rows);
+      update(m, r, t);
+    };
+    if (special)
+      body();
+    else
+      run_part(m, 0, kWholeStep, rows, body);
+    r.feed.release();
+  } else {
+    m.for_each_replica([&](int k) {
+      Replica& r = m.replicas[static_cast<size_t>(k)];
+      const Slice s = m.slice(k, rows);
+      prepare(r, s);
+      run_part(m, k, kForwardBackward, rows, [&] { forward_backward(m, r, s, rows); });
+      r.feed.release();
+    });
+    auto all_reduce_and_update = [&](int k) {
+      Replica& r = m.replicas[static_cast<size_t>(k)];
+      collective_->all_reduce_sum(k, *r.be, r.grads.data(), m.net.num_params);
+      update(m, r, t);
+    };
+    // The collective's barriers are safe to enter once every replica's backward succeeded, and once
+    // every replica that records this part has recorded it: all record first, so that a recording
+    // that throws (out of memory) leaves no replica waiting in the all-reduce.
+    bool recording_due = false;
+    for (int k = 0; k < static_cast<int>(m.replicas.size()) && !special && !recording_due; ++k)
+      recording_due = m.replicas[static_cast<size_t>(k)].graphs.recording_due(graph_key(m, k, kUpdate, rows),
+                                                                             record_graphs_);
+    if (recording_due)
+      m.for_each_replica([&](int k) {
+        Replica& r = m.replicas[static_cast<size_t>(k)];
+        r.graphs.record_if_due(*r.be, graph_key(m, k, kUpdate, rows), record_graphs_,
+                               [&] { all_reduce_and_update(k); });
+      });
+    m.for_each_replica([&](int k) {
+      if (special)
+        all_reduce_and_update(k);
+      else
+        run_part(m, k, kUpdate, rows, [&] { all_reduce_and_update(k); });
+    });
+  }
+  m.optimizer_steps = t;
+  look_for_fallback(m);
+}
+
+void StepRunner::refresh_spans(const Network& net) {
+  if (spans_revision_ == net.revision) return;
+  trained_spans_ = net.trained_spans();
+  state_spans_ = net.state_spans();
+  spans_revision_ = net.revision;
+}
+
+void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
+  const OptimizerConfig& o = m.optimizer;
+  float* p = r.params.data();
+  const float* g = r.grads.data();
+  if (o.kind == OptimizerKind::Adam) {
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
+                        r.learning_rate(), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
+                        static_cast<float>(o.epsilon));
+  } else {
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->sgd_update(s.count, p + s.first, g + s.first, r.slot_m.empty() ? nullptr : r.slot_m.data() + s.first,
+                       r.learning_rate(), static_cast<float>(o.momentum));
+  }
+  // State such as moving statistics: its "gradient" is the step to subtract.
+  for (const ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, r.one(), 0.0f);
+  if (!o.use_ema) return;
+  float* ema = r.slot_ema.data();
+  if (t == 1) {
+    // Keras's first step: the average starts at the weights. All of them: a frozen layer's stay as
+    // they are, so a layer unfrozen later starts its average at its weights too.
+    r.be->copy(m.net.num_params, p, ema);
+    return;
+  }
+  for (const ArenaSpan& s : trained_spans_) {
+    // ema -= (1 - momentum) * (ema - p), the gradient arena (spent by now) holding the step.
+    float* step = r.grads.data() + s.first;
+    r.be->scaled_difference(s.count, static_cast<float>(1 - o.ema_momentum), ema + s.first, p + s.first, step);
+    r.be->sgd_update(s.count, ema + s.first, step, nullptr, r.one(), 0.0f);
+  }
+}
+
+void StepRunner::finalize_ema(Model::Impl& m) {
+  if (!m.optimizer.use_ema || m.optimizer_steps == 0) return;
+  refresh_spans(m.net);
+  for (Replica& r : m.replicas)
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->copy(s.count, r.slot_ema.data() + s.first, r.params.data() + s.first);
+}
+
+void StepRunner::look_for_fallback(const Model::Impl& m) {
+  if (fallback_seen_) return;
+  for (const Replica& r : m.replicas) {
+    if (r.graphs.failure().empty()) continue;
+    fallback_seen_ = true;
+    fallback_notice_ = "Recording the training step failed (" + r.graphs.failure() +
+                       "): every step runs directly from now on, with the same results";
+    return;
+  }
+}
+
+std::string StepRunner::take_fallback_notice() { return std::exchange(fallback_notice_, std::string()); }
+
+}  // namespace kx::core
