@@ -134,15 +134,23 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
                 kx::Status::InvalidArgument, "kx_model_compile: unknown loss " + std::to_string(loss));
     kx::require((opt.metrics & ~KX_METRIC_ACCURACY) == 0, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown metric bits " + std::to_string(opt.metrics & ~KX_METRIC_ACCURACY));
+    constexpr uint32_t known_zeros = KX_COMPILE_ZERO_LEARNING_RATE | KX_COMPILE_ZERO_BETA1 | KX_COMPILE_ZERO_BETA2 |
+                                     KX_COMPILE_ZERO_EPSILON | KX_COMPILE_ZERO_EMA_MOMENTUM;
+    kx::require((opt.zero_is_value & ~known_zeros) == 0, kx::Status::InvalidArgument,
+                "kx_model_compile: unknown zero_is_value bits " + std::to_string(opt.zero_is_value & ~known_zeros));
     kx::CompileOptions c;
     c.optimizer.kind = static_cast<kx::OptimizerKind>(optimizer);
-    c.optimizer.learning_rate = opt.learning_rate;
-    c.optimizer.beta1 = opt.beta1;
-    c.optimizer.beta2 = opt.beta2;
-    c.optimizer.epsilon = opt.epsilon;
+    // A zero is the default unless its bit says the zero is meant (a zeroed struct keeps meaning defaults).
+    const auto set = [&](double value, uint32_t zero_bit, auto& field) {
+      if (value != 0 || (opt.zero_is_value & zero_bit)) field = value;
+    };
+    set(opt.learning_rate, KX_COMPILE_ZERO_LEARNING_RATE, c.optimizer.learning_rate);
+    set(opt.beta1, KX_COMPILE_ZERO_BETA1, c.optimizer.beta1);
+    set(opt.beta2, KX_COMPILE_ZERO_BETA2, c.optimizer.beta2);
+    set(opt.epsilon, KX_COMPILE_ZERO_EPSILON, c.optimizer.epsilon);
     c.optimizer.momentum = opt.momentum;
     c.optimizer.use_ema = opt.use_ema != 0;
-    c.optimizer.ema_momentum = opt.ema_momentum;
+    set(opt.ema_momentum, KX_COMPILE_ZERO_EMA_MOMENTUM, c.optimizer.ema_momentum);
     c.loss.kind = static_cast<kx::LossKind>(loss);
     c.loss.from_logits = opt.from_logits != 0;
     c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;

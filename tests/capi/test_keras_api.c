@@ -1,4 +1,4 @@
-/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor.
+/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor, zeros that are meant.
  *
  *   kx_keras_api_tests
  */
@@ -91,10 +91,82 @@ static void test_weights_by_tensor(kx_strategy* s) {
   kx_model_destroy(m);
 }
 
+/* Trains a small MLP 20 steps with the given options and returns its weights in w (4*8+8+8*3+3 floats). */
+static void train_small(kx_strategy* s, const kx_compile_options* co, float* w) {
+  enum { kSamples = 64 };
+  static float x[kSamples * 4], y[kSamples];
+  const int64_t in_shape[] = {4}, x_shape[] = {kSamples, 4}, y_shape[] = {kSamples};
+  kx_model* m = NULL;
+  kx_dataset* d = NULL;
+  kx_fit_options fo;
+  int i;
+  for (i = 0; i < kSamples * 4; ++i) x[i] = (float)((i * 37) % 17) / 17.0f - 0.5f;
+  for (i = 0; i < kSamples; ++i) y[i] = (float)(i % 3);
+  EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+  EXPECT_OK(kx_model_add_dense(m, 8, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+  EXPECT_OK(kx_model_compile(m, co));
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, x_shape, 2, y, KX_DTYPE_F32, y_shape, 1, &d));
+  EXPECT_OK(kx_dataset_batch(d, 16, 0));
+  kx_fit_options_init(&fo, sizeof fo);
+  fo.epochs = 5;
+  EXPECT_OK(kx_fit(m, d, &fo, NULL, NULL));
+  EXPECT_OK(kx_model_get_weights(m, w, 4 * 8 + 8 + 8 * 3 + 3));
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+}
+
+/* A zero marked as meant is the value itself: beta1 = 0 trains exactly as a beta1 too small to change
+ * any float32 (1e-30), while an unmarked zero still means Keras's default 0.9. */
+static void test_explicit_zeros(kx_strategy* s) {
+  enum { kWeights = 4 * 8 + 8 + 8 * 3 + 3 };
+  float zero[kWeights], tiny[kWeights], unmarked[kWeights], defaults[kWeights];
+  kx_compile_options co;
+  kx_compile_options_init(&co, sizeof co);
+  co.learning_rate = 0.05;
+  train_small(s, &co, defaults);
+  co.beta1 = 0;
+  train_small(s, &co, unmarked);
+  EXPECT(memcmp(unmarked, defaults, sizeof defaults) == 0);
+  co.zero_is_value = KX_COMPILE_ZERO_BETA1;
+  train_small(s, &co, zero);
+  EXPECT(memcmp(zero, defaults, sizeof defaults) != 0);
+  co.beta1 = 1e-30;
+  train_small(s, &co, tiny);
+  EXPECT(memcmp(zero, tiny, sizeof tiny) == 0);
+  /* A learning rate of 0 leaves the weights as initialised. */
+  {
+    kx_compile_options still;
+    float before[kWeights];
+    kx_model* m = NULL;
+    const int64_t in_shape[] = {4};
+    kx_compile_options_init(&still, sizeof still);
+    still.zero_is_value = KX_COMPILE_ZERO_LEARNING_RATE;
+    EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+    EXPECT_OK(kx_model_add_dense(m, 8, KX_ACT_RELU));
+    EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+    EXPECT_OK(kx_model_compile(m, &still));
+    EXPECT_OK(kx_model_get_weights(m, before, kWeights));
+    kx_model_destroy(m);
+    train_small(s, &still, zero);
+    EXPECT(memcmp(zero, before, sizeof before) == 0);
+  }
+  co.zero_is_value = 64u; /* not a KX_COMPILE_ZERO_* bit */
+  {
+    kx_model* m = NULL;
+    const int64_t in_shape[] = {4};
+    EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+    EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+    EXPECT(kx_model_compile(m, &co) == KX_E_INVALID_ARGUMENT);
+    kx_model_destroy(m);
+  }
+}
+
 int main(void) {
   kx_strategy* s = NULL;
   EXPECT_OK(kx_strategy_create_mirrored(NULL, 0, &s));
   if (s) test_weights_by_tensor(s);
+  if (s) test_explicit_zeros(s);
   kx_strategy_destroy(s);
   printf("%d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;

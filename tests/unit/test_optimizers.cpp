@@ -61,13 +61,13 @@ TEST(Optimizer, SgdWithAndWithoutMomentumMatchesKeras) {
 TEST(Optimizer, DefaultsAreKeras) {
   OptimizerConfig adam;
   const OptimizerConfig a = adam.resolved();
-  EXPECT_DOUBLE_EQ(a.learning_rate, 1e-3);
+  EXPECT_DOUBLE_EQ(a.learning_rate.value(), 1e-3);
   EXPECT_DOUBLE_EQ(a.beta1, 0.9);
   EXPECT_DOUBLE_EQ(a.beta2, 0.999);
   EXPECT_DOUBLE_EQ(a.epsilon, 1e-7);
   OptimizerConfig sgd;
   sgd.kind = OptimizerKind::Sgd;
-  EXPECT_DOUBLE_EQ(sgd.resolved().learning_rate, 1e-2);
+  EXPECT_DOUBLE_EQ(sgd.resolved().learning_rate.value(), 1e-2);
   OptimizerConfig bad;
   bad.beta1 = 1.0;
   EXPECT_THROW(bad.resolved(), Error);

@@ -61,7 +61,19 @@ type CompileOptions struct {
 	// EMAMomentum 0 means 0.99.
 	UseEMA      bool
 	EMAMomentum float64
+	// ZeroIsValue: fields whose zero is meant rather than "the default" (ZeroBeta1 | ...), e.g. Beta1: 0
+	// with ZeroBeta1 for β1 = 0, as Keras accepts.
+	ZeroIsValue uint32
 }
+
+// Bits of CompileOptions.ZeroIsValue (kx.h's KX_COMPILE_ZERO_*).
+const (
+	ZeroLearningRate = 1
+	ZeroBeta1        = 2
+	ZeroBeta2        = 4
+	ZeroEpsilon      = 8
+	ZeroEMAMomentum  = 16
+)
 
 // FitOptions are Keras's fit arguments; zero values mean defaults (one epoch, a whole pass, silent).
 type FitOptions struct {
@@ -167,6 +179,7 @@ func (m *Model) Compile(o CompileOptions) error {
 		co.use_ema = 1
 	}
 	co.ema_momentum = C.double(o.EMAMomentum)
+	co.zero_is_value = C.uint32_t(o.ZeroIsValue)
 	return callErr(func() C.kx_status { return C.kx_model_compile(m.p, &co) })
 }
 

@@ -290,23 +290,30 @@ class Model(_Handle):
         check(lib.kx_model_to_json(self.handle, ctypes.byref(out)))
         return _capi.take_string(out)
 
-    def compile(self, optimizer="adam", learning_rate=0.0, loss="sparse_categorical_crossentropy", metrics=(),
-                from_logits=False, momentum=0.0, beta1=0.0, beta2=0.0, epsilon=0.0, seed=0, use_ema=False,
-                ema_momentum=0.0):
-        """As Keras's compile; zero values mean kx's (Keras's) defaults. use_ema: Keras's moving
-        average of the trained weights (ema_momentum 0.99 by default), which replaces them when fit ends."""
+    def compile(self, optimizer="adam", learning_rate=None, loss="sparse_categorical_crossentropy", metrics=(),
+                from_logits=False, momentum=0.0, beta1=None, beta2=None, epsilon=None, seed=0, use_ema=False,
+                ema_momentum=None):
+        """As Keras's compile; None means kx's (Keras's) default, and every number given is used as it is
+        (beta1=0 is β1 = 0). use_ema: Keras's moving average of the trained weights (ema_momentum 0.99 by
+        default), which replaces them when fit ends."""
         o = _capi.CompileOptions()
         lib.kx_compile_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.optimizer = _lookup(_OPTIMIZERS, optimizer, "optimizer")
         o.loss = _lookup(_LOSSES, loss, "loss")
-        o.learning_rate, o.momentum, o.beta1, o.beta2, o.epsilon = learning_rate, momentum, beta1, beta2, epsilon
+        o.momentum = momentum
+        for bit, (field, value) in enumerate((("learning_rate", learning_rate), ("beta1", beta1), ("beta2", beta2),
+                                              ("epsilon", epsilon), ("ema_momentum", ema_momentum))):
+            if value is not None:
+                setattr(o, field, value)
+                if value == 0:
+                    o.zero_is_value |= 1 << bit  # KX_COMPILE_ZERO_*: this zero is meant
         o.from_logits = 1 if from_logits else 0
         for m in metrics:
             if m != "accuracy":
                 raise Error(-1, f"unknown metric {m!r} (kx has \"accuracy\")")
             o.metrics |= 1
         o.seed = seed
-        o.use_ema, o.ema_momentum = (1 if use_ema else 0), ema_momentum
+        o.use_ema = 1 if use_ema else 0
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
         return self
 

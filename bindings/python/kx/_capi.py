@@ -33,7 +33,7 @@ class CompileOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("optimizer", c_int32), ("learning_rate", c_double),
                 ("beta1", c_double), ("beta2", c_double), ("epsilon", c_double), ("momentum", c_double),
                 ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64),
-                ("use_ema", c_int32), ("ema_momentum", c_double)]
+                ("use_ema", c_int32), ("ema_momentum", c_double), ("zero_is_value", c_uint32)]
 
 
 class FitOptions(ctypes.Structure):

@@ -15,7 +15,10 @@
  *  Threading A handle may be used by one thread at a time. Different handles may be used on
  *            different threads at the same time. kx_last_error_message is per thread.
  *  Options   Option structs start with struct_size and are initialised with kx_X_options_init(&o,
- *            sizeof o). A zero field means "the default" (given per field).
+ *            sizeof o). A zero field means "the default" (given per field); where zero is also a
+ *            value a user may mean (Adam's beta1 ...), the struct's zero_is_value bits say so.
+ *  Numerics  Training follows Keras 3 (3.x): the same formulas, defaults and float32 rounding of
+ *            optimizer constants (Adam's rate and 1 - beta computed as Keras 3 computes them).
  *  Strings   UTF-8, NUL-terminated.
  */
 #ifndef KX_KX_H
@@ -242,7 +245,17 @@ typedef struct kx_compile_options {
    * it as "optimizer/ema/..." tensors. */
   int32_t use_ema;
   double ema_momentum;    /* in [0, 1); default 0.99 */
+  /* A zero field above means its default. To mean the zero itself (Keras accepts beta_1=0, and a
+   * learning rate of 0), set the field's bit here: KX_COMPILE_ZERO_* below. Bits of fields that are
+   * not zero change nothing. */
+  uint32_t zero_is_value;
 } kx_compile_options;
+
+#define KX_COMPILE_ZERO_LEARNING_RATE 1u
+#define KX_COMPILE_ZERO_BETA1 2u
+#define KX_COMPILE_ZERO_BETA2 4u
+#define KX_COMPILE_ZERO_EPSILON 8u
+#define KX_COMPILE_ZERO_EMA_MOMENTUM 16u
 
 /* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */
 KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);

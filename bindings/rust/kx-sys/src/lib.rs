@@ -108,7 +108,13 @@ pub struct kx_compile_options {
     pub seed: u64,
     pub use_ema: i32,
     pub ema_momentum: f64,
+    pub zero_is_value: u32,
 }
+pub const KX_COMPILE_ZERO_LEARNING_RATE: u32 = 1;
+pub const KX_COMPILE_ZERO_BETA1: u32 = 2;
+pub const KX_COMPILE_ZERO_BETA2: u32 = 4;
+pub const KX_COMPILE_ZERO_EPSILON: u32 = 8;
+pub const KX_COMPILE_ZERO_EMA_MOMENTUM: u32 = 16;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]

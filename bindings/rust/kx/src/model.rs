@@ -55,6 +55,9 @@ pub struct CompileOptions {
     pub use_ema: bool,
     /// 0: 0.99.
     pub ema_momentum: f64,
+    /// Fields whose zero is meant rather than "the default" (kx_sys::KX_COMPILE_ZERO_* bits), e.g.
+    /// `beta1: 0.0, zero_is_value: kx_sys::KX_COMPILE_ZERO_BETA1` for β1 = 0 as Keras accepts.
+    pub zero_is_value: u32,
 }
 
 /// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
@@ -220,6 +223,7 @@ impl Model {
         co.seed = o.seed;
         co.use_ema = o.use_ema as i32;
         co.ema_momentum = o.ema_momentum;
+        co.zero_is_value = o.zero_is_value;
         check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
     }
 

@@ -169,7 +169,7 @@ void Model::Impl::compile(const CompileOptions& o) {
   replicas = std::move(built);
   options = o;
   optimizer = resolved;
-  learning_rate = resolved.learning_rate;
+  learning_rate = *resolved.learning_rate;
   init_weights(o.seed ? o.seed : kDefaultSeed);
   compiled = true;
 }

@@ -79,7 +79,7 @@ json::Value meta_json(const io::SafetensorsFile& f, const std::string& key) {
 json::Value Model::Impl::compile_config() const {
   json::Value opt{json::Value::Object{}};
   opt.set("name", optimizer_name(optimizer.kind));
-  opt.set("learning_rate", optimizer.learning_rate);
+  opt.set("learning_rate", optimizer.learning_rate.value_or(0));
   opt.set("beta_1", optimizer.beta1);
   opt.set("beta_2", optimizer.beta2);
   opt.set("epsilon", optimizer.epsilon);

@@ -1,4 +1,4 @@
-// Optimizer defaults (Keras's) and range checks.
+// Optimizer settings: the learning rate's default and range checks.
 #include "kx/optimizer.hpp"
 
 #include <cmath>
@@ -17,17 +17,13 @@ OptimizerConfig OptimizerConfig::resolved() const {
             std::string(name) + (below_one ? " must be in [0, 1)" : " must be finite and >= 0") + ", got " +
                 std::to_string(v));
   };
-  check(learning_rate, "learning_rate", false);
+  if (!r.learning_rate) r.learning_rate = kind == OptimizerKind::Adam ? 1e-3 : 1e-2;
+  check(*r.learning_rate, "learning_rate", false);
   check(beta1, "beta1", true);
   check(beta2, "beta2", true);
   check(epsilon, "epsilon", false);
   check(momentum, "momentum", true);
   check(ema_momentum, "ema_momentum", true);
-  if (r.learning_rate == 0) r.learning_rate = kind == OptimizerKind::Adam ? 1e-3 : 1e-2;
-  if (r.beta1 == 0) r.beta1 = 0.9;
-  if (r.beta2 == 0) r.beta2 = 0.999;
-  if (r.epsilon == 0) r.epsilon = 1e-7;
-  if (r.ema_momentum == 0) r.ema_momentum = r.use_ema ? 0.99 : 0.0;
   return r;
 }
 

@@ -141,7 +141,7 @@ class FitControl final : public TrainingControl {
   }
   std::vector<float> get_weights() const override { return model_.get_weights(); }
   void set_weights(const std::vector<float>& w) override { model_.set_weights(w); }
-  double initial_learning_rate() const override { return model_.optimizer.learning_rate; }
+  double initial_learning_rate() const override { return model_.optimizer.learning_rate.value_or(0); }
   void set_learning_rate(double lr) override {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
     model_.learning_rate = lr;
@@ -182,7 +182,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   const bool accuracy = options.accuracy;
   core::ProgressBar bar(o.verbose, stdout);
   FitControl control(*this, cb, train, o.validation != nullptr, steps);
-  learning_rate = optimizer.learning_rate;
+  learning_rate = optimizer.learning_rate.value_or(0);
   const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
   BatchStream batches(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
