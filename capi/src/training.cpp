@@ -7,6 +7,25 @@
 using kx::capi::guarded;
 using kx::capi::require_arg;
 
+namespace {
+
+// train_on_batch and test_on_batch: x and y checked, then the model's own checks.
+template <class Step>
+kx_status on_batch(const char* function, kx_model* m, const float* x, const float* y, int64_t n_samples, double* loss,
+                   double* accuracy, Step step) {
+  return guarded([&] {
+    require_arg(m, "m", function);
+    require_arg(x, "x", function);
+    require_arg(y, "y", function);
+    const kx::EvalResult r = step(m->model, x, y, n_samples);
+    if (loss) *loss = r.loss;
+    if (accuracy) *accuracy = r.accuracy;
+    return KX_OK;
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 kx_status kx_callbacks_create(kx_callbacks** out) {
@@ -89,6 +108,8 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
           ev.path = e.path.empty() ? nullptr : e.path.c_str();
           ev.steps_per_epoch = e.steps_per_epoch;
           ev.global_step = e.global_step;
+          ev.batch_loss = e.batch_loss;
+          ev.batch_accuracy = e.batch_accuracy;
           return fn(&ev, user_data) != 0;
         },
         reads_batch_metrics);
@@ -152,6 +173,18 @@ kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy
     if (accuracy) *accuracy = r.accuracy;
     return KX_OK;
   });
+}
+
+kx_status kx_model_train_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples, double* loss,
+                                  double* accuracy) {
+  return on_batch("kx_model_train_on_batch", m, x, y, n_samples, loss, accuracy,
+                  [](kx::Model& model, const float* xs, const float* ys, int64_t n) { return model.train_on_batch(xs, ys, n); });
+}
+
+kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples, double* loss,
+                                 double* accuracy) {
+  return on_batch("kx_model_test_on_batch", m, x, y, n_samples, loss, accuracy,
+                  [](kx::Model& model, const float* xs, const float* ys, int64_t n) { return model.test_on_batch(xs, ys, n); });
 }
 
 kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len) {

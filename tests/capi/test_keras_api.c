@@ -1,4 +1,4 @@
-/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor, zeros that are meant.
+/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor, zeros that are meant, train_on_batch.
  *
  *   kx_keras_api_tests
  */
@@ -162,11 +162,59 @@ static void test_explicit_zeros(kx_strategy* s) {
   }
 }
 
+/* One kx_model_train_on_batch is one step of kx_fit on that batch: same loss, same weights. */
+static void test_train_on_batch(kx_strategy* s) {
+  enum { kSamples = 24, kWeights = 4 * 8 + 8 + 8 * 3 + 3 };
+  static float x[kSamples * 4], y[kSamples];
+  float by_fit[kWeights], by_batch[kWeights];
+  const int64_t in_shape[] = {4}, x_shape[] = {kSamples, 4}, y_shape[] = {kSamples};
+  kx_model* models[2] = {NULL, NULL};
+  kx_compile_options co;
+  kx_fit_options fo;
+  kx_dataset* d = NULL;
+  kx_history* h = NULL;
+  double fit_loss = 0, loss = -1, accuracy = -1, test_loss = -1;
+  int i;
+  for (i = 0; i < kSamples * 4; ++i) x[i] = (float)((i * 29) % 13) / 13.0f - 0.5f;
+  for (i = 0; i < kSamples; ++i) y[i] = (float)(i % 3);
+  kx_compile_options_init(&co, sizeof co);
+  co.metrics = KX_METRIC_ACCURACY;
+  for (i = 0; i < 2; ++i) {
+    EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &models[i]));
+    if (!models[i]) return;
+    EXPECT_OK(kx_model_add_dense(models[i], 8, KX_ACT_RELU));
+    EXPECT_OK(kx_model_add_dense(models[i], 3, KX_ACT_SOFTMAX));
+    EXPECT_OK(kx_model_compile(models[i], &co));
+  }
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, x_shape, 2, y, KX_DTYPE_F32, y_shape, 1, &d));
+  EXPECT_OK(kx_dataset_batch(d, kSamples, 0));
+  kx_fit_options_init(&fo, sizeof fo);
+  EXPECT_OK(kx_fit(models[0], d, &fo, NULL, &h));
+  EXPECT_OK(kx_history_get(h, "loss", 0, &fit_loss));
+  EXPECT_OK(kx_model_test_on_batch(models[1], x, y, kSamples, &test_loss, NULL));
+  EXPECT_OK(kx_model_train_on_batch(models[1], x, y, kSamples, &loss, &accuracy));
+  EXPECT(loss == fit_loss && loss == test_loss);
+  EXPECT(accuracy >= 0 && accuracy <= 1);
+  EXPECT_OK(kx_model_get_weights(models[0], by_fit, kWeights));
+  EXPECT_OK(kx_model_get_weights(models[1], by_batch, kWeights));
+  EXPECT(memcmp(by_fit, by_batch, sizeof by_fit) == 0);
+  loss = -1;
+  EXPECT(kx_model_train_on_batch(models[1], x, NULL, kSamples, &loss, NULL) == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_model_train_on_batch(models[1], x, y, 0, &loss, NULL) == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_model_test_on_batch(NULL, x, y, kSamples, &loss, NULL) == KX_E_INVALID_ARGUMENT);
+  EXPECT(loss == -1); /* untouched on error */
+  kx_history_destroy(h);
+  kx_dataset_destroy(d);
+  kx_model_destroy(models[0]);
+  kx_model_destroy(models[1]);
+}
+
 int main(void) {
   kx_strategy* s = NULL;
   EXPECT_OK(kx_strategy_create_mirrored(NULL, 0, &s));
   if (s) test_weights_by_tensor(s);
   if (s) test_explicit_zeros(s);
+  if (s) test_train_on_batch(s);
   kx_strategy_destroy(s);
   printf("%d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -34,7 +34,9 @@ type Event struct {
 	GlobalStep           int64
 	Loss, Accuracy       float64
 	ValLoss, ValAccuracy float64
-	Path                 string // CheckpointSaved: the file written
+	// BatchEnd: this batch's own loss and accuracy (NaN unless the callback reads batch metrics).
+	BatchLoss, BatchAccuracy float64
+	Path                     string // CheckpointSaved: the file written
 }
 
 // CallbackFunc returns true to stop training (Fit then reports History.Stopped).
@@ -114,7 +116,8 @@ func kxGoCallback(ev *C.kx_event, user unsafe.Pointer) C.int32_t {
 	}
 	e := Event{Kind: EventKind(ev.kind), Epoch: int(ev.epoch), Step: int64(ev.step),
 		StepsPerEpoch: int64(ev.steps_per_epoch), GlobalStep: int64(ev.global_step), Loss: float64(ev.loss),
-		Accuracy: float64(ev.accuracy), ValLoss: float64(ev.val_loss), ValAccuracy: float64(ev.val_accuracy)}
+		Accuracy: float64(ev.accuracy), ValLoss: float64(ev.val_loss), ValAccuracy: float64(ev.val_accuracy),
+		BatchLoss: float64(ev.batch_loss), BatchAccuracy: float64(ev.batch_accuracy)}
 	if ev.path != nil {
 		e.Path = C.GoString(ev.path)
 	}

@@ -189,7 +189,7 @@ class Callbacks(_Handle):
 
     def add(self, fn, reads_batch_metrics=True):
         """fn(event: dict) -> truthy to stop. Keys: kind, epoch, step, loss, accuracy, val_loss,
-        val_accuracy, path, steps_per_epoch, global_step. reads_batch_metrics=False: fn does not read
+        val_accuracy, path, steps_per_epoch, global_step, batch_loss, batch_accuracy. reads_batch_metrics=False: fn does not read
         the loss or accuracy of batch_end events, so a GPU fit need not wait for each step's loss
         (those events then carry the latest values read)."""
         def trampoline(ev_ptr, _user):
@@ -200,7 +200,8 @@ class Callbacks(_Handle):
                      "epoch": ev.epoch, "step": ev.step, "loss": ev.loss, "accuracy": ev.accuracy,
                      "val_loss": ev.val_loss, "val_accuracy": ev.val_accuracy,
                      "path": ev.path.decode() if ev.path else None, "steps_per_epoch": ev.steps_per_epoch,
-                     "global_step": ev.global_step}
+                     "global_step": ev.global_step, "batch_loss": ev.batch_loss,
+                     "batch_accuracy": ev.batch_accuracy}
             try:
                 return 1 if fn(event) else 0
             except BaseException as e:  # never unwinds through C: stop, and fit raises it
@@ -407,6 +408,23 @@ class Model(_Handle):
         """Replaces one weight tensor by name; value must have the tensor's number of elements."""
         value = np.ascontiguousarray(value, np.float32)
         check(lib.kx_model_set_weight(self.handle, name.encode(), value.ctypes.data_as(P_FLOAT), value.size))
+
+    def _on_batch(self, fn, x, y):
+        x = np.ascontiguousarray(x, np.float32)
+        y = np.ascontiguousarray(y, np.float32)
+        loss, acc = ctypes.c_double(), ctypes.c_double()
+        check(fn(self.handle, x.ctypes.data_as(P_FLOAT), y.ctypes.data_as(P_FLOAT), len(x), ctypes.byref(loss),
+                 ctypes.byref(acc)))
+        return (loss.value, acc.value) if not math.isnan(acc.value) else loss.value
+
+    def train_on_batch(self, x, y):
+        """Keras's train_on_batch: one step on (x, y) as one batch; returns its loss (and accuracy when
+        compiled with it), computed before the update."""
+        return self._on_batch(lib.kx_model_train_on_batch, x, y)
+
+    def test_on_batch(self, x, y):
+        """Keras's test_on_batch: the loss (and accuracy) of (x, y), without training."""
+        return self._on_batch(lib.kx_model_test_on_batch, x, y)
 
     def get_weights_flat(self):
         """Every parameter as one float32 array, layer by layer in the order the layers were added."""

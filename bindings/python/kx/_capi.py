@@ -45,7 +45,8 @@ class FitOptions(ctypes.Structure):
 class Event(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("kind", c_int32), ("epoch", c_int32), ("step", c_int64),
                 ("loss", c_double), ("accuracy", c_double), ("val_loss", c_double), ("val_accuracy", c_double),
-                ("path", c_char_p), ("steps_per_epoch", c_int64), ("global_step", c_int64)]
+                ("path", c_char_p), ("steps_per_epoch", c_int64), ("global_step", c_int64),
+                ("batch_loss", c_double), ("batch_accuracy", c_double)]
 
 
 CALLBACK = ctypes.CFUNCTYPE(c_int32, P(Event), c_void_p)
@@ -85,6 +86,8 @@ _SIGNATURES = {
     "kx_model_get_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
     "kx_model_set_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),
     "kx_model_num_weights": (c_int64, [c_void_p]),
+    "kx_model_train_on_batch": (c_int32, [c_void_p, P(c_float), P(c_float), c_int64, P(c_double), P(c_double)]),
+    "kx_model_test_on_batch": (c_int32, [c_void_p, P(c_float), P(c_float), c_int64, P(c_double), P(c_double)]),
     "kx_model_weight_info": (c_int32, [c_void_p, c_int64, P(c_void_p), P(c_int64), P(c_size_t)]),
     "kx_model_weight_offset": (c_int32, [c_void_p, c_int64, P(c_int64)]),
     "kx_model_get_weight": (c_int32, [c_void_p, c_char_p, P(c_float), c_size_t]),

@@ -100,6 +100,16 @@ class Basics(unittest.TestCase):
         again = kx.Model.from_json(kx.Strategy.default(), m.to_json())
         self.assertEqual(again.num_params, m.num_params)
 
+    def test_train_on_batch_is_one_step_of_fit(self):
+        x, y = blobs(48)
+        a, b = small_model(), small_model()
+        h = a.fit(kx.Dataset.from_arrays(x, y).batch(48), epochs=1)
+        loss, acc = b.train_on_batch(x, y)
+        self.assertEqual(loss, h.history["loss"][0])
+        self.assertEqual(acc, h.history["accuracy"][0])
+        np.testing.assert_array_equal(a.get_weights_flat(), b.get_weights_flat())
+        self.assertEqual(len(b.test_on_batch(x, y)), 2)
+
     def test_get_weights_is_keras_list_of_arrays(self):
         m = small_model()
         self.assertEqual([(n, s) for n, s, _ in m.weights],

@@ -371,6 +371,10 @@ typedef struct kx_event {
   const char* path;     /* CHECKPOINT_SAVED: the file written; else NULL */
   int64_t steps_per_epoch;
   int64_t global_step;  /* batches trained since the first fit (continues across resumes) */
+  /* BATCH_END: this batch's own loss and accuracy (Keras's train_on_batch figures), where the step's
+   * loss was read for it: always for callbacks that read batch metrics; NaN otherwise. */
+  double batch_loss;
+  double batch_accuracy;
 } kx_event;
 
 /* Called on the thread that called kx_fit. Return 0 to go on, non-zero to stop (kx_fit then returns
@@ -458,6 +462,19 @@ KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* a
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)
  * into out (out_len floats, at least n_samples * outputs per sample). */
 KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len);
+
+/* Keras's train_on_batch: one optimizer step on these n_samples as one global batch (split across the
+ * replicas), exactly the step kx_fit takes on that batch. x holds n_samples inputs (float32, the
+ * model's input shape); y n_samples class indices for sparse categorical cross-entropy, else
+ * n_samples * the output size targets. loss and accuracy (either may be NULL) receive the batch's
+ * loss and accuracy before the update (NaN without KX_METRIC_ACCURACY). Errors: NULL m, x or y,
+ * n_samples <= 0, labels that are not classes, KX_E_MISUSE before compile. */
+KX_API kx_status kx_model_train_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
+                                         double* loss, double* accuracy);
+/* Keras's test_on_batch: the loss and accuracy of these samples, without training. Same arguments and
+ * errors as kx_model_train_on_batch. */
+KX_API kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
+                                        double* loss, double* accuracy);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Convolutional models and transfer learning                                                     */

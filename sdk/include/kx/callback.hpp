@@ -25,6 +25,10 @@ struct Event {
   double val_loss = NAN;
   double val_accuracy = NAN;
   std::string path;
+  // BatchEnd: this batch's own loss and accuracy (the running means are loss and accuracy), when the
+  // step's loss was read for the event (callbacks that read batch metrics); NaN otherwise.
+  double batch_loss = NAN;
+  double batch_accuracy = NAN;
 };
 
 // What a built-in callback may do to the fit it watches. Only valid during on_event.

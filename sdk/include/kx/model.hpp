@@ -125,6 +125,14 @@ class Model {
   // Returns Status::Ok, or Status::Stopped when a callback stopped training.
   Status fit(Dataset& train, const FitOptions& options, const Callbacks* callbacks, History* history);
   EvalResult evaluate(const Dataset& data);
+  // Keras's train_on_batch: one optimizer step on these n samples as one global batch (split across
+  // the replicas), exactly the step fit takes on that batch; returns the batch's loss and accuracy
+  // (NaN without the metric), as computed before the update. x: n samples of the input shape; y: n
+  // labels (sparse cross-entropy) or n * numel(output_shape) targets. Throws Misuse before compile,
+  // InvalidArgument for bad sizes or labels.
+  EvalResult train_on_batch(const float* x, const float* y, int64_t n);
+  // Keras's test_on_batch: the loss and accuracy of these n samples, without training.
+  EvalResult test_on_batch(const float* x, const float* y, int64_t n);
   // x: n samples of the input shape; returns n * numel(output_shape) floats.
   std::vector<float> predict(const float* x, int64_t n);
   // Same, into a caller buffer of at least n * numel(output_shape) floats.

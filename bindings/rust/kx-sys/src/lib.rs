@@ -143,6 +143,8 @@ pub struct kx_event {
     pub path: *const c_char,
     pub steps_per_epoch: i64,
     pub global_step: i64,
+    pub batch_loss: f64,
+    pub batch_accuracy: f64,
 }
 
 pub type kx_callback_fn = Option<unsafe extern "C" fn(ev: *const kx_event, user_data: *mut c_void) -> i32>;
@@ -236,6 +238,8 @@ extern "C" {
     pub fn kx_model_get_trainable(m: *const kx_model, layer: *const c_char, out_trainable: *mut i32) -> kx_status;
     pub fn kx_model_num_trainable_params(m: *const kx_model) -> i64;
     pub fn kx_model_load_weights(m: *mut kx_model, path: *const c_char, flags: u32, loaded: *mut i64, skipped: *mut i64) -> kx_status;
+    pub fn kx_model_train_on_batch(m: *mut kx_model, x: *const f32, y: *const f32, n_samples: i64, loss: *mut f64, accuracy: *mut f64) -> kx_status;
+    pub fn kx_model_test_on_batch(m: *mut kx_model, x: *const f32, y: *const f32, n_samples: i64, loss: *mut f64, accuracy: *mut f64) -> kx_status;
     pub fn kx_model_num_weights(m: *const kx_model) -> i64;
     pub fn kx_model_weight_info(m: *const kx_model, index: i64, out_name: *mut *mut c_char, shape: *mut i64, rank: *mut usize) -> kx_status;
     pub fn kx_model_weight_offset(m: *const kx_model, index: i64, out_offset: *mut i64) -> kx_status;

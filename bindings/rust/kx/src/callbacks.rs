@@ -32,6 +32,9 @@ pub struct Event {
     pub accuracy: f64,
     pub val_loss: f64,
     pub val_accuracy: f64,
+    /// BatchEnd: this batch's own loss and accuracy (NaN unless the callback reads batch metrics).
+    pub batch_loss: f64,
+    pub batch_accuracy: f64,
     /// CheckpointSaved: the file written.
     pub path: Option<String>,
 }
@@ -120,6 +123,8 @@ unsafe extern "C" fn trampoline(ev: *const kx_sys::kx_event, user: *mut c_void) 
         accuracy: e.accuracy,
         val_loss: e.val_loss,
         val_accuracy: e.val_accuracy,
+        batch_loss: e.batch_loss,
+        batch_accuracy: e.batch_accuracy,
         path: if e.path.is_null() { None } else { Some(CStr::from_ptr(e.path).to_string_lossy().into_owned()) },
     };
     // A panic must not unwind into C: it stops training and fit resumes it.

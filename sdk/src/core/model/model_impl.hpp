@@ -52,6 +52,8 @@ class Model::Impl {
 
   Status fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history);
   EvalResult evaluate(const Dataset& data);
+  EvalResult train_on_batch(const float* x, const float* y, int64_t n);
+  EvalResult test_on_batch(const float* x, const float* y, int64_t n);
   void predict(const float* x, int64_t n, float* out);
 
   // Throws InvalidArgument when the dataset's samples or labels do not fit this model and loss.

@@ -33,6 +33,7 @@ class EpochLoss {
     loss_ = acc_ = std::nan("");
   }
   void add_step(int64_t rows) { unread_ += rows; }
+  int64_t unread() const { return unread_; }
   // Reads the sums of the steps not read yet and returns them (zero when every step was read).
   backend::LossSums read() {
     backend::LossSums read;
@@ -203,8 +204,14 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);
       control.loss.add_step(batch.rows);
       control.position = {epoch, step + 1, steps, batches.pass(), batches.position()};
+      double batch_loss = std::nan(""), batch_accuracy = std::nan("");
       if (read_every_step || bar.due(step + 1) || step + 1 == steps) {
+        const bool only_this_step = control.loss.unread() == batch.rows;
         const backend::LossSums read = control.loss.read();
+        if (only_this_step) {
+          batch_loss = read.loss / static_cast<double>(batch.rows);
+          if (accuracy) batch_accuracy = read.correct / static_cast<double>(batch.rows);
+        }
         if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss))
           fail(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
                                      std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
@@ -216,6 +223,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         Event e = control.event(EventKind::BatchEnd, epoch, step + 1);
         e.loss = control.loss.loss();
         e.accuracy = control.loss.accuracy();
+        e.batch_loss = batch_loss;
+        e.batch_accuracy = batch_accuracy;
         stop = control.emit(e);
       }
     }
