@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -15,7 +16,6 @@ using backend::Window2d;
 class Conv2dLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Conv2D"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -115,6 +115,22 @@ class Conv2dLayer final : public Layer {
 
 }  // namespace
 
+void read_conv2d_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.filters = config.at("filters", what).as_int(what + " filters");
+  const auto [kh, kw] = size_pair_from_json(config.at("kernel_size", what), what + " kernel_size");
+  spec.kernel_h = kh;
+  spec.kernel_w = kw;
+  if (const json::Value* s = config.find("strides")) {
+    const auto [sh, sw] = size_pair_from_json(*s, what + " strides");
+    require(sh == sw, Status::Unsupported, what + ": different strides along height and width are not supported");
+    spec.stride = sh;
+  }
+  if (const json::Value* p = config.find("padding")) spec.padding = padding_from_name(p->as_string(what + " padding"), what);
+  if (const json::Value* act = config.find("activation")) spec.activation = activation_from_json(*act, what + " activation");
+  if (const json::Value* bias = config.find("use_bias"))
+    require(bias->as_bool(what + " use_bias"), Status::Unsupported, what + ": use_bias false is not supported");
+}
+
 std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
   require(spec.filters > 0, Status::InvalidArgument,
           "Conv2D filters must be positive (got " + std::to_string(spec.filters) + ")");
@@ -122,7 +138,7 @@ std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
   require(spec.stride > 0, Status::InvalidArgument, "Conv2D stride must be positive");
   require(spec.padding == Padding::Valid || spec.padding == Padding::Same, Status::InvalidArgument,
           "Conv2D padding must be valid or same");
-  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+  require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<Conv2dLayer>(spec);
 }

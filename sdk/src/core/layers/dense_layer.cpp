@@ -1,5 +1,6 @@
 // Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b.
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -11,7 +12,6 @@ using backend::Trans;
 class DenseLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Dense"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 1, Status::InvalidArgument,
@@ -65,10 +65,17 @@ class DenseLayer final : public Layer {
 
 }  // namespace
 
+void read_dense_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.units = config.at("units", what).as_int(what + " units");
+  if (const json::Value* act = config.find("activation")) spec.activation = activation_from_json(*act, what + " activation");
+  if (const json::Value* bias = config.find("use_bias"))
+    require(bias->as_bool(what + " use_bias"), Status::Unsupported, what + ": use_bias false is not supported");
+}
+
 std::unique_ptr<Layer> make_dense_layer(const LayerSpec& spec) {
   require(spec.units > 0, Status::InvalidArgument,
           "Dense units must be positive (got " + std::to_string(spec.units) + ")");
-  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+  require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<DenseLayer>(spec);
 }

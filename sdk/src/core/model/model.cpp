@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "core/layers/layer_registry.hpp"
 #include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
 #include "io/json.hpp"
@@ -29,24 +30,6 @@ int64_t bounded_elements(const Shape& s, const std::string& what) {
 
 constexpr uint64_t kDefaultSeed = 0x6b78'5f73'6565'6421ull;  // used when the caller gives seed 0
 
-const char* default_name_stem(LayerKind k) {
-  switch (k) {
-    case LayerKind::Dense: return "dense";
-    case LayerKind::Flatten: return "flatten";
-    case LayerKind::Dropout: return "dropout";
-    case LayerKind::Conv2D: return "conv2d";
-    case LayerKind::MaxPooling2D: return "max_pooling2d";
-    case LayerKind::AveragePooling2D: return "average_pooling2d";
-    case LayerKind::GlobalAveragePooling2D: return "global_average_pooling2d";
-    case LayerKind::ZeroPadding2D: return "zero_padding2d";
-    case LayerKind::BatchNormalization: return "batch_normalization";
-    case LayerKind::Add: return "add";
-    case LayerKind::Concatenate: return "concatenate";
-    case LayerKind::Activation: return "activation";
-    case LayerKind::Normalization: return "normalization";
-  }
-  return "layer";
-}
 }  // namespace
 
 Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
@@ -61,7 +44,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
 void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
   if (spec.name.empty()) {
-    const std::string stem = default_name_stem(spec.kind);
+    const std::string stem = core::layer_entry(spec.kind).name_stem;
     int n = 0;
     for (const auto& l : net.layers)
       if (l->spec().kind == spec.kind) ++n;
@@ -119,8 +102,7 @@ void Model::Impl::compile(const CompileOptions& o) {
   require(!compiled, Status::Misuse, "the model is already compiled");
   require(!net.layers.empty(), Status::Misuse, "the model has no layers to compile");
   net.require_connected();
-  const int loss_kind = static_cast<int>(o.loss.kind);
-  require(loss_kind >= 0 && loss_kind <= 3, Status::InvalidArgument, "unknown loss " + std::to_string(loss_kind));
+  require(is_valid(o.loss.kind), Status::InvalidArgument, "unknown loss " + std::to_string(static_cast<int>(o.loss.kind)));
   OptimizerConfig resolved = o.optimizer.resolved();
 
   const int64_t outputs = net.output_size();
