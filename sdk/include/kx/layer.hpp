@@ -62,6 +62,8 @@ struct LayerSpec {
   std::vector<float> mean, variance;
   bool trainable = true;       // false: the layer's weights stay as they are (BatchNormalization then
                                // normalises with its moving statistics, as Keras does)
+  bool use_bias = true;        // Dense, Conv2D: false leaves the bias out (Keras's use_bias), e.g. before
+                               // a BatchNormalization, whose beta takes its place
 };
 
 }  // namespace kx

@@ -230,17 +230,19 @@ void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_
 void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
 bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }
 int64_t Model::num_trainable_params() const { return impl_->net.num_trainable_params(); }
-void Model::add_dense(int64_t units, Activation act) {
+void Model::add_dense(int64_t units, Activation act, bool use_bias) {
   LayerSpec s;
   s.kind = LayerKind::Dense;
   s.units = units;
   s.activation = act;
+  s.use_bias = use_bias;
   add(std::move(s));
 }
 void Model::add_conv2d(int64_t filters, int64_t kernel_h, int64_t kernel_w, int64_t stride, Padding padding,
-                       Activation act) {
+                       Activation act, bool use_bias) {
   LayerSpec s;
   s.kind = LayerKind::Conv2D;
+  s.use_bias = use_bias;
   s.filters = filters;
   s.kernel_h = kernel_h;
   s.kernel_w = kernel_w;
