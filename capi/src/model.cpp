@@ -31,6 +31,39 @@ kx_status add_layer(kx_model* m, const char* function, const kx::LayerSpec& spec
   });
 }
 
+// use_bias from KX_LAYER_* flags; InvalidArgument for a bit kx does not know.
+bool use_bias_of(uint32_t flags, const char* function) {
+  kx::require((flags & ~KX_LAYER_NO_BIAS) == 0, kx::Status::InvalidArgument,
+              std::string(function) + ": unknown flags " + std::to_string(flags & ~KX_LAYER_NO_BIAS));
+  return (flags & KX_LAYER_NO_BIAS) == 0;
+}
+
+kx_status add_dense(kx_model* m, int64_t units, const kx_activation& act, uint32_t flags, const char* function) {
+  return guarded([&] {
+    require_arg(m, "m", function);
+    require_not_compiled(m, function);
+    const bool use_bias = use_bias_of(flags, function);
+    m->model.add_dense(units, checked_activation(act, function), use_bias);
+    return KX_OK;
+  });
+}
+
+// The enums by reference: the caller's value is read only through enum_value (it may be out of range).
+kx_status add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w, int32_t stride,
+                     const kx_padding& padding, const kx_activation& act, uint32_t flags, const char* function) {
+  return guarded([&] {
+    require_arg(m, "m", function);
+    require_not_compiled(m, function);
+    const int pad = kx::capi::enum_value(padding);
+    kx::require(pad == KX_PADDING_VALID || pad == KX_PADDING_SAME, kx::Status::InvalidArgument,
+                std::string(function) + ": unknown padding " + std::to_string(pad));
+    const bool use_bias = use_bias_of(flags, function);
+    m->model.add_conv2d(filters, kernel_h, kernel_w, stride, static_cast<kx::Padding>(pad),
+                        checked_activation(act, function), use_bias);
+    return KX_OK;
+  });
+}
+
 kx::LayerSpec spec_of(kx::LayerKind kind) {
   kx::LayerSpec s;
   s.kind = kind;
@@ -54,26 +87,21 @@ kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape,
 }
 
 kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_dense");
-    require_not_compiled(m, "kx_model_add_dense");
-    m->model.add_dense(units, checked_activation(act, "kx_model_add_dense"));
-    return KX_OK;
-  });
+  return add_dense(m, units, act, 0, "kx_model_add_dense");
+}
+
+kx_status kx_model_add_dense_flags(kx_model* m, int64_t units, kx_activation act, uint32_t flags) {
+  return add_dense(m, units, act, flags, "kx_model_add_dense_flags");
 }
 
 kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w, int32_t stride,
                               kx_padding padding, kx_activation act) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_add_conv2d");
-    require_not_compiled(m, "kx_model_add_conv2d");
-    const int pad = kx::capi::enum_value(padding);
-    kx::require(pad == KX_PADDING_VALID || pad == KX_PADDING_SAME, kx::Status::InvalidArgument,
-                "kx_model_add_conv2d: unknown padding " + std::to_string(pad));
-    m->model.add_conv2d(filters, kernel_h, kernel_w, stride, static_cast<kx::Padding>(pad),
-                        checked_activation(act, "kx_model_add_conv2d"));
-    return KX_OK;
-  });
+  return add_conv2d(m, filters, kernel_h, kernel_w, stride, padding, act, 0, "kx_model_add_conv2d");
+}
+
+kx_status kx_model_add_conv2d_flags(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w, int32_t stride,
+                                    kx_padding padding, kx_activation act, uint32_t flags) {
+  return add_conv2d(m, filters, kernel_h, kernel_w, stride, padding, act, flags, "kx_model_add_conv2d_flags");
 }
 
 kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w) {

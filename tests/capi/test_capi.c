@@ -731,6 +731,57 @@ static void test_normalization(kx_strategy* s) {
   kx_dataset_destroy(d);
 }
 
+/* KX_LAYER_NO_BIAS: Dense and Conv2D without a bias, counted as Keras counts them, through JSON and fit. */
+static void test_layers_without_bias(kx_strategy* s) {
+  enum { N = 8 };
+  const int64_t flat[1] = {784}, image[3] = {6, 6, 1}, xs[4] = {N, 6, 6, 1}, ys[1] = {N};
+  float x[N * 36], y[N];
+  kx_model* m = NULL;
+  kx_dataset* d = NULL;
+  char* json = NULL;
+  int i;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense_flags(NULL, 10, KX_ACT_SOFTMAX, KX_LAYER_NO_BIAS));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT,
+             kx_model_add_conv2d_flags(NULL, 4, 3, 3, 1, KX_PADDING_SAME, KX_ACT_RELU, KX_LAYER_NO_BIAS));
+
+  EXPECT_OK(kx_model_create_sequential(s, flat, 1, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense_flags(m, 10, KX_ACT_SOFTMAX, 2u)); /* unknown bit */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense_flags(m, 10, (kx_activation)42, KX_LAYER_NO_BIAS));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_dense_flags(m, 0, KX_ACT_SOFTMAX, KX_LAYER_NO_BIAS));
+  EXPECT(kx_model_num_layers(m) == 0);
+  EXPECT_OK(kx_model_add_dense_flags(m, 10, KX_ACT_SOFTMAX, KX_LAYER_NO_BIAS));
+  EXPECT(kx_model_num_params(m) == 7840); /* Keras: Dense(10, use_bias=False) on 784 inputs */
+  EXPECT_OK(kx_model_to_json(m, &json));
+  if (json) {
+    kx_model* copy = NULL;
+    EXPECT(strstr(json, "\"use_bias\": false") != NULL);
+    EXPECT_OK(kx_model_from_json(s, json, &copy));
+    EXPECT(kx_model_num_params(copy) == 7840);
+    kx_model_destroy(copy);
+    kx_free(json);
+  }
+  kx_model_destroy(m);
+
+  /* Conv2D without a bias before a BatchNormalization, as Keras's conv -> BN blocks. */
+  for (i = 0; i < N * 36; ++i) x[i] = (float)((i * 11) % 5) / 5.0f;
+  for (i = 0; i < N; ++i) y[i] = (float)(i % 2);
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 4, y, KX_DTYPE_F32, ys, 1, &d));
+  EXPECT_OK(kx_model_create_sequential(s, image, 3, &m));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d_flags(m, 4, 3, 3, 1, KX_PADDING_SAME, KX_ACT_NONE, 0x10u));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_add_conv2d_flags(m, 4, 3, 3, 1, (kx_padding)7, KX_ACT_NONE, 0));
+  EXPECT_OK(kx_model_add_conv2d_flags(m, 4, 3, 3, 1, KX_PADDING_SAME, KX_ACT_NONE, KX_LAYER_NO_BIAS));
+  EXPECT_OK(kx_model_add_batch_norm(m, 0.99f, 1e-3f));
+  EXPECT_OK(kx_model_add_flatten(m));
+  EXPECT_OK(kx_model_add_dense_flags(m, 2, KX_ACT_SOFTMAX, 0));
+  EXPECT(kx_model_num_params(m) == 3 * 3 * 4 + 4 * 4 + 6 * 6 * 4 * 2 + 2);
+  EXPECT_OK(kx_model_compile(m, NULL));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_add_dense_flags(m, 2, KX_ACT_NONE, KX_LAYER_NO_BIAS));
+  EXPECT_ERR(KX_E_MISUSE, kx_model_add_conv2d_flags(m, 4, 3, 3, 1, KX_PADDING_SAME, KX_ACT_NONE, KX_LAYER_NO_BIAS));
+  EXPECT_OK(kx_fit(m, d, NULL, NULL, NULL));
+  kx_model_destroy(m);
+  kx_dataset_destroy(d);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -748,6 +799,7 @@ int main(int argc, char** argv) {
   test_cnn(s);
   test_cnn_layers_and_transfer(s, dir);
   test_normalization(s);
+  test_layers_without_bias(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -560,6 +560,42 @@ TEST(CudaTraining, StepsMatchTheCpuAndRepeatBitwise) {
   EXPECT_EQ(gpu, again) << "two runs on cuda:0 differ";
 }
 
+// Dense and Conv2D without a bias (use_bias false): a null bias through cuBLASLt's epilogue, cuDNN's
+// convolution (or im2col and GEMMs without cuDNN) and their backward passes, against the CPU.
+TEST(CudaTraining, LayersWithoutBiasMatchTheCpu) {
+  REQUIRE_GPU();
+  const std::vector<float> x = test::random_floats(256 * 8 * 8 * 3, 5);
+  std::vector<float> y(256);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 5) % 3);
+  auto run = [&](const std::string& device) {
+    Strategy s = Strategy::mirrored({device});
+    s.set_tf32(false);
+    Model m = Model::sequential(s, {8, 8, 3});
+    m.add_conv2d(8, 3, 3, 1, Padding::Same, Activation::Relu, false);
+    LayerSpec bn;
+    bn.kind = LayerKind::BatchNormalization;
+    m.add(bn);
+    m.add_conv2d(4, 1, 1, 1, Padding::Valid, Activation::None, false);  // pointwise: no columns
+    m.add_flatten();
+    m.add_dense(16, Activation::Relu, false);
+    m.add_dense(3, Activation::Softmax);
+    CompileOptions co;
+    co.seed = 7;
+    co.optimizer.kind = OptimizerKind::Sgd;  // steps proportional to the gradients: no Adam sign flips
+    co.optimizer.learning_rate = 0.05;
+    m.compile(co);
+    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {256, 8, 8, 3}, y.data(), DType::F32, {256, 1});
+    d.batch(32, false);
+    FitOptions fo;
+    fo.epochs = 2;
+    EXPECT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+    return m.get_weights();
+  };
+  const std::vector<float> cpu = run("cpu"), gpu = run("cuda:0");
+  ASSERT_EQ(cpu.size(), static_cast<size_t>(3 * 3 * 3 * 8 + 4 * 8 + 8 * 4 + 8 * 8 * 4 * 16 + 16 * 3 + 3));
+  EXPECT_LE(test::relative_difference(gpu, cpu), 1e-4);
+}
+
 // The step recorded as a CUDA graph and replayed gives the weights of the step run kernel by kernel:
 // every value that changes between steps (rate, dropout seed, batch index, a short last batch, the
 // EMA's first step, validation in between) reaches the replay.

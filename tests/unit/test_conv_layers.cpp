@@ -22,6 +22,7 @@ struct ConvCase {
   Padding padding;
   Activation act;
   const char* name;
+  bool use_bias = true;
 };
 
 // Keras's Conv2D in float64: NHWC input, kernel [kh, kw, c, f].
@@ -67,6 +68,7 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   spec.stride = k.stride;
   spec.padding = k.padding;
   spec.activation = k.act;
+  spec.use_bias = k.use_bias;
   auto layer = core::make_layer(spec);
   const Shape out = layer->build({k.h, k.w, k.c});
   int64_t oh, ow, pad_top = 0, pad_left = 0;
@@ -81,9 +83,11 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   }
   ASSERT_EQ(out, Shape({oh, ow, k.filters}));
   const int64_t nx = rows * k.h * k.w * k.c, nk = k.kh * k.kw * k.c * k.filters, ny = rows * oh * ow * k.filters;
+  const int64_t nb = k.use_bias ? k.filters : 0;  // the bias follows the kernel, when there is one
+  ASSERT_EQ(layer->params().size(), k.use_bias ? 2u : 1u);
 
   FloatBuffer x = test::to_buffer(test::random_floats(nx, 11));
-  FloatBuffer w = test::to_buffer(test::random_floats(nk + k.filters, 12, -0.5f, 0.5f));
+  FloatBuffer w = test::to_buffer(test::random_floats(nk + nb, 12, -0.5f, 0.5f));
   FloatBuffer y(ny), dy(ny), dx(nx), dw(w.size()), scratch(rows * layer->scratch_per_sample());
   core::LayerContext c;
   c.be = be.get();
@@ -96,7 +100,7 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   layer->forward(c);
   const Vec xd = test::to_double(x.data(), x.size());
   const Vec wd = test::to_double(w.data(), nk);
-  const Vec bd = test::to_double(w.data() + nk, k.filters);
+  const Vec bd = k.use_bias ? test::to_double(w.data() + nk, k.filters) : Vec(static_cast<size_t>(k.filters), 0.0);
   auto f = [&](const Vec& xv, const Vec& wv, const Vec& bv) {
     return conv_reference(k, rows, xv, wv, bv, oh, ow, pad_top, pad_left);
   };
@@ -112,9 +116,10 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   layer->backward(c);
   const Vec gx = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(v, wd, bd)); }, xd);
   const Vec gw = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, v, bd)); }, wd);
-  const Vec gb = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, wd, v)); }, bd);
   EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
   EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "kernel gradient";
+  if (!k.use_bias) return;
+  const Vec gb = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, wd, v)); }, bd);
   EXPECT_EQ(test::first_mismatch(dw.data() + nk, gb, gb.size(), 1e-4), -1) << "bias gradient";
 }
 
@@ -127,6 +132,14 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Relu, "pointwise_no_columns"},
                       // Taps that see no input column at all (input narrower than the padding).
                       ConvCase{3, 1, 2, 2, 5, 5, 2, Padding::Same, Activation::None, "same_5x5_narrow_input"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// use_bias false: no bias tensor, y = act(conv(x, K)), through im2col and through the pointwise path.
+INSTANTIATE_TEST_SUITE_P(
+    WithoutBias, Conv2dLayerTest,
+    ::testing::Values(ConvCase{6, 5, 3, 4, 3, 3, 1, Padding::Valid, Activation::None, "valid_3x3", false},
+                      ConvCase{7, 6, 2, 5, 3, 2, 2, Padding::Same, Activation::Relu, "same_stride2_relu", false},
+                      ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Tanh, "pointwise_no_columns", false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MaxPooling2dLayer, ForwardIsTheWindowMaxAndBackwardRoutesToIt) {

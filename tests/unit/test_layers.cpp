@@ -3,6 +3,7 @@
 
 #include "backend/backend.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_registry.hpp"
 #include "kx/error.hpp"
 #include "reference.hpp"
 
@@ -14,12 +15,14 @@ using test::Vec;
 struct DenseCase {
   Activation act;
   const char* name;
+  bool use_bias = true;
 };
 
 class DenseLayerTest : public ::testing::TestWithParam<DenseCase> {};
 
 TEST_P(DenseLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences) {
   const Activation act = GetParam().act;
+  const bool use_bias = GetParam().use_bias;
   const int64_t rows = 5, in = 37, units = 19;  // not multiples of the tile sizes
   auto be = backend::make_cpu_backend(2);
   LayerSpec spec;
@@ -27,11 +30,14 @@ TEST_P(DenseLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences)
   spec.name = "dense";
   spec.units = units;
   spec.activation = act;
+  spec.use_bias = use_bias;
   auto layer = core::make_layer(spec);
   ASSERT_EQ(layer->build({in}), Shape({units}));
+  ASSERT_EQ(layer->params().size(), use_bias ? 2u : 1u);
 
   FloatBuffer x = test::to_buffer(test::random_floats(rows * in, 1));
-  FloatBuffer w = test::to_buffer(test::random_floats(in * units + units, 2, -0.5f, 0.5f));  // kernel then bias
+  const int64_t nb = use_bias ? units : 0;
+  FloatBuffer w = test::to_buffer(test::random_floats(in * units + nb, 2, -0.5f, 0.5f));  // kernel then bias
   FloatBuffer y(rows * units), dy(rows * units), dx(rows * in), dw(w.size());
   core::LayerContext c;
   c.be = be.get();
@@ -44,7 +50,7 @@ TEST_P(DenseLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences)
 
   const Vec xd = test::to_double(x.data(), x.size());
   const Vec wd = test::to_double(w.data(), in * units);
-  const Vec bd = test::to_double(w.data() + in * units, units);
+  const Vec bd = use_bias ? test::to_double(w.data() + in * units, units) : Vec(static_cast<size_t>(units), 0.0);
   const Vec want = test::dense_forward(xd, wd, bd, rows, in, units, act);
   EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1);
 
@@ -62,9 +68,10 @@ TEST_P(DenseLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences)
   auto loss_b = [&](const Vec& v) { return test::dot(rd, test::dense_forward(xd, wd, v, rows, in, units, act)); };
   const Vec gx = test::numeric_gradient(loss_x, xd);
   const Vec gw = test::numeric_gradient(loss_w, wd);
-  const Vec gb = test::numeric_gradient(loss_b, bd);
   EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
   EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "kernel gradient";
+  if (!use_bias) return;
+  const Vec gb = test::numeric_gradient(loss_b, bd);
   EXPECT_EQ(test::first_mismatch(dw.data() + in * units, gb, gb.size(), 1e-4), -1) << "bias gradient";
 }
 
@@ -74,6 +81,28 @@ INSTANTIATE_TEST_SUITE_P(Activations, DenseLayerTest,
                                            DenseCase{Activation::Tanh, "tanh"},
                                            DenseCase{Activation::Softmax, "softmax"}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// use_bias false: no bias tensor, y = act(x W).
+INSTANTIATE_TEST_SUITE_P(WithoutBias, DenseLayerTest,
+                         ::testing::Values(DenseCase{Activation::None, "linear", false},
+                                           DenseCase{Activation::Relu, "relu", false},
+                                           DenseCase{Activation::Softmax, "softmax", false}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+TEST(LayerRegistry, EveryKindHasItsRowFoundByItsClassName) {
+  for (int k = 0; k < kLayerKindCount; ++k) {
+    const auto kind = static_cast<LayerKind>(k);
+    const core::LayerEntry& e = core::layer_entry(kind);
+    EXPECT_EQ(e.kind, kind);
+    const core::LayerEntry* found = core::find_layer_entry(e.class_name);
+    ASSERT_NE(found, nullptr) << e.class_name;
+    EXPECT_EQ(found->kind, kind) << e.class_name;
+    EXPECT_NE(e.make, nullptr) << e.class_name;
+    EXPECT_GT(std::string(e.name_stem).size(), 0u) << e.class_name;
+  }
+  EXPECT_EQ(core::find_layer_entry("InputLayer"), nullptr);
+  EXPECT_EQ(test::status_of([] { core::layer_entry(static_cast<LayerKind>(kLayerKindCount)); }), Status::Internal);
+}
 
 TEST(DenseLayer, RejectsBadShapesAndUnits) {
   LayerSpec spec;

@@ -134,6 +134,57 @@ TEST(Model, CountsParametersLikeKeras) {
   EXPECT_EQ(m.output_shape(), Shape({10}));
 }
 
+TEST(Model, UseBiasFalseCountsParametersAndRoundTripsThroughJsonLikeKeras) {
+  // Keras: Dense(10, use_bias=False) on 784 inputs has 7840 parameters.
+  Model dense = Model::sequential(Strategy::default_strategy(), {784});
+  dense.add_dense(10, Activation::Softmax, false);
+  EXPECT_EQ(dense.num_params(), 7840);
+  // Conv2D(8, 3x3, use_bias=False) -> BatchNormalization, whose beta takes the bias's place.
+  Model cnn = Model::sequential(Strategy::default_strategy(), {8, 8, 3});
+  cnn.add_conv2d(8, 3, 3, 1, Padding::Same, Activation::None, false);
+  LayerSpec bn;
+  bn.kind = LayerKind::BatchNormalization;
+  cnn.add(bn);
+  cnn.add_flatten();
+  cnn.add_dense(4, Activation::Softmax);
+  EXPECT_EQ(cnn.num_params(), 3 * 3 * 3 * 8 + 4 * 8 + (8 * 8 * 8 * 4 + 4));
+  const std::string text = cnn.to_json();
+  EXPECT_NE(text.find("\"use_bias\": false"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"use_bias\": true"), std::string::npos) << text;  // the last Dense's
+  const Model again = Model::from_json(Strategy::default_strategy(), text);
+  EXPECT_EQ(again.to_json(), text);
+  EXPECT_EQ(again.num_params(), cnn.num_params());
+  // As Keras writes it.
+  const Model keras = Model::from_json(
+      Strategy::default_strategy(),
+      R"({"class_name":"Sequential","config":{"layers":[{"class_name":"InputLayer","config":{"batch_shape":[null,784]}},)"
+      R"({"class_name":"Dense","config":{"units":10,"activation":"softmax","use_bias":false}}]}})");
+  EXPECT_EQ(keras.num_params(), 7840);
+}
+
+TEST(Model, DenseWithoutBiasComputesXWAndTrains) {
+  Model m = Model::sequential(Strategy::default_strategy(), {3});
+  m.add_dense(2, Activation::None, false);
+  m.compile(CompileOptions{});
+  m.set_weights({1, 2, 3, 4, 5, 6});  // the kernel [3, 2], and nothing else
+  const float x[] = {1, 1, 1, 1, 0, -1};
+  EXPECT_EQ(m.predict(x, 2), std::vector<float>({9, 12, -4, -4}));
+
+  Toy t = toy_data(1000, 8, 4, 62);
+  Dataset d = dataset_of(t);
+  d.batch(32, false);
+  Model net = Model::sequential(Strategy::default_strategy(), {8});
+  net.add_dense(32, Activation::Relu, false);
+  net.add_dense(4, Activation::Softmax, false);
+  net.compile(CompileOptions{});
+  EXPECT_EQ(net.num_params(), 8 * 32 + 32 * 4);
+  const double before = net.evaluate(d).loss;
+  FitOptions fo;
+  fo.epochs = 3;
+  ASSERT_EQ(net.fit(d, fo, nullptr, nullptr), Status::Ok);
+  EXPECT_LT(net.evaluate(d).loss, before * 0.8);
+}
+
 TEST(Model, TrainsAToyProblemAndPredictsProbabilities) {
   Toy t = toy_data(2000, 8, 4, 61);
   Dataset d = dataset_of(t);

@@ -283,6 +283,47 @@ func TestCNNLayersFrozenLayersAndWeightsByName(t *testing.T) {
 	}
 }
 
+func TestLayersWithoutBiasCountLikeKerasAndTrain(t *testing.T) {
+	s, _ := NewDefaultStrategy()
+	m, err := NewSequential(s, 784)
+	must(t, err)
+	defer m.Close()
+	expectError(t, m.AddDenseFlags(10, Softmax, 2), ErrInvalidArgument, "flags")
+	must(t, m.AddDenseFlags(10, Softmax, LayerNoBias))
+	if m.NumParams() != 7840 { // Keras: Dense(10, use_bias=False) on 784 inputs
+		t.Fatalf("NumParams %d", m.NumParams())
+	}
+	js, err := m.ToJSON()
+	must(t, err)
+	if !strings.Contains(js, `"use_bias": false`) {
+		t.Fatalf("no use_bias false in %s", js)
+	}
+	cnn, err := NewSequential(s, 8, 8, 2)
+	must(t, err)
+	defer cnn.Close()
+	must(t, cnn.AddConv2DFlags(4, 3, 3, 1, Same, Linear, LayerNoBias))
+	must(t, cnn.AddBatchNorm(0.99, 1e-3))
+	must(t, cnn.AddActivation(ReLU))
+	must(t, cnn.AddGlobalAveragePool2D())
+	must(t, cnn.AddDenseFlags(3, Softmax, 0))
+	if cnn.NumParams() != 3*3*2*4+4*4+4*3+3 {
+		t.Fatalf("NumParams %d", cnn.NumParams())
+	}
+	must(t, cnn.Compile(CompileOptions{}))
+	x, y := make([]float32, 16*128), make([]float32, 16)
+	for i := range x {
+		x[i] = float32(i%7) / 7
+	}
+	for i := range y {
+		y[i] = float32(i % 3)
+	}
+	d, err := DatasetFromArrays(x, []int64{16, 8, 8, 2}, y, []int64{16})
+	must(t, err)
+	defer d.Close()
+	_, err = cnn.Fit(d, FitOptions{}, nil)
+	must(t, err)
+}
+
 func TestNormalizationFromTheDataAndAMovingAverageOfTheWeights(t *testing.T) {
 	d := dataset(t, 600, 32)
 	defer d.Close()

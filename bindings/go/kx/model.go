@@ -30,6 +30,13 @@ const (
 	Same
 )
 
+// LayerFlags change how AddDenseFlags and AddConv2DFlags build a layer; 0 builds it as AddDense and
+// AddConv2D do.
+type LayerFlags uint32
+
+// LayerNoBias leaves the bias out (Keras's use_bias=False): y = act(x W), e.g. before a BatchNormalization.
+const LayerNoBias LayerFlags = C.KX_LAYER_NO_BIAS
+
 // Optimizer and Loss of CompileOptions.
 type Optimizer int
 
@@ -145,6 +152,21 @@ func (m *Model) AddConv2D(filters int64, kernelH, kernelW, stride int, pad Paddi
 	return callErr(func() C.kx_status {
 		return C.kx_model_add_conv2d(m.p, C.int64_t(filters), C.int32_t(kernelH), C.int32_t(kernelW), C.int32_t(stride),
 			C.kx_padding(pad), C.kx_activation(act))
+	})
+}
+
+// AddDenseFlags adds a Dense layer with LayerFlags (LayerNoBias).
+func (m *Model) AddDenseFlags(units int64, act Activation, flags LayerFlags) error {
+	return callErr(func() C.kx_status {
+		return C.kx_model_add_dense_flags(m.p, C.int64_t(units), C.kx_activation(act), C.uint32_t(flags))
+	})
+}
+
+// AddConv2DFlags adds a Conv2D layer with LayerFlags (LayerNoBias).
+func (m *Model) AddConv2DFlags(filters int64, kernelH, kernelW, stride int, pad Padding, act Activation, flags LayerFlags) error {
+	return callErr(func() C.kx_status {
+		return C.kx_model_add_conv2d_flags(m.p, C.int64_t(filters), C.int32_t(kernelH), C.int32_t(kernelW),
+			C.int32_t(stride), C.kx_padding(pad), C.kx_activation(act), C.uint32_t(flags))
 	})
 }
 

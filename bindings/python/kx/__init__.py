@@ -40,6 +40,11 @@ def _lookup(table, key, what):
     return table[k]
 
 
+def _layer_flags(use_bias):
+    """The KX_LAYER_* flags of a Dense or Conv2D layer."""
+    return 0 if use_bias else _capi.LAYER_NO_BIAS
+
+
 def version():
     """kx's version string, e.g. "0.1.0"."""
     return lib.kx_version_string().decode()
@@ -490,15 +495,18 @@ class Sequential(Model):
         check(lib.kx_model_create_sequential(strategy.handle, shape, len(input_shape), ctypes.byref(out)))
         super().__init__(out.value)
 
-    def add_dense(self, units, activation=None):
-        check(lib.kx_model_add_dense(self.handle, units, _lookup(_ACTIVATIONS, activation, "activation")))
+    def add_dense(self, units, activation=None, use_bias=True):
+        """Dense, as Keras: y = activation(x W + b); use_bias=False leaves b out."""
+        check(lib.kx_model_add_dense_flags(self.handle, units, _lookup(_ACTIVATIONS, activation, "activation"),
+                                           _layer_flags(use_bias)))
         return self
 
-    def add_conv2d(self, filters, kernel_size, strides=1, padding="valid", activation=None):
+    def add_conv2d(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True):
+        """Conv2D over (height, width, channels) samples, as Keras; use_bias=False leaves the bias out."""
         kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
         pad = _lookup({"valid": 0, "same": 1}, padding, "padding")
-        check(lib.kx_model_add_conv2d(self.handle, filters, kh, kw, strides, pad,
-                                      _lookup(_ACTIVATIONS, activation, "activation")))
+        check(lib.kx_model_add_conv2d_flags(self.handle, filters, kh, kw, strides, pad,
+                                            _lookup(_ACTIVATIONS, activation, "activation"), _layer_flags(use_bias)))
         return self
 
     def add_max_pool2d(self, pool_size=2):

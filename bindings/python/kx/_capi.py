@@ -51,6 +51,7 @@ class Event(ctypes.Structure):
 
 CALLBACK = ctypes.CFUNCTYPE(c_int32, P(Event), c_void_p)
 CALLBACK_NO_BATCH_METRICS = 1  # KX_CALLBACK_NO_BATCH_METRICS
+LAYER_NO_BIAS = 1  # KX_LAYER_NO_BIAS
 
 _SIGNATURES = {
     "kx_last_error_message": (c_char_p, []),
@@ -73,6 +74,9 @@ _SIGNATURES = {
     "kx_model_create_sequential": (c_int32, [c_void_p, P(c_int64), c_size_t, P(c_void_p)]),
     "kx_model_add_dense": (c_int32, [c_void_p, c_int64, c_int32]),
     "kx_model_add_conv2d": (c_int32, [c_void_p, c_int64, c_int32, c_int32, c_int32, c_int32, c_int32]),
+    "kx_model_add_dense_flags": (c_int32, [c_void_p, c_int64, c_int32, c_uint32]),
+    "kx_model_add_conv2d_flags": (c_int32, [c_void_p, c_int64, c_int32, c_int32, c_int32, c_int32, c_int32,
+                                            c_uint32]),
     "kx_model_add_max_pool2d": (c_int32, [c_void_p, c_int32, c_int32]),
     "kx_model_add_flatten": (c_int32, [c_void_p]),
     "kx_model_add_dropout": (c_int32, [c_void_p, c_float]),

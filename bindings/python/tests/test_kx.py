@@ -160,6 +160,21 @@ class Basics(unittest.TestCase):
             self.assertEqual(other.load_weights(path, skip_mismatch=True), (6, 2))
         self.assertEqual(kx.Model.resnet50(kx.Strategy.default()).num_params, 25636712)
 
+    def test_layers_without_bias_count_like_keras_and_train(self):
+        s = kx.Strategy.default()
+        m = kx.Sequential(s, input_shape=(784,)).add_dense(10, "softmax", use_bias=False)
+        self.assertEqual(m.num_params, 7840)  # Keras: Dense(10, use_bias=False) on 784 inputs
+        self.assertIn('"use_bias": false', m.to_json())
+        self.assertEqual(kx.Model.from_json(s, m.to_json()).num_params, 7840)
+        cnn = kx.Sequential(s, input_shape=(8, 8, 2))
+        cnn.add_conv2d(4, 3, padding="same", use_bias=False).add_batch_norm().add_activation("relu")
+        cnn.add_global_average_pool2d().add_dense(3, "softmax")
+        self.assertEqual(cnn.num_params, 3 * 3 * 2 * 4 + 4 * 4 + 4 * 3 + 3)
+        cnn.compile()
+        rng = np.random.default_rng(5)
+        x = rng.random((16, 8, 8, 2), dtype=np.float32)
+        cnn.fit(kx.Dataset.from_arrays(x, (np.arange(16) % 3).astype(np.int64)), epochs=1)
+
     def test_callbacks_see_events_stop_and_checkpoint(self):
         x, y = blobs(320)
         events = []

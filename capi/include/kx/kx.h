@@ -203,6 +203,14 @@ KX_API kx_status kx_model_add_flatten(kx_model* m);
 /* Dropout: during training zeroes each value with probability rate (0 <= rate < 1) and scales the
  * rest by 1/(1-rate); the identity in evaluate and predict. */
 KX_API kx_status kx_model_add_dropout(kx_model* m, float rate);
+/* Flags of kx_model_add_dense_flags and kx_model_add_conv2d_flags, or-ed together (0: the layer as
+ * kx_model_add_dense and kx_model_add_conv2d make it). */
+#define KX_LAYER_NO_BIAS 1u /* no bias (Keras's use_bias=False): y = act(x W); e.g. before a batch norm */
+/* Dense and Conv2D with flags (KX_LAYER_*). Errors: those of kx_model_add_dense and
+ * kx_model_add_conv2d, and KX_E_INVALID_ARGUMENT for a flag bit kx does not know. */
+KX_API kx_status kx_model_add_dense_flags(kx_model* m, int64_t units, kx_activation act, uint32_t flags);
+KX_API kx_status kx_model_add_conv2d_flags(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
+                                           int32_t stride, kx_padding padding, kx_activation act, uint32_t flags);
 
 /* A model from a JSON config: a "Sequential" one, or a "Functional" graph as Keras's model.to_json()
  * writes it (layers with their inbound layers, Keras 2 or Keras 3 notation; one input, one output,

@@ -19,6 +19,9 @@ struct DatasetStorage {
 };
 
 enum class DType { F32 = 0, I32 = 1, I64 = 2, U8 = 3 };
+// How many element types there are: a new one goes last, and is named here.
+inline constexpr int kDTypeCount = static_cast<int>(DType::U8) + 1;
+constexpr bool is_valid(DType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kDTypeCount; }
 
 // What Keras's Normalization.adapt() finds: the mean and the (biased) variance of x.
 struct FeatureMoments {

@@ -7,6 +7,11 @@
 namespace kx {
 
 enum class Activation { None = 0, Relu = 1, Sigmoid = 2, Tanh = 3, Softmax = 4 };
+// How many activations there are: a new one goes last, and is named here.
+inline constexpr int kActivationCount = static_cast<int>(Activation::Softmax) + 1;
+constexpr bool is_valid(Activation a) {
+  return static_cast<int>(a) >= 0 && static_cast<int>(a) < kActivationCount;
+}
 
 const char* activation_name(Activation a);
 // "relu" -> Relu ...; throws InvalidArgument for an unknown name.
@@ -27,6 +32,10 @@ enum class LayerKind {
   Concatenate,
   Activation,
 };
+// How many layer kinds there are: a new kind goes last, and is named here. The layer table
+// (sdk/src/core/layers/layer_registry.cpp) has one row per kind, in this order.
+inline constexpr int kLayerKindCount = static_cast<int>(LayerKind::Activation) + 1;
+constexpr bool is_valid(LayerKind k) { return static_cast<int>(k) >= 0 && static_cast<int>(k) < kLayerKindCount; }
 
 // Keras's padding: "valid" (no padding) or "same" (output size = ceil(input / stride)).
 enum class Padding { Valid = 0, Same = 1 };
@@ -53,6 +62,8 @@ struct LayerSpec {
   std::vector<float> mean, variance;
   bool trainable = true;       // false: the layer's weights stay as they are (BatchNormalization then
                                // normalises with its moving statistics, as Keras does)
+  bool use_bias = true;        // Dense, Conv2D: false leaves the bias out (Keras's use_bias), e.g. before
+                               // a BatchNormalization, whose beta takes its place
 };
 
 }  // namespace kx

@@ -9,6 +9,9 @@ enum class LossKind {
   BinaryCrossentropy = 2,
   MeanSquaredError = 3,
 };
+// How many losses there are: a new one goes last, and is named here.
+inline constexpr int kLossKindCount = static_cast<int>(LossKind::MeanSquaredError) + 1;
+constexpr bool is_valid(LossKind k) { return static_cast<int>(k) >= 0 && static_cast<int>(k) < kLossKindCount; }
 
 struct LossConfig {
   LossKind kind = LossKind::SparseCategoricalCrossentropy;

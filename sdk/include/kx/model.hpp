@@ -75,11 +75,12 @@ class Model {
   // statistics. Takes effect at the next step. Throws InvalidArgument for an unknown name.
   void set_trainable(const std::string& layer, bool trainable);
   bool trainable(const std::string& layer) const;
-  void add_dense(int64_t units, Activation act = Activation::None);
+  // Dense, as Keras: y = act(x W + b); use_bias false leaves b out.
+  void add_dense(int64_t units, Activation act = Activation::None, bool use_bias = true);
   // Conv2D over (height, width, channels) samples, as Keras: kernel [kh, kw, in, filters], same stride
-  // both ways, "valid" or "same" padding.
+  // both ways, "valid" or "same" padding; use_bias false leaves the bias out.
   void add_conv2d(int64_t filters, int64_t kernel_h, int64_t kernel_w, int64_t stride = 1,
-                  Padding padding = Padding::Valid, Activation act = Activation::None);
+                  Padding padding = Padding::Valid, Activation act = Activation::None, bool use_bias = true);
   // MaxPooling2D with strides equal to the pool size and "valid" padding (Keras's defaults).
   void add_max_pool2d(int64_t pool_h = 2, int64_t pool_w = 2);
   // keras.layers.Normalization(mean=..., variance=...) over the last axis: y = (x - mean) /

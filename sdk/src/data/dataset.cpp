@@ -23,8 +23,8 @@ int64_t checked_elements(const Shape& shape, const char* what) {
 }
 
 void require_dtype(DType t, const char* what) {
-  const int v = static_cast<int>(t);
-  require(v >= 0 && v <= 3, Status::InvalidArgument, std::string("unknown ") + what + " dtype " + std::to_string(v));
+  require(is_valid(t), Status::InvalidArgument,
+          std::string("unknown ") + what + " dtype " + std::to_string(static_cast<int>(t)));
 }
 
 // Converts n values to float; integers must be exact in float32.

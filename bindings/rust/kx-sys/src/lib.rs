@@ -6,6 +6,7 @@ use std::os::raw::{c_char, c_void};
 
 pub type kx_status = i32;
 pub const KX_CALLBACK_NO_BATCH_METRICS: u32 = 1;
+pub const KX_LAYER_NO_BIAS: u32 = 1;
 pub const KX_OK: kx_status = 0;
 pub const KX_STOPPED: kx_status = 1;
 pub const KX_E_INVALID_ARGUMENT: kx_status = -1;
@@ -176,6 +177,8 @@ extern "C" {
     pub fn kx_model_add_max_pool2d(m: *mut kx_model, pool_h: i32, pool_w: i32) -> kx_status;
     pub fn kx_model_add_flatten(m: *mut kx_model) -> kx_status;
     pub fn kx_model_add_dropout(m: *mut kx_model, rate: f32) -> kx_status;
+    pub fn kx_model_add_dense_flags(m: *mut kx_model, units: i64, act: kx_activation, flags: u32) -> kx_status;
+    pub fn kx_model_add_conv2d_flags(m: *mut kx_model, filters: i64, kernel_h: i32, kernel_w: i32, stride: i32, padding: kx_padding, act: kx_activation, flags: u32) -> kx_status;
     pub fn kx_model_from_json(s: *mut kx_strategy, json: *const c_char, out: *mut *mut kx_model) -> kx_status;
     pub fn kx_model_to_json(m: *const kx_model, out_json: *mut *mut c_char) -> kx_status;
     pub fn kx_compile_options_init(o: *mut kx_compile_options, struct_size: usize);

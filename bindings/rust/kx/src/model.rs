@@ -121,6 +121,21 @@ impl Model {
             .map(|_| ())
     }
 
+    /// Dense without a bias (Keras's `use_bias=False`): y = act(x W).
+    pub fn add_dense_no_bias(&mut self, units: i64, act: Activation) -> Result<()> {
+        check(unsafe { kx_sys::kx_model_add_dense_flags(self.p, units, act as i32, kx_sys::KX_LAYER_NO_BIAS) })
+            .map(|_| ())
+    }
+
+    /// Conv2D without a bias (Keras's `use_bias=False`), e.g. before a batch normalisation.
+    pub fn add_conv2d_no_bias(&mut self, filters: i64, kernel: (i32, i32), stride: i32, pad: Padding, act: Activation) -> Result<()> {
+        check(unsafe {
+            kx_sys::kx_model_add_conv2d_flags(self.p, filters, kernel.0, kernel.1, stride, pad as i32, act as i32,
+                                              kx_sys::KX_LAYER_NO_BIAS)
+        })
+        .map(|_| ())
+    }
+
     pub fn add_max_pool2d(&mut self, pool_h: i32, pool_w: i32) -> Result<()> {
         check(unsafe { kx_sys::kx_model_add_max_pool2d(self.p, pool_h, pool_w) }).map(|_| ())
     }

@@ -199,3 +199,24 @@ fn normalization_from_the_data_and_a_moving_average_of_the_weights() {
     let (_, acc) = m.evaluate(&mut d).unwrap();
     assert!(acc > 0.9, "accuracy {}", acc);
 }
+
+#[test]
+fn layers_without_bias_count_like_keras_and_train() {
+    let s = Strategy::default().unwrap();
+    let mut m = Model::sequential(&s, &[784]).unwrap();
+    m.add_dense_no_bias(10, Activation::Softmax).unwrap();
+    assert_eq!(m.num_params(), 7840); // Keras: Dense(10, use_bias=False) on 784 inputs
+    assert!(m.to_json().unwrap().contains("\"use_bias\": false"));
+    let mut cnn = Model::sequential(&s, &[8, 8, 2]).unwrap();
+    cnn.add_conv2d_no_bias(4, (3, 3), 1, Padding::Same, Activation::Linear).unwrap();
+    cnn.add_batch_norm(0.99, 1e-3).unwrap();
+    cnn.add_activation(Activation::Relu).unwrap();
+    cnn.add_global_average_pool2d().unwrap();
+    cnn.add_dense(3, Activation::Softmax).unwrap();
+    assert_eq!(cnn.num_params(), 3 * 3 * 2 * 4 + 4 * 4 + 4 * 3 + 3);
+    cnn.compile(&CompileOptions::default()).unwrap();
+    let x: Vec<f32> = (0..16 * 128).map(|i| (i % 7) as f32 / 7.0).collect();
+    let y: Vec<f32> = (0..16).map(|i| (i % 3) as f32).collect();
+    let mut d = Dataset::from_arrays(&x, &[16, 8, 8, 2], &y, &[16]).unwrap();
+    cnn.fit(&mut d, &FitOptions::default(), None).unwrap();
+}

@@ -1,5 +1,6 @@
 // Activation: an activation function as a layer of its own (y = act(x)).
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -8,7 +9,6 @@ namespace {
 class ActivationLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Activation"; }
 
   Shape build(const Shape& in) override {
     size_ = num_elements(in);
@@ -36,8 +36,12 @@ class ActivationLayer final : public Layer {
 
 }  // namespace
 
+void read_activation_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.activation = activation_from_json(config.at("activation", what), what + " activation");
+}
+
 std::unique_ptr<Layer> make_activation_layer(const LayerSpec& spec) {
-  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+  require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<ActivationLayer>(spec);
 }

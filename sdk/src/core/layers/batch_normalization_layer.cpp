@@ -16,7 +16,6 @@ namespace {
 class BatchNormalizationLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "BatchNormalization"; }
 
   Shape build(const Shape& in) override {
     require_last_axis(spec_, in, class_name());
@@ -79,6 +78,15 @@ class BatchNormalizationLayer final : public Layer {
 };
 
 }  // namespace
+
+void read_batch_normalization_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
+  if (const json::Value* m = config.find("momentum")) spec.momentum = static_cast<float>(m->as_number(what + " momentum"));
+  if (const json::Value* e = config.find("epsilon")) spec.epsilon = static_cast<float>(e->as_number(what + " epsilon"));
+  for (const char* flag : {"center", "scale"})
+    if (const json::Value* f = config.find(flag))
+      require(f->as_bool(what + " " + flag), Status::Unsupported, what + ": " + flag + " false is not supported");
+}
 
 std::unique_ptr<Layer> make_batch_normalization_layer(const LayerSpec& spec) {
   require(spec.momentum >= 0 && spec.momentum <= 1, Status::InvalidArgument,

@@ -1,8 +1,10 @@
 // Conv2D over channels-last samples: y = act(im2col(x) K + b), K [kh, kw, in_channels, filters]
-// (Keras's kernel layout, which is im2col's patch order), Glorot-uniform K and zero b, as Keras.
+// (Keras's kernel layout, which is im2col's patch order), Glorot-uniform K and zero b, as Keras; with
+// use_bias false there is no b.
 #include <algorithm>
 
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -15,7 +17,6 @@ using backend::Window2d;
 class Conv2dLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Conv2D"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -43,9 +44,10 @@ class Conv2dLayer final : public Layer {
 
   std::vector<ParamSpec> params() const override {
     const int64_t field = g_.k_h * g_.k_w;
-    return {{"kernel", {g_.k_h, g_.k_w, g_.channels, spec_.filters}, Init::GlorotUniform, field * g_.channels,
-             field * spec_.filters},
-            {"bias", {spec_.filters}, Init::Zeros, 0, 0}};
+    std::vector<ParamSpec> p{{"kernel", {g_.k_h, g_.k_w, g_.channels, spec_.filters}, Init::GlorotUniform,
+                              field * g_.channels, field * spec_.filters}};
+    if (spec_.use_bias) p.push_back({"bias", {spec_.filters}, Init::Zeros, 0, 0});
+    return p;
   }
 
   // The columns; none for a 1x1 kernel with stride 1, whose columns are the input itself.
@@ -60,7 +62,7 @@ class Conv2dLayer final : public Layer {
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
     if (c.be->has_conv2d(g_)) {
-      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, c.w + patch * F, fused, c.y);
+      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
       if (act != fused) c.be->activation_forward(act, positions, F, c.y);
       return;
     }
@@ -69,7 +71,7 @@ class Conv2dLayer final : public Layer {
       c.be->im2col(g_, c.rows, c.x, c.scratch);
       columns = c.scratch;
     }
-    Epilogue ep{c.w + patch * F, fused};
+    Epilogue ep{bias(c.w), fused};
     c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
     if (act != fused) c.be->activation_forward(act, positions, F, c.y);
   }
@@ -79,13 +81,13 @@ class Conv2dLayer final : public Layer {
     if (!c.fold_activation && spec_.activation != Activation::None)
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
     if (c.be->has_conv2d(g_)) {
-      c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? c.dw + patch * F : nullptr);
+      c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
       return;
     }
     const float* columns = pointwise() ? c.x : c.scratch;
     if (c.dw) {
       Epilogue with_bias_grad;
-      with_bias_grad.bias_grad = c.dw + patch * F;  // fused into the GEMM where the backend can
+      with_bias_grad.bias_grad = bias(c.dw);  // fused into the GEMM where the backend can
       c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, with_bias_grad);
     }
     if (!c.dx) return;
@@ -105,15 +107,35 @@ class Conv2dLayer final : public Layer {
     config.set("strides", json::Value::Array{json::Value(spec_.stride), json::Value(spec_.stride)});
     config.set("padding", spec_.padding == Padding::Same ? "same" : "valid");
     config.set("activation", activation_name(spec_.activation));
-    config.set("use_bias", true);
+    config.set("use_bias", spec_.use_bias);
   }
 
  private:
+  // The bias (or its gradient) after the kernel in a slice of parameters; null without one.
+  template <class T>
+  T* bias(T* params) const {
+    return spec_.use_bias ? params + g_.patch() * spec_.filters : nullptr;
+  }
   bool pointwise() const { return g_.k_h == 1 && g_.k_w == 1 && g_.stride_h == 1 && g_.stride_w == 1; }
   Window2d g_;
 };
 
 }  // namespace
+
+void read_conv2d_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.filters = config.at("filters", what).as_int(what + " filters");
+  const auto [kh, kw] = size_pair_from_json(config.at("kernel_size", what), what + " kernel_size");
+  spec.kernel_h = kh;
+  spec.kernel_w = kw;
+  if (const json::Value* s = config.find("strides")) {
+    const auto [sh, sw] = size_pair_from_json(*s, what + " strides");
+    require(sh == sw, Status::Unsupported, what + ": different strides along height and width are not supported");
+    spec.stride = sh;
+  }
+  if (const json::Value* p = config.find("padding")) spec.padding = padding_from_name(p->as_string(what + " padding"), what);
+  if (const json::Value* act = config.find("activation")) spec.activation = activation_from_json(*act, what + " activation");
+  if (const json::Value* bias = config.find("use_bias")) spec.use_bias = bias->as_bool(what + " use_bias");
+}
 
 std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
   require(spec.filters > 0, Status::InvalidArgument,
@@ -122,7 +144,7 @@ std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
   require(spec.stride > 0, Status::InvalidArgument, "Conv2D stride must be positive");
   require(spec.padding == Padding::Valid || spec.padding == Padding::Same, Status::InvalidArgument,
           "Conv2D padding must be valid or same");
-  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+  require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<Conv2dLayer>(spec);
 }

@@ -1,5 +1,7 @@
-// Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b.
+// Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b; with
+// use_bias false there is no b (y = act(x W)).
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -11,7 +13,6 @@ using backend::Trans;
 class DenseLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Dense"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 1, Status::InvalidArgument,
@@ -22,8 +23,9 @@ class DenseLayer final : public Layer {
   }
 
   std::vector<ParamSpec> params() const override {
-    return {{"kernel", {in_, spec_.units}, Init::GlorotUniform, in_, spec_.units},
-            {"bias", {spec_.units}, Init::Zeros, 0, 0}};
+    std::vector<ParamSpec> p{{"kernel", {in_, spec_.units}, Init::GlorotUniform, in_, spec_.units}};
+    if (spec_.use_bias) p.push_back({"bias", {spec_.units}, Init::Zeros, 0, 0});
+    return p;
   }
 
   Activation output_activation() const override { return spec_.activation; }
@@ -32,7 +34,7 @@ class DenseLayer final : public Layer {
     const int64_t units = spec_.units;
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     const float* kernel = c.w;
-    const float* bias = c.w + in_ * units;
+    const float* bias = spec_.use_bias ? c.w + in_ * units : nullptr;
     Epilogue ep{bias, act == Activation::Relu ? Activation::Relu : Activation::None};
     c.be->gemm(Trans::No, Trans::No, c.rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
     if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, c.rows, units, c.y);
@@ -44,9 +46,8 @@ class DenseLayer final : public Layer {
       c.be->activation_backward(spec_.activation, c.rows, units, c.y, c.dy, c.dy);
     if (c.dw) {
       float* dkernel = c.dw;
-      float* dbias = c.dw + in_ * units;
       Epilogue with_bias_grad;
-      with_bias_grad.bias_grad = dbias;  // fused into the GEMM where the backend can
+      if (spec_.use_bias) with_bias_grad.bias_grad = c.dw + in_ * units;  // fused into the GEMM where the backend can
       c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, with_bias_grad);
     }
     if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, {});
@@ -56,7 +57,7 @@ class DenseLayer final : public Layer {
   void add_config(json::Value& config) const override {
     config.set("units", spec_.units);
     config.set("activation", activation_name(spec_.activation));
-    config.set("use_bias", true);
+    config.set("use_bias", spec_.use_bias);
   }
 
  private:
@@ -65,10 +66,16 @@ class DenseLayer final : public Layer {
 
 }  // namespace
 
+void read_dense_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.units = config.at("units", what).as_int(what + " units");
+  if (const json::Value* act = config.find("activation")) spec.activation = activation_from_json(*act, what + " activation");
+  if (const json::Value* bias = config.find("use_bias")) spec.use_bias = bias->as_bool(what + " use_bias");
+}
+
 std::unique_ptr<Layer> make_dense_layer(const LayerSpec& spec) {
   require(spec.units > 0, Status::InvalidArgument,
           "Dense units must be positive (got " + std::to_string(spec.units) + ")");
-  require(static_cast<int>(spec.activation) >= 0 && static_cast<int>(spec.activation) <= 4, Status::InvalidArgument,
+  require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<DenseLayer>(spec);
 }

@@ -10,7 +10,6 @@ namespace {
 class DropoutLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Dropout"; }
   Shape build(const Shape& in) override {
     n_ = num_elements(in);
     return in;
@@ -40,6 +39,10 @@ class DropoutLayer final : public Layer {
 };
 
 }  // namespace
+
+void read_dropout_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  spec.rate = static_cast<float>(config.at("rate", what).as_number(what + " rate"));
+}
 
 std::unique_ptr<Layer> make_dropout_layer(const LayerSpec& spec) {
   require(std::isfinite(spec.rate) && spec.rate >= 0.0f && spec.rate < 1.0f, Status::InvalidArgument,

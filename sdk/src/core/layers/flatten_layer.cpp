@@ -7,7 +7,6 @@ namespace {
 class FlattenLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Flatten"; }
   Shape build(const Shape& in) override { return {num_elements(in)}; }
   bool aliases_input() const override { return true; }
   void forward(const LayerContext&) const override {}

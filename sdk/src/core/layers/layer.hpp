@@ -65,7 +65,8 @@ class Layer {
 
   const LayerSpec& spec() const { return spec_; }
   const std::string& name() const { return spec_.name; }
-  virtual const char* class_name() const = 0;
+  // Keras's class name, from the layer table (layer_registry.hpp).
+  const char* class_name() const;
 
   // Checks the input shape (per sample) and returns the output shape; InvalidArgument if it does
   // not fit. Called once, when the layer is added.
@@ -99,11 +100,13 @@ class Layer {
   LayerSpec spec_;
 };
 
+// The layer of spec.kind, through the layer table (layer_registry.hpp); unbuilt.
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
 // Unsupported unless spec.axis is the last axis of samples of shape `in` (-1, or in.size() counting
 // the batch axis as Keras does).
 void require_last_axis(const LayerSpec& spec, const Shape& in, const char* class_name);
-// The LayerSpec of a {"class_name", "config"} object; InvalidArgument naming what is wrong.
+// The LayerSpec of a {"class_name", "config"} object (Layer::to_json's inverse): the name and
+// trainable here, the rest by the layer's reader in the table; InvalidArgument naming what is wrong.
 LayerSpec layer_spec_from_json(const json::Value& v);
 
 }  // namespace kx::core

@@ -9,7 +9,6 @@ namespace {
 class AddLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Add"; }
 
   Shape build(const Shape& in) override { return build_inputs({in}); }
   Shape build_inputs(const std::vector<Shape>& in) override {
@@ -42,7 +41,6 @@ class AddLayer final : public Layer {
 class ConcatenateLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Concatenate"; }
 
   Shape build(const Shape& in) override { return build_inputs({in}); }
   Shape build_inputs(const std::vector<Shape>& in) override {
@@ -93,6 +91,10 @@ class ConcatenateLayer final : public Layer {
 };
 
 }  // namespace
+
+void read_concatenate_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
+}
 
 std::unique_ptr<Layer> make_add_layer(const LayerSpec& spec) { return std::make_unique<AddLayer>(spec); }
 std::unique_ptr<Layer> make_concatenate_layer(const LayerSpec& spec) {

@@ -19,7 +19,6 @@ constexpr float kEpsilon = 1e-14f;
 class NormalizationLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "Normalization"; }
 
   Shape build(const Shape& in) override {
     require_last_axis(spec_, in, class_name());
@@ -75,7 +74,23 @@ class NormalizationLayer final : public Layer {
   int64_t channels_ = 0, positions_ = 0;
 };
 
+// A number or an array of numbers, as float32.
+std::vector<float> floats_from_json(const json::Value& v, const std::string& what) {
+  if (v.type() == json::Value::Type::Number) return {static_cast<float>(v.as_number(what))};
+  std::vector<float> out;
+  for (const json::Value& e : v.as_array(what)) out.push_back(static_cast<float>(e.as_number(what)));
+  return out;
+}
+
 }  // namespace
+
+void read_normalization_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
+  if (const json::Value* invert = config.find("invert"))
+    require(!invert->as_bool(what + " invert"), Status::Unsupported, what + ": invert true is not supported");
+  spec.mean = floats_from_json(config.at("mean", what), what + " mean");
+  spec.variance = floats_from_json(config.at("variance", what), what + " variance");
+}
 
 std::unique_ptr<Layer> make_normalization_layer(const LayerSpec& spec) {
   require(!spec.mean.empty() && spec.mean.size() == spec.variance.size(), Status::InvalidArgument,

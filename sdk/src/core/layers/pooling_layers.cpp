@@ -1,6 +1,7 @@
 // Pooling over channels-last samples: MaxPooling2D and AveragePooling2D ("valid" windows, strides
 // defaulting to the pool size as in Keras) and GlobalAveragePooling2D (the mean of each channel).
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -45,7 +46,6 @@ class Pooling2dLayer : public Layer {
 class MaxPooling2dLayer final : public Pooling2dLayer {
  public:
   using Pooling2dLayer::Pooling2dLayer;
-  const char* class_name() const override { return "MaxPooling2D"; }
   void forward(const LayerContext& c) const override { c.be->max_pool_forward(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->max_pool_backward(g_, c.rows, c.x, c.y, c.dy, c.dx);
@@ -55,7 +55,6 @@ class MaxPooling2dLayer final : public Pooling2dLayer {
 class AveragePooling2dLayer final : public Pooling2dLayer {
  public:
   using Pooling2dLayer::Pooling2dLayer;
-  const char* class_name() const override { return "AveragePooling2D"; }
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
@@ -66,7 +65,6 @@ class AveragePooling2dLayer final : public Pooling2dLayer {
 class GlobalAveragePooling2dLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "GlobalAveragePooling2D"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -94,6 +92,26 @@ void check_pool(const LayerSpec& spec, const char* what) {
 }
 
 }  // namespace
+
+// MaxPooling2D's and AveragePooling2D's settings (the kind is set already).
+void read_pooling2d_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  const auto [ph, pw] = size_pair_from_json(config.at("pool_size", what), what + " pool_size");
+  spec.pool_h = ph;
+  spec.pool_w = pw;
+  if (const json::Value* s = config.find("strides"); s && !s->is_null()) {
+    const auto [sh, sw] = size_pair_from_json(*s, what + " strides");
+    spec.pool_stride_h = sh;
+    spec.pool_stride_w = sw;
+  }
+  if (const json::Value* p = config.find("padding"))
+    require(padding_from_name(p->as_string(what + " padding"), what) == Padding::Valid, Status::Unsupported,
+            what + ": only \"valid\" padding is supported for pooling");
+}
+
+void read_global_average_pooling2d_config(const json::Value& config, const std::string& what, LayerSpec&) {
+  if (const json::Value* k = config.find("keepdims"))
+    require(!k->as_bool(what + " keepdims"), Status::Unsupported, what + ": keepdims true is not supported");
+}
 
 std::unique_ptr<Layer> make_max_pooling2d_layer(const LayerSpec& spec) {
   check_pool(spec, "MaxPooling2D");

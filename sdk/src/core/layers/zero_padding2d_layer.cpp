@@ -1,6 +1,7 @@
 // ZeroPadding2D: rows and columns of zeros around channels-last samples. The padded sample is im2col
 // of a 1x1 window with the padding as the window's offset, and cropping the gradient is its adjoint.
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -9,7 +10,6 @@ namespace {
 class ZeroPadding2dLayer final : public Layer {
  public:
   using Layer::Layer;
-  const char* class_name() const override { return "ZeroPadding2D"; }
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -43,6 +43,23 @@ class ZeroPadding2dLayer final : public Layer {
 };
 
 }  // namespace
+
+void read_zero_padding2d_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
+  const json::Value& p = config.at("padding", what);
+  // An int, (symmetric_h, symmetric_w) or ((top, bottom), (left, right)), as Keras.
+  if (p.type() == json::Value::Type::Number) {
+    spec.pad_top = spec.pad_bottom = spec.pad_left = spec.pad_right = p.as_int(what + " padding");
+    return;
+  }
+  const json::Value::Array& a = p.as_array(what + " padding");
+  require(a.size() == 2, Status::InvalidArgument, what + " padding needs 2 entries");
+  const auto [top, bottom] = size_pair_from_json(a[0], what + " padding");
+  const auto [left, right] = size_pair_from_json(a[1], what + " padding");
+  spec.pad_top = top;
+  spec.pad_bottom = bottom;
+  spec.pad_left = left;
+  spec.pad_right = right;
+}
 
 std::unique_ptr<Layer> make_zero_padding2d_layer(const LayerSpec& spec) {
   require(spec.pad_top >= 0 && spec.pad_bottom >= 0 && spec.pad_left >= 0 && spec.pad_right >= 0,

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/layers/layer_registry.hpp"
 #include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
 #include "distribute/collective_factory.hpp"
@@ -26,24 +27,6 @@ int64_t bounded_elements(const Shape& s, const std::string& what) {
 
 constexpr uint64_t kDefaultSeed = 0x6b78'5f73'6565'6421ull;  // used when the caller gives seed 0
 
-const char* default_name_stem(LayerKind k) {
-  switch (k) {
-    case LayerKind::Dense: return "dense";
-    case LayerKind::Flatten: return "flatten";
-    case LayerKind::Dropout: return "dropout";
-    case LayerKind::Conv2D: return "conv2d";
-    case LayerKind::MaxPooling2D: return "max_pooling2d";
-    case LayerKind::AveragePooling2D: return "average_pooling2d";
-    case LayerKind::GlobalAveragePooling2D: return "global_average_pooling2d";
-    case LayerKind::ZeroPadding2D: return "zero_padding2d";
-    case LayerKind::BatchNormalization: return "batch_normalization";
-    case LayerKind::Add: return "add";
-    case LayerKind::Concatenate: return "concatenate";
-    case LayerKind::Activation: return "activation";
-    case LayerKind::Normalization: return "normalization";
-  }
-  return "layer";
-}
 }  // namespace
 
 Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
@@ -58,7 +41,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
 void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
   if (spec.name.empty()) {
-    const std::string stem = default_name_stem(spec.kind);
+    const std::string stem = core::layer_entry(spec.kind).name_stem;
     int n = 0;
     for (const auto& l : net.layers)
       if (l->spec().kind == spec.kind) ++n;
@@ -116,8 +99,7 @@ void Model::Impl::compile(const CompileOptions& o) {
   require(!compiled, Status::Misuse, "the model is already compiled");
   require(!net.layers.empty(), Status::Misuse, "the model has no layers to compile");
   net.require_connected();
-  const int loss_kind = static_cast<int>(o.loss.kind);
-  require(loss_kind >= 0 && loss_kind <= 3, Status::InvalidArgument, "unknown loss " + std::to_string(loss_kind));
+  require(is_valid(o.loss.kind), Status::InvalidArgument, "unknown loss " + std::to_string(static_cast<int>(o.loss.kind)));
   OptimizerConfig resolved = o.optimizer.resolved();
 
   const int64_t outputs = net.output_size();
@@ -247,17 +229,19 @@ void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_
 void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
 bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }
 int64_t Model::num_trainable_params() const { return impl_->net.num_trainable_params(); }
-void Model::add_dense(int64_t units, Activation act) {
+void Model::add_dense(int64_t units, Activation act, bool use_bias) {
   LayerSpec s;
   s.kind = LayerKind::Dense;
   s.units = units;
   s.activation = act;
+  s.use_bias = use_bias;
   add(std::move(s));
 }
 void Model::add_conv2d(int64_t filters, int64_t kernel_h, int64_t kernel_w, int64_t stride, Padding padding,
-                       Activation act) {
+                       Activation act, bool use_bias) {
   LayerSpec s;
   s.kind = LayerKind::Conv2D;
+  s.use_bias = use_bias;
   s.filters = filters;
   s.kernel_h = kernel_h;
   s.kernel_w = kernel_w;

@@ -116,7 +116,7 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
   const json::Value& loss = c.at("loss", "compile config");
   const std::string& lname = loss.at("name", "loss").as_string("loss name");
   bool known = false;
-  for (int k = 0; k <= 3; ++k)
+  for (int k = 0; k < kLossKindCount; ++k)
     if (lname == loss_name(static_cast<LossKind>(k))) o.loss.kind = static_cast<LossKind>(k), known = true;
   require(known, Status::InvalidArgument, "unknown loss \"" + lname + "\"");
   o.loss.from_logits = loss.at("from_logits", "loss").as_bool("from_logits");
