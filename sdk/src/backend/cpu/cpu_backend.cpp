@@ -78,6 +78,19 @@ class CpuBackend final : public Backend {
     if (bytes) std::memset(dst, 0, bytes);
   }
 
+  // Everything but native convolutions: Conv2D layers run as im2col and GEMMs here.
+  bool supports(const OpQuery& q) const override {
+    return q.op != Op::conv2d_forward && q.op != Op::conv2d_backward;
+  }
+  void conv2d_forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, Activation,
+                      float*) override {
+    fail(Status::Internal, "conv2d_forward on a backend without native convolutions");
+  }
+  void conv2d_backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, float*, float*,
+                       float*) override {
+    fail(Status::Internal, "conv2d_backward on a backend without native convolutions");
+  }
+
   std::string gemm_kernel_name() const override {
     if (use_blas_) return std::string("cblas (") + cblas_core_name() + ")";
     return tile_ == &tile_portable ? "builtin portable" : "builtin avx512";
