@@ -37,7 +37,9 @@ namespace module = backend::module;
 // A module of two "devices": 0 is the CPU backend, 1 the CPU backend wrapped in the recorder, which
 // records steps as a GPU does; its collective is the in-process one.
 int32_t cpu_device_count(char*, size_t) { return 2; }
-void describe_cpu(int32_t index, char* buf, size_t buf_len) { std::snprintf(buf, buf_len, "CPU behind the table %d", index); }
+void describe_cpu(int32_t index, char* buf, size_t buf_len) {
+  std::snprintf(buf, buf_len, "CPU behind the table %d", index);
+}
 int32_t create_cpu_backend(module::ModuleError* error, int32_t index, const BackendOptions* options,
                            module::BackendHandle** backend) {
   return module::guarded(error, [&] {
@@ -48,7 +50,8 @@ int32_t create_cpu_backend(module::ModuleError* error, int32_t index, const Back
 }
 int32_t create_in_process_collective(module::ModuleError* error, module::BackendHandle* const*, int32_t count,
                                      module::CollectiveHandle** collective) {
-  return module::guarded(error, [&] { *collective = module::to_handle(distribute::make_in_process_collective(count)); });
+  return module::guarded(error,
+                         [&] { *collective = module::to_handle(distribute::make_in_process_collective(count)); });
 }
 constexpr module::ModuleTable kCpuModule =
     module::make_module_table(&cpu_device_count, &describe_cpu, &create_cpu_backend, &create_in_process_collective);
@@ -199,7 +202,8 @@ TEST(BackendModule, ARecordedStepCrossesAsAHandleAndReadsTheValuesOfTheStepItRun
   FloatBuffer out(4);
   EXPECT_FALSE(be->capture([&] { be->to_host(p.data(), 4 * sizeof(float), out.data()); }));
   // ... except for lack of memory, which is never swallowed.
-  EXPECT_EQ(test::status_of([&] { be->capture([&] { fail(Status::OutOfMemory, "no memory"); }); }), Status::OutOfMemory);
+  EXPECT_EQ(test::status_of([&] { be->capture([&] { fail(Status::OutOfMemory, "no memory"); }); }),
+            Status::OutOfMemory);
   EXPECT_THROW(be->capture([&] { throw std::bad_alloc(); }), std::bad_alloc);
   // The backend records again afterwards.
   EXPECT_TRUE(be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f); }));

@@ -219,9 +219,9 @@ class CudaBackend final : public Backend {
                     int64_t dst_ld) override {
     if (rows * cols == 0) return;
     use_device();
-    check(cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_ld) * sizeof(float), src, static_cast<size_t>(src_ld) * sizeof(float),
-                            static_cast<size_t>(cols) * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToDevice,
-                            stream_),
+    check(cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_ld) * sizeof(float), src,
+                            static_cast<size_t>(src_ld) * sizeof(float), static_cast<size_t>(cols) * sizeof(float),
+                            static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream_),
           "device copy of columns");
   }
   void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) override {
@@ -238,7 +238,8 @@ class CudaBackend final : public Backend {
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     if (count > kMaxSharedReplicas)
       fail(Status::Unsupported,
-           std::to_string(count) + " replicas on one GPU; at most " + std::to_string(kMaxSharedReplicas) + " are supported");
+           std::to_string(count) + " replicas on one GPU; at most " + std::to_string(kMaxSharedReplicas) +
+               " are supported");
     use_device();
     cuda::sum_across(stream_, first, n, buffers, count);
     launched("gradient sum");

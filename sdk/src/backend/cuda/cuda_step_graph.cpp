@@ -8,7 +8,8 @@ namespace {
 
 class CudaStepGraph final : public StepGraph {
  public:
-  CudaStepGraph(int device, cudaStream_t stream, cudaGraphExec_t exec) : device_(device), stream_(stream), exec_(exec) {}
+  CudaStepGraph(int device, cudaStream_t stream, cudaGraphExec_t exec)
+      : device_(device), stream_(stream), exec_(exec) {}
   CudaStepGraph(const CudaStepGraph&) = delete;
   CudaStepGraph& operator=(const CudaStepGraph&) = delete;
   ~CudaStepGraph() override {

@@ -157,7 +157,8 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
         "cudnnGetConvolutionForwardAlgorithm_v7");
   choose(fwd, n, strict, p->forward_conv, "output of a " + shape, &p->forward_algo, &p->forward_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  check(lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, bwd_data),
+  check(lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+                                     bwd_data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
   choose(bwd_data, n, strict, p->data_conv, "input gradient of a " + shape, &p->data_algo, &p->data_bytes);
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];

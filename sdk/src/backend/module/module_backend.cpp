@@ -56,7 +56,8 @@ class ModuleTransferRing final : public TransferRing {
 
 class ModuleStepGraph final : public StepGraph {
  public:
-  ModuleStepGraph(const StepGraphTable& table, StepGraphHandle* handle) : table_(table), handle_(handle, table.destroy) {}
+  ModuleStepGraph(const StepGraphTable& table, StepGraphHandle* handle)
+      : table_(table), handle_(handle, table.destroy) {}
   void launch() override { call(table_.launch, handle_.get()); }
 
  private:
@@ -171,7 +172,8 @@ std::unique_ptr<Backend> make_module_backend(const ModuleTable& table, int index
   error.message[0] = '\0';
   BackendHandle* handle = nullptr;
   check(table.create_backend(&error, index, &options, &handle), error);
-  require(handle != nullptr, Status::Device, "the backend module created no backend for device " + std::to_string(index));
+  require(handle != nullptr, Status::Device,
+          "the backend module created no backend for device " + std::to_string(index));
   return std::make_unique<ModuleBackend>(table, handle);
 }
 
