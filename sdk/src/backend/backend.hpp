@@ -1,5 +1,6 @@
-// The one interface between the step plan and a device's kernels. Private to kx and versioned, because
-// the CUDA backend is a separately built module. Every pointer is memory of this backend's device.
+// The one interface between the step plan and a device's kernels, private to kx. The CUDA backend is a
+// separately built module that libkx reaches through a versioned C table (module/module_abi.hpp).
+// Every pointer is memory of this backend's device unless said otherwise.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "backend/backend_ops.hpp"
 #include "kx/error.hpp"
 #include "kx/layer.hpp"
 #include "kx/loss.hpp"
@@ -16,10 +18,7 @@
 
 namespace kx::backend {
 
-inline constexpr int kInterfaceVersion = 5;
-
 class Backend;
-
 
 enum class Trans { No, Yes };
 
@@ -86,6 +85,12 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   ~DeviceBuffer() { reset(); }
   inline void reset() noexcept;
+  // Hands the memory on without releasing it (across the module boundary); the buffer is then empty.
+  void* detach() noexcept {
+    owner_ = nullptr;
+    bytes_ = 0;
+    return std::exchange(p_, nullptr);
+  }
 
   template <class T = float>
   T* data() const { return static_cast<T*>(p_); }
@@ -126,114 +131,62 @@ class TransferRing {
   virtual void release(int slot) = 0;
 };
 
-// Every kernel call is queued in order on the backend's stream (the CPU runs it at once); only
-// to_host and take_loss_sums wait for what was queued before them.
+// The operations a backend may be asked about (Backend::supports): one per kernel of backend_ops.hpp.
+enum class Op : int32_t {
+#define KX_OP_ENUMERATOR(name, params, args) name,
+  KX_BACKEND_KERNELS(KX_OP_ENUMERATOR)
+#undef KX_OP_ENUMERATOR
+};
+
+// What Backend::supports is asked: can this backend run op (with this geometry, for the windowed ones)?
+struct OpQuery {
+  Op op = Op::gemm;
+  Window2d window{};
+};
+
+// How a backend is set up. Plain data: the CUDA module receives it as it is.
+struct BackendOptions {
+  int32_t cpu_threads = 0;           // CPU kernel threads; 0 = every core
+  CpuGemm cpu_gemm = CpuGemm::Auto;  // the CPU's GEMM kernel
+  bool tf32 = true;                  // GPU: TF32 tensor cores for float32 GEMMs (as set_tf32)
+  bool cudnn = true;                 // GPU: cuDNN convolutions where it is installed
+};
+
+// The operations of one device. Kernels (backend_ops.hpp) are queued in order on the backend's stream
+// (the CPU runs them at once); only to_host, synchronize and take_loss_sums wait for what was queued
+// before them.
 class Backend {
  public:
   virtual ~Backend() = default;
+
+#define KX_DECLARE_OPERATION(name, params, args) virtual void name params = 0;
+  KX_BACKEND_KERNELS(KX_DECLARE_OPERATION)
+  KX_BACKEND_DIRECT_CALLS(KX_DECLARE_OPERATION)
+#undef KX_DECLARE_OPERATION
+
+  // Whether this backend runs q.op (for this geometry). Kernels it does not support are never called.
+  virtual bool supports(const OpQuery& q) const = 0;
   virtual std::string gemm_kernel_name() const = 0;
 
   // Zero-filled memory of this backend's device (Status::OutOfMemory when there is none left).
   virtual DeviceBuffer allocate(size_t bytes) = 0;
   // True when the backend's memory is host memory the caller may read and write directly.
   virtual bool host_accessible() const = 0;
-  // Copies between host memory and this device; to_host returns once the data is on the host.
-  virtual void to_device(const void* host, size_t bytes, void* dst) = 0;
-  virtual void to_host(const void* src, size_t bytes, void* host) = 0;
-  virtual void fill_zero(size_t bytes, void* dst) = 0;
   // TF32 tensor cores for float32 GEMMs where the device has them (on by default, as in TensorFlow).
   virtual void set_tf32(bool on) { (void)on; }
-
-  // C[M,N] = op(A)[M,K] * op(B)[K,N] + beta * C, row-major, then the epilogue.
-  virtual void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                    const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) = 0;
-  // In place over rows x cols (softmax over each row).
-  virtual void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) = 0;
-  // dz = dL/dz from the activation's output y and dy = dL/dy; dz may alias dy.
-  virtual void activation_backward(Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
-                                   float* dz) = 0;
-  // db[c] = sum over rows of dz[r, c].
-  virtual void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) = 0;
-  // Loss of rows samples (outputs cols per sample, labels y with y_cols per sample), added to the
-  // backend's running sums. The gradient of (sum of per-sample losses) * grad_scale goes to dout when
-  // it is not null.
-  virtual void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
-                    int64_t y_cols, float grad_scale, float* dout) = 0;
   // The running sums of loss, which are then zero. Waits for the queued work.
   virtual LossSums take_loss_sums() = 0;
-  // col[(r * out_h + i) * out_w + j, (a * k_w + b) * channels + c] = x of sample r at
-  // (i * stride_h + a - pad_top, j * stride_w + b - pad_left, c), or 0 outside the input.
-  virtual void im2col(const Window2d& g, int64_t rows, const float* x, float* col) = 0;
-  // The adjoint of im2col: dx (overwritten) = the sum of every column entry at its input position.
-  virtual void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) = 0;
-  // Convolution run natively (cuDNN): y [rows, out_h, out_w, filters] = act(conv(x, w) + bias), w in
-  // Keras's layout [k_h, k_w, channels, filters], act None or Relu. has_conv2d says whether this backend
-  // runs this geometry so; where it does not, layers use im2col and gemm and never call these.
-  virtual bool has_conv2d(const Window2d& g) const {
-    (void)g;
-    return false;
-  }
-  virtual void conv2d_forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
-                              const float* bias, Activation act, float* y);
-  // From dz = dL/d(the convolution plus bias): dx, dw and db, each overwritten and each may be null.
-  virtual void conv2d_backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
-                               const float* dz, float* dx, float* dw, float* db);
-  // Max over each window (no padding), channel by channel.
-  virtual void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) = 0;
-  // dx (overwritten): each window's dy goes to the first position holding its maximum.
-  virtual void max_pool_backward(const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy,
-                                 float* dx) = 0;
-  // Mean over each window (no padding), channel by channel.
-  virtual void avg_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) = 0;
-  // dx (overwritten): each window's dy shared equally between its positions.
-  virtual void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx) = 0;
-  // Per column c of x [rows, cols]: mean[c] and the biased variance var[c] (batch normalisation's
-  // statistics over every sample and position of a channel).
-  virtual void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) = 0;
-  // y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; gamma may be null (1),
-  // beta null (0).
-  virtual void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
-                                float epsilon, const float* gamma, const float* beta, float* y) = 0;
-  // The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):
-  // dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy).
-  virtual void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
-                                   const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
-                                   float* dbeta) = 0;
-  // Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by
-  // (mix_seed(*step_seed, stream), first + i), so a replica holding rows from `first` on draws the
-  // same mask as one device holding the whole batch. step_seed is this backend's memory.
-  virtual void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
-                               const float* x, float* mask, float* y) = 0;
-  // out[i] = a[i] * b[i]
-  virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
-  virtual void copy(int64_t n, const float* src, float* dst) = 0;
-  // out[i] = a[i] + b[i]; out may alias a or b.
-  virtual void add(int64_t n, const float* a, const float* b, float* out) = 0;
-  // out[i] = alpha * (a[i] - b[i]).
-  virtual void scaled_difference(int64_t n, float alpha, const float* a, const float* b, float* out) = 0;
-  // dst[r * dst_ld + c] = src[r * src_ld + c] for r < rows, c < cols (a block of columns).
-  virtual void copy_columns(int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst,
-                            int64_t dst_ld) = 0;
-  // p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras). The rate is read from
-  // this backend's memory when the update runs (StepValues).
-  virtual void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) = 0;
-  // Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), read
-  // from this backend's memory when the update runs.
-  virtual void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
-                           float beta2, float epsilon) = 0;
   // For i in [first, first + n): s = buffers[0][i] + buffers[1][i] + ... (in that order), then every
-  // buffers[r][i] = s. The buffers are memory of this device (replicas that share it).
+  // buffers[r][i] = s. The buffers are memory of this device (replicas that share it); their list is
+  // host memory, which a recorded step keeps a copy of.
   virtual void sum_across(int64_t first, int64_t n, float* const* buffers, int count) = 0;
-  // Returns when every call queued before has finished.
-  virtual void synchronize() = 0;
-  // dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too.
-  virtual void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) = 0;
 
   // A TransferRing into this backend's memory (Status::OutOfMemory when there is not enough).
   virtual std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) = 0;
 
   // Records the calls `body` makes on this backend into a StepGraph instead of running them. Null when
-  // this backend cannot, or could not record this body (nothing ran: the caller runs body itself).
+  // this backend cannot, or could not record this body (nothing ran: the caller runs body itself); a
+  // body failing for lack of memory is no recording failure: its error is rethrown.
   // body may not wait for the device (to_host, synchronize, take_loss_sums) nor allocate.
   virtual std::unique_ptr<StepGraph> capture(const std::function<void()>& body) {
     (void)body;
@@ -245,15 +198,6 @@ class Backend {
   // Takes back memory from allocate.
   virtual void release(void* p, size_t bytes) noexcept = 0;
 };
-
-inline void Backend::conv2d_forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*,
-                                    Activation, float*) {
-  fail(Status::Internal, "conv2d_forward on a backend without native convolutions");
-}
-inline void Backend::conv2d_backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*,
-                                     float*, float*, float*) {
-  fail(Status::Internal, "conv2d_backward on a backend without native convolutions");
-}
 
 inline void DeviceBuffer::reset() noexcept {
   if (owner_ && p_) owner_->release(p_, bytes_);
@@ -267,7 +211,7 @@ std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGem
 std::unique_ptr<TransferRing> make_host_transfer_ring(Backend& be, int slots, size_t slot_bytes);
 // The backend of one replica device: the CPU one, or one from the CUDA module (Status::Device when
 // that device is not present).
-std::unique_ptr<Backend> make_backend(const Device& device, int cpu_threads, CpuGemm gemm);
+std::unique_ptr<Backend> make_backend(const Device& device, const BackendOptions& options);
 // The cores the CPU backend uses when its thread count is 0.
 int cpu_core_count();
 

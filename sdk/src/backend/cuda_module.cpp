@@ -3,9 +3,13 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <vector>
 
+#include "backend/module/module_backend.hpp"
 #include "kx/error.hpp"
 #include "kx/version.hpp"
 
@@ -14,12 +18,6 @@ namespace {
 
 constexpr const char kModuleFile[] = "libkx_cuda.so";
 
-[[noreturn]] void raise_error(int status, const char* message) {
-  throw Error(static_cast<Status>(status), message ? message : "error in the CUDA backend module");
-}
-
-constexpr HostServices kHostServices{&raise_error};
-
 // The directory holding the code of this function: libkx.so's (or a test program's).
 std::filesystem::path own_directory() {
   Dl_info info{};
@@ -27,8 +25,8 @@ std::filesystem::path own_directory() {
   return std::filesystem::path(info.dli_fname).parent_path();
 }
 
-std::vector<std::string> candidates() {
-  if (const char* env = std::getenv("KX_CUDA_MODULE"); env && *env) return {env};
+std::vector<std::string> candidates(const std::string& configured) {
+  if (!configured.empty()) return {configured};
   std::vector<std::string> paths;
   const std::filesystem::path dir = own_directory();
   if (!dir.empty()) {
@@ -39,14 +37,31 @@ std::vector<std::string> candidates() {
   return paths;
 }
 
+std::string configured_path() {
+  const char* env = std::getenv("KX_CUDA_MODULE");
+  return env ? env : "";
+}
+
 }  // namespace
 
-CudaModule CudaModule::load() {
+const CudaModule& CudaModule::load() {
+  // What was found, by $KX_CUDA_MODULE: dlopen and the module's device discovery run once, not at every
+  // device query. The map only grows, so the references it hands out stay valid.
+  static std::mutex mutex;
+  static std::map<std::string, CudaModule> found;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const std::string key = configured_path();
+  auto it = found.find(key);
+  if (it == found.end()) it = found.emplace(key, open()).first;
+  return it->second;
+}
+
+CudaModule CudaModule::open() {
   CudaModule m;
   std::string tried;
   void* handle = nullptr;
   std::string path;
-  for (const std::string& p : candidates()) {
+  for (const std::string& p : candidates(configured_path())) {
     // RTLD_NODELETE: the module's CUDA runtime keeps process-wide state and must never be unloaded.
     handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
     if (handle) {
@@ -60,51 +75,53 @@ CudaModule CudaModule::load() {
     m.status_ = std::string("no CUDA backend module (") + kModuleFile + ") could be loaded:" + tried;
     return m;
   }
-  // The handle is released at once: RTLD_NODELETE keeps the module mapped, and a later dlopen of
-  // the same file finds it loaded.
-  auto entry = reinterpret_cast<ModuleEntry>(dlsym(handle, kModuleEntryName));
+  // The handle is released at once: RTLD_NODELETE keeps the module mapped.
+  auto entry = reinterpret_cast<module::ModuleEntry>(dlsym(handle, module::kModuleEntryName));
   dlclose(handle);
   if (!entry) {
-    m.status_ = path + " is not a kx backend module (no " + kModuleEntryName + ")";
+    m.status_ = path + " is not a kx backend module (no " + module::kModuleEntryName + ")";
     return m;
   }
-  const ModuleApi* api = entry();
-  if (!api || api->interface_version != kInterfaceVersion) {
-    m.status_ = path + " was built for backend interface " + std::to_string(api ? api->interface_version : -1) +
-                ", this libkx needs " + std::to_string(kInterfaceVersion) + ": install matching kx packages";
+  return from_table(entry(), path);
+}
+
+CudaModule CudaModule::from_table(const module::ModuleTable* table, const std::string& origin) {
+  CudaModule m;
+  if (!table || table->interface_version != module::kInterfaceVersion) {
+    m.status_ = origin + " was built for backend interface " + std::to_string(table ? table->interface_version : -1) +
+                ", this libkx needs " + std::to_string(module::kInterfaceVersion) + ": install matching kx packages";
+    return m;
+  }
+  if (!table->operations || std::strcmp(table->operations, module::kOperationList) != 0) {
+    m.status_ = origin + " was built with other backend operations than this libkx: install matching kx packages";
     return m;
   }
   char why[512] = {};
-  const int count = api->device_count(why, sizeof why);
-  m.api_ = api;
+  const int count = table->device_count(why, sizeof why);
+  m.table_ = table;
   m.device_count_ = count > 0 ? count : 0;
-  m.status_ = path + ": " + (count > 0 ? std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s")
-                                       : std::string("no CUDA device: ") + why);
+  m.status_ = origin + ": " + (count > 0 ? std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s")
+                                         : std::string("no CUDA device: ") + why);
   return m;
 }
 
 std::string CudaModule::describe_device(int index) const {
-  require(api_ && index >= 0 && index < device_count_, Status::Device,
+  require(table_ && index >= 0 && index < device_count_, Status::Device,
           "no CUDA device " + std::to_string(index) + " (" + status_ + ")");
   char buf[256] = {};
-  api_->describe_device(index, buf, sizeof buf);
+  table_->describe_device(index, buf, sizeof buf);
   return buf;
 }
 
-std::unique_ptr<Backend> CudaModule::create_backend(int index) const {
-  require(api_ && index >= 0 && index < device_count_, Status::Device,
+std::unique_ptr<Backend> CudaModule::create_backend(int index, const BackendOptions& options) const {
+  require(table_ && index >= 0 && index < device_count_, Status::Device,
           "no CUDA device " + std::to_string(index) + " (" + status_ + ")");
-  std::unique_ptr<Backend> be = api_->create_backend(index, kHostServices);
-  require(be != nullptr, Status::Device, "the CUDA module created no backend for device " + std::to_string(index));
-  return be;
+  return module::make_module_backend(*table_, index, options);
 }
 
 std::unique_ptr<distribute::Collective> CudaModule::create_collective(const std::vector<Backend*>& replicas) const {
-  require(api_ != nullptr, Status::Device, "no CUDA backend module (" + status_ + ")");
-  std::unique_ptr<distribute::Collective> c =
-      api_->create_collective(replicas.data(), static_cast<int>(replicas.size()), kHostServices);
-  require(c != nullptr, Status::Device, "the CUDA module created no collective");
-  return c;
+  require(table_ != nullptr, Status::Device, "no CUDA backend module (" + status_ + ")");
+  return module::make_module_collective(*table_, replicas);
 }
 
 }  // namespace kx::backend

@@ -1,12 +1,13 @@
 // libkx's handle on the CUDA backend module. libkx has no CUDA dependency: it looks for
 // libkx_cuda.so at run time and reports no CUDA device when the module, the driver or a GPU is missing.
+// Everything between the two goes through the module's C table (module/module_abi.hpp).
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "backend/module_api.hpp"
+#include "backend/module/module_abi.hpp"
 #include "distribute/collective.hpp"
 
 namespace kx::backend {
@@ -16,20 +17,25 @@ class CudaModule {
   // Looks for the module: $KX_CUDA_MODULE if set, else next to the code of libkx (its kx-MAJOR/
   // subdirectory, then the directory itself), else the dynamic loader's search path. Never throws:
   // a module that is missing or unusable gives a CudaModule with no devices and says why in status().
-  // The module stays loaded for the life of the process (its CUDA runtime must not be unloaded).
-  static CudaModule load();
+  // The search runs once per process (for each value of $KX_CUDA_MODULE); the module stays loaded for
+  // the life of the process (its CUDA runtime must not be unloaded).
+  static const CudaModule& load();
+  // The module whose entry returned `table`, checked against this libkx; origin says where it came from.
+  static CudaModule from_table(const module::ModuleTable* table, const std::string& origin);
 
   int device_count() const { return device_count_; }
   // Where the module came from and what it found, or why there is no CUDA device.
   const std::string& status() const { return status_; }
   std::string describe_device(int index) const;
   // Status::Device when the module has no such device.
-  std::unique_ptr<Backend> create_backend(int index) const;
+  std::unique_ptr<Backend> create_backend(int index, const BackendOptions& options = {}) const;
   // NCCL between backends this module created, one per distinct GPU, in replica order.
   std::unique_ptr<distribute::Collective> create_collective(const std::vector<Backend*>& replicas) const;
 
  private:
-  const ModuleApi* api_ = nullptr;
+  static CudaModule open();
+
+  const module::ModuleTable* table_ = nullptr;
   int device_count_ = 0;
   std::string status_;
 };

@@ -3,9 +3,9 @@
 
 namespace kx::backend {
 
-std::unique_ptr<Backend> make_backend(const Device& device, int cpu_threads, CpuGemm gemm) {
-  if (device.kind == DeviceKind::Cpu) return make_cpu_backend(cpu_threads, gemm);
-  return CudaModule::load().create_backend(device.index);
+std::unique_ptr<Backend> make_backend(const Device& device, const BackendOptions& options) {
+  if (device.kind == DeviceKind::Cpu) return make_cpu_backend(options.cpu_threads, options.cpu_gemm);
+  return CudaModule::load().create_backend(device.index, options);
 }
 
 }  // namespace kx::backend

@@ -3,11 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define KX_HOST_DEVICE __host__ __device__
-#else
-#define KX_HOST_DEVICE
-#endif
+#include "backend/host_device.hpp"
 
 namespace kx::backend {
 

@@ -14,7 +14,7 @@ int device_count(DeviceKind kind) {
 
 std::string device_status(DeviceKind kind) {
   if (kind == DeviceKind::Cpu) return "cpu: " + std::to_string(backend::cpu_core_count()) + " cores";
-  const backend::CudaModule m = backend::CudaModule::load();
+  const backend::CudaModule& m = backend::CudaModule::load();
   std::string s = m.status();
   for (int i = 0; i < m.device_count(); ++i) s += "\ncuda:" + std::to_string(i) + ": " + m.describe_device(i);
   return s;
@@ -28,7 +28,7 @@ Device parse_device(const std::string& name) {
       if (name[i] < '0' || name[i] > '9') fail(Status::InvalidArgument, "bad device name \"" + name + "\"");
       index = index * 10 + (name[i] - '0');
     }
-    const backend::CudaModule m = backend::CudaModule::load();
+    const backend::CudaModule& m = backend::CudaModule::load();
     if (index >= m.device_count())
       fail(Status::Device, "device \"" + name + "\" is not present (" + m.status() + ")");
     return Device{DeviceKind::Cuda, index};

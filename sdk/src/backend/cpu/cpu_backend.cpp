@@ -5,16 +5,17 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <utility>
 
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/activation_kernels.hpp"
-#include "backend/seed_mix.hpp"
-#include "backend/cpu/optimizer_kernels.hpp"
+#include "backend/cpu/loss_kernels.hpp"
 #include "backend/cpu/normalization_kernels.hpp"
+#include "backend/cpu/optimizer_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
+#include "backend/loss_math.hpp"
+#include "backend/seed_mix.hpp"
 #include "kx/error.hpp"
 #include "kx/tensor.hpp"
 
@@ -27,20 +28,6 @@ constexpr int64_t kParallelElements = 1 << 15;
 constexpr int64_t kParallelFlops = 1 << 16;
 // From this many rows of A on, C = A B^T transposes B and runs the register-tile kernel.
 constexpr int64_t kDotMaxRows = 256;
-
-template <class T>
-inline int argmax_row(const T* v, int64_t n) {
-  int64_t best = 0;
-  for (int64_t j = 1; j < n; ++j)
-    if (v[j] > v[best]) best = j;
-  return static_cast<int>(best);
-}
-
-inline float sigmoid(float x) { return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x)); }
-// log(1 + exp(x)) without overflow.
-inline double softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
-
-constexpr double kProbEpsilon = 1e-7;  // Keras's backend epsilon, used to clip probabilities
 
 class CpuBackend final : public Backend {
  public:
@@ -76,6 +63,19 @@ class CpuBackend final : public Backend {
   }
   void fill_zero(size_t bytes, void* dst) override {
     if (bytes) std::memset(dst, 0, bytes);
+  }
+
+  // Everything but native convolutions: Conv2D layers run as im2col and GEMMs here.
+  bool supports(const OpQuery& q) const override {
+    return q.op != Op::conv2d_forward && q.op != Op::conv2d_backward;
+  }
+  void conv2d_forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, Activation,
+                      float*) override {
+    fail(Status::Internal, "conv2d_forward on a backend without native convolutions");
+  }
+  void conv2d_backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, float*, float*,
+                       float*) override {
+    fail(Status::Internal, "conv2d_backward on a backend without native convolutions");
   }
 
   std::string gemm_kernel_name() const override {
@@ -229,18 +229,9 @@ class CpuBackend final : public Backend {
 
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
             float grad_scale, float* dout) override {
-    double loss_sum = 0, correct = 0;
-    // Rows in a fixed order on one thread: the sums are bitwise repeatable. The work is O(rows * cols),
-    // small next to the GEMMs that produced `out`.
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* o = out + r * cols;
-      const float* t = y + r * y_cols;
-      float* d = dout ? dout + r * cols : nullptr;
-      loss_sum += row_loss(spec, cols, o, t, grad_scale, d);
-      correct += row_correct(spec, cols, o, t, y_cols);
-    }
-    sums_.loss += loss_sum;
-    sums_.correct += correct;
+    const LossSums s = loss_rows(spec, rows, cols, out, y, y_cols, grad_scale, dout);
+    sums_.loss += s.loss;
+    sums_.correct += s.correct;
   }
   LossSums take_loss_sums() override { return std::exchange(sums_, LossSums{}); }
 
@@ -389,100 +380,6 @@ class CpuBackend final : public Backend {
       for (int64_t j = j0; j < j1; ++j)
         for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * ld + j];
     }
-  }
-
-  // One sample's loss; writes d(loss * grad_scale)/d(out) into d when d is not null.
-  static double row_loss(const LossSpec& spec, int64_t cols, const float* o, const float* t, float scale, float* d) {
-    switch (spec.kind) {
-      case LossKind::SparseCategoricalCrossentropy:
-      case LossKind::CategoricalCrossentropy: {
-        const bool sparse = spec.kind == LossKind::SparseCategoricalCrossentropy;
-        const int64_t label = sparse ? static_cast<int64_t>(t[0]) : -1;
-        auto target = [&](int64_t j) -> double { return sparse ? (j == label ? 1.0 : 0.0) : t[j]; };
-        if (spec.logits) {
-          // Stable log-softmax; gradient softmax(o) * sum(t) - t.
-          double mx = o[0];
-          for (int64_t j = 1; j < cols; ++j) mx = std::max<double>(mx, o[j]);
-          double se = 0;
-          for (int64_t j = 0; j < cols; ++j) se += std::exp(o[j] - mx);
-          const double lse = mx + std::log(se);
-          double loss = 0, tsum = 0;
-          for (int64_t j = 0; j < cols; ++j) {
-            const double tj = target(j);
-            loss -= tj * (o[j] - lse);
-            tsum += tj;
-          }
-          if (d)
-            for (int64_t j = 0; j < cols; ++j)
-              d[j] = static_cast<float>(scale * (std::exp(o[j] - lse) * tsum - target(j)));
-          return loss;
-        }
-        // Probabilities: normalised to sum 1 and clipped to [eps, 1 - eps], as Keras does.
-        double s = 0;
-        for (int64_t j = 0; j < cols; ++j) s += o[j];
-        double loss = 0, tsum = 0;
-        for (int64_t j = 0; j < cols; ++j) {
-          const double tj = target(j);
-          tsum += tj;
-          const double p = o[j] / s;
-          loss -= tj * std::log(std::clamp(p, kProbEpsilon, 1 - kProbEpsilon));
-        }
-        if (d)
-          for (int64_t j = 0; j < cols; ++j) {
-            const double p = o[j] / s;
-            const bool clipped = p < kProbEpsilon || p > 1 - kProbEpsilon;
-            // d/do_j of -sum_k t_k log(o_k / s) = -t_j / o_j + sum(t) / s (zero where clipped).
-            const double g = (clipped ? 0.0 : -target(j) / o[j]) + tsum / s;
-            d[j] = static_cast<float>(scale * g);
-          }
-        return loss;
-      }
-      case LossKind::BinaryCrossentropy: {
-        double loss = 0;
-        for (int64_t j = 0; j < cols; ++j) {
-          const double tj = t[j], x = o[j];
-          if (spec.logits) {
-            loss += softplus(x) - tj * x;  // = -t log s(x) - (1-t) log(1-s(x))
-            if (d) d[j] = static_cast<float>(scale * (sigmoid(o[j]) - tj) / cols);
-          } else {
-            const double p = std::clamp(x, kProbEpsilon, 1 - kProbEpsilon);
-            loss -= tj * std::log(p) + (1 - tj) * std::log(1 - p);
-            if (d) {
-              const bool clipped = x < kProbEpsilon || x > 1 - kProbEpsilon;
-              d[j] = clipped ? 0.0f : static_cast<float>(scale * (-tj / p + (1 - tj) / (1 - p)) / cols);
-            }
-          }
-        }
-        return loss / cols;  // Keras: mean over the last axis
-      }
-      case LossKind::MeanSquaredError: {
-        double loss = 0;
-        for (int64_t j = 0; j < cols; ++j) {
-          const double e = static_cast<double>(o[j]) - t[j];
-          loss += e * e;
-          if (d) d[j] = static_cast<float>(scale * 2.0 * e / cols);
-        }
-        return loss / cols;
-      }
-    }
-    return std::numeric_limits<double>::quiet_NaN();
-  }
-
-  static double row_correct(const LossSpec& spec, int64_t cols, const float* o, const float* t, int64_t y_cols) {
-    switch (spec.accuracy) {
-      case AccuracyKind::SparseCategorical:
-        return argmax_row(o, cols) == static_cast<int64_t>(t[0]) ? 1.0 : 0.0;
-      case AccuracyKind::Categorical:
-        return argmax_row(o, cols) == argmax_row(t, y_cols) ? 1.0 : 0.0;
-      case AccuracyKind::Binary: {
-        // Logits are thresholded at 0, probabilities at 0.5: the same decision.
-        const float threshold = spec.logits ? 0.0f : 0.5f;
-        double hits = 0;
-        for (int64_t j = 0; j < cols; ++j) hits += ((o[j] > threshold) == (t[j] > 0.5f)) ? 1.0 : 0.0;
-        return hits / cols;
-      }
-    }
-    return 0;
   }
 
   int threads_;

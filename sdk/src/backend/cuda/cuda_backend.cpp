@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda_backend.hpp"
@@ -16,7 +17,7 @@
 #include "backend/cuda/cudnn_conv.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
-#include "backend/module_api.hpp"
+#include "backend/module/module_export.hpp"
 
 namespace kx::backend::cuda {
 namespace {
@@ -25,18 +26,18 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendati
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, const HostServices& host)
-      : host_(host), device_(device), stream_(device, host), host_sums_(2, host) {
+  CudaBackend(int device, const BackendOptions& options) : device_(device), stream_(device), host_sums_(2) {
     // Memory handed back to the pool stays there for the next allocation instead of going back to
     // the driver: plans reallocated between fit and evaluate cost no cudaMalloc.
-    check(host_, cudaDeviceGetDefaultMemPool(&pool_, device_), "cudaDeviceGetDefaultMemPool");
+    check(cudaDeviceGetDefaultMemPool(&pool_, device_), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX;
-    check(host_, cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
     workspace_ = allocate(kWorkspaceBytes);
     sums_ = allocate(2 * sizeof(double));
     partials_ = allocate(2 * sizeof(double) * kLossMaxBlocks);
-    gemm_ = std::make_unique<LtGemm>(host_, workspace_.data<void>(), kWorkspaceBytes);
-    conv_ = CudnnConv::create(*this, host_, device_, stream_);
+    gemm_ = std::make_unique<LtGemm>(workspace_.data<void>(), kWorkspaceBytes);
+    if (options.cudnn) conv_ = CudnnConv::create(*this, device_, stream_);
+    set_tf32(options.tf32);
   }
 
   // The members go in reverse order: the GEMM plans, the device buffers (freed on the stream), the
@@ -56,10 +57,10 @@ class CudaBackend final : public Backend {
     void* p = nullptr;
     if (const cudaError_t e = cudaMallocFromPoolAsync(&p, bytes, pool_, stream_); e != cudaSuccess) {
       cudaGetLastError();  // not the next kernel's error: a caller may go on without this memory
-      check(host_, e, "allocating device memory");
+      check(e, "allocating device memory");
     }
     DeviceBuffer b(this, p, bytes);
-    check(host_, cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync");
+    check(cudaMemsetAsync(p, 0, bytes, stream_), "cudaMemsetAsync");
     return b;
   }
   bool host_accessible() const override { return false; }
@@ -67,24 +68,30 @@ class CudaBackend final : public Backend {
     if (bytes == 0) return;
     use_device();
     // From pageable memory the copy is staged before the call returns: the host may reuse its buffer.
-    check(host_, cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "copy to the device");
+    check(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_), "copy to the device");
   }
   void to_host(const void* src, size_t bytes, void* host) override {
     if (bytes == 0) return;
     use_device();
-    check(host_, cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to the host");
-    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+    check(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, stream_), "copy to the host");
+    check(cudaStreamSynchronize(stream_), "a kernel of this step");
   }
   void fill_zero(size_t bytes, void* dst) override {
     if (bytes == 0) return;
     use_device();
-    check(host_, cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync");
+    check(cudaMemsetAsync(dst, 0, bytes, stream_), "cudaMemsetAsync");
   }
   void set_tf32(bool on) override {
     gemm_->set_tf32(on);
     if (conv_) conv_->set_tf32(on);
   }
   ReplicaStream replica_stream() const { return {device_, stream_}; }
+
+  // Every kernel; convolutions natively where cuDNN takes the geometry.
+  bool supports(const OpQuery& q) const override {
+    if (q.op == Op::conv2d_forward || q.op == Op::conv2d_backward) return conv_ && CudnnConv::supports(q.window);
+    return true;
+  }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
@@ -116,10 +123,10 @@ class CudaBackend final : public Backend {
   }
   LossSums take_loss_sums() override {
     use_device();
-    check(host_, cudaMemcpyAsync(host_sums_.get(), sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+    check(cudaMemcpyAsync(host_sums_.get(), sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
           "reading the loss");
-    check(host_, cudaMemsetAsync(sums_.data(), 0, 2 * sizeof(double), stream_), "cudaMemsetAsync");
-    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+    check(cudaMemsetAsync(sums_.data(), 0, 2 * sizeof(double), stream_), "cudaMemsetAsync");
+    check(cudaStreamSynchronize(stream_), "a kernel of this step");
     return {host_sums_[0], host_sums_[1]};
   }
   void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
@@ -132,7 +139,6 @@ class CudaBackend final : public Backend {
     cuda::col2im(stream_, g, rows, col, dx);
     launched("col2im");
   }
-  bool has_conv2d(const Window2d& g) const override { return conv_ && CudnnConv::supports(g); }
   void conv2d_forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
                       const float* bias, Activation act, float* y) override {
     use_device();
@@ -196,7 +202,7 @@ class CudaBackend final : public Backend {
   void copy(int64_t n, const float* src, float* dst) override {
     if (n == 0 || src == dst) return;
     use_device();
-    check(host_, cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream_),
           "device copy");
   }
   void add(int64_t n, const float* a, const float* b, float* out) override {
@@ -213,10 +219,9 @@ class CudaBackend final : public Backend {
                     int64_t dst_ld) override {
     if (rows * cols == 0) return;
     use_device();
-    check(host_,
-          cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_ld) * sizeof(float), src, static_cast<size_t>(src_ld) * sizeof(float),
-                            static_cast<size_t>(cols) * sizeof(float), static_cast<size_t>(rows), cudaMemcpyDeviceToDevice,
-                            stream_),
+    check(cudaMemcpy2DAsync(dst, static_cast<size_t>(dst_ld) * sizeof(float), src,
+                            static_cast<size_t>(src_ld) * sizeof(float), static_cast<size_t>(cols) * sizeof(float),
+                            static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream_),
           "device copy of columns");
   }
   void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) override {
@@ -232,15 +237,16 @@ class CudaBackend final : public Backend {
   }
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     if (count > kMaxSharedReplicas)
-      raise(host_, Status::Unsupported,
-            std::to_string(count) + " replicas on one GPU; at most " + std::to_string(kMaxSharedReplicas) + " are supported");
+      fail(Status::Unsupported,
+           std::to_string(count) + " replicas on one GPU; at most " + std::to_string(kMaxSharedReplicas) +
+               " are supported");
     use_device();
     cuda::sum_across(stream_, first, n, buffers, count);
     launched("gradient sum");
   }
   void synchronize() override {
     use_device();
-    check(host_, cudaStreamSynchronize(stream_), "a kernel of this step");
+    check(cudaStreamSynchronize(stream_), "a kernel of this step");
   }
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
     use_device();
@@ -249,11 +255,11 @@ class CudaBackend final : public Backend {
   }
   std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) override {
     use_device();
-    return make_cuda_transfer_ring(*this, host_, device_, stream_, slots, slot_bytes);
+    return make_cuda_transfer_ring(*this, device_, stream_, slots, slot_bytes);
   }
 
   std::unique_ptr<StepGraph> capture(const std::function<void()>& body) override {
-    return capture_step(host_, device_, stream_, body);
+    return capture_step(device_, stream_, body);
   }
 
  protected:
@@ -264,10 +270,9 @@ class CudaBackend final : public Backend {
 
  private:
   // The current device is per host thread, and replicas run on several threads.
-  void use_device() { check(host_, cudaSetDevice(device_), "cudaSetDevice"); }
-  void launched(const char* what) { check(host_, cudaGetLastError(), what); }
+  void use_device() { check(cudaSetDevice(device_), "cudaSetDevice"); }
+  void launched(const char* what) { check(cudaGetLastError(), what); }
 
-  const HostServices& host_;
   int device_;
   OwnedStream stream_;
   PinnedArray<double> host_sums_;
@@ -299,21 +304,34 @@ void describe_device(int index, char* buf, size_t buf_len) {
                 static_cast<double>(p.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0), p.major, p.minor);
 }
 
-std::unique_ptr<Backend> create_backend(int index, const HostServices& host) {
-  return std::make_unique<CudaBackend>(index, host);
+int32_t create_backend(module::ModuleError* error, int32_t index, const BackendOptions* options,
+                       module::BackendHandle** backend) {
+  *backend = nullptr;
+  return module::guarded(error, [&] { *backend = module::to_handle(std::make_unique<CudaBackend>(index, *options)); });
 }
 
-constexpr ModuleApi kApi{kInterfaceVersion, &device_count, &describe_device, &create_backend, &create_collective};
+int32_t create_collective(module::ModuleError* error, module::BackendHandle* const* replicas, int32_t count,
+                          module::CollectiveHandle** collective) {
+  *collective = nullptr;
+  return module::guarded(error, [&] {
+    std::vector<Backend*> backends;
+    for (int32_t k = 0; k < count; ++k) backends.push_back(&module::backend_of(replicas[k]));
+    *collective = module::to_handle(create_nccl_collective(backends.data(), count));
+  });
+}
+
+constexpr module::ModuleTable kModule =
+    module::make_module_table(&device_count, &describe_device, &create_backend, &create_collective);
 
 }  // namespace
 
-ReplicaStream replica_stream(Backend& be, const HostServices& host) {
+ReplicaStream replica_stream(Backend& be) {
   auto* cuda = dynamic_cast<CudaBackend*>(&be);
-  if (!cuda) raise(host, Status::Misuse, "a collective between GPUs was given a backend of another kind");
+  if (!cuda) fail(Status::Misuse, "a collective between GPUs was given a backend of another kind");
   return cuda->replica_stream();
 }
 }  // namespace kx::backend::cuda
 
-extern "C" __attribute__((visibility("default"))) const kx::backend::ModuleApi* kx_backend_module_v2() {
-  return &kx::backend::cuda::kApi;
+extern "C" __attribute__((visibility("default"))) const kx::backend::module::ModuleTable* kx_backend_module_v2() {
+  return &kx::backend::cuda::kModule;
 }

@@ -5,7 +5,6 @@
 #include <memory>
 
 #include "backend/backend.hpp"
-#include "backend/module_api.hpp"
 #include "distribute/collective.hpp"
 
 namespace kx::backend::cuda {
@@ -16,10 +15,9 @@ struct ReplicaStream {
 };
 
 // The device and stream of a backend this module created; Status::Misuse for any other backend.
-ReplicaStream replica_stream(Backend& be, const HostServices& host);
+ReplicaStream replica_stream(Backend& be);
 
-// NCCL between replicas on distinct GPUs (nccl_collective.cpp): ModuleApi::create_collective.
-std::unique_ptr<distribute::Collective> create_collective(Backend* const* replicas, int count,
-                                                          const HostServices& host);
+// NCCL between replicas on distinct GPUs (nccl_collective.cpp): the module's create_collective.
+std::unique_ptr<distribute::Collective> create_nccl_collective(Backend* const* replicas, int count);
 
 }  // namespace kx::backend::cuda

@@ -10,9 +10,9 @@ namespace kx::backend::cuda {
 // A non-blocking stream on one device; destroyed once its work has finished.
 class OwnedStream {
  public:
-  OwnedStream(int device, const HostServices& host) : device_(device) {
-    check(host, cudaSetDevice(device), "cudaSetDevice");
-    check(host, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  explicit OwnedStream(int device) : device_(device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   }
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
@@ -32,8 +32,8 @@ class OwnedStream {
 template <class T>
 class PinnedArray {
  public:
-  PinnedArray(size_t count, const HostServices& host) {
-    check(host, cudaMallocHost(&p_, count * sizeof(T)), "cudaMallocHost");
+  explicit PinnedArray(size_t count) {
+    check(cudaMallocHost(&p_, count * sizeof(T)), "cudaMallocHost");
   }
   PinnedArray(const PinnedArray&) = delete;
   PinnedArray& operator=(const PinnedArray&) = delete;

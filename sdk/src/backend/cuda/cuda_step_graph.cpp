@@ -1,14 +1,15 @@
 #include "backend/cuda/cuda_step_graph.hpp"
 
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/out_of_memory.hpp"
 
 namespace kx::backend::cuda {
 namespace {
 
 class CudaStepGraph final : public StepGraph {
  public:
-  CudaStepGraph(const HostServices& host, int device, cudaStream_t stream, cudaGraphExec_t exec)
-      : host_(host), device_(device), stream_(stream), exec_(exec) {}
+  CudaStepGraph(int device, cudaStream_t stream, cudaGraphExec_t exec)
+      : device_(device), stream_(stream), exec_(exec) {}
   CudaStepGraph(const CudaStepGraph&) = delete;
   CudaStepGraph& operator=(const CudaStepGraph&) = delete;
   ~CudaStepGraph() override {
@@ -18,12 +19,11 @@ class CudaStepGraph final : public StepGraph {
   }
 
   void launch() override {
-    check(host_, cudaSetDevice(device_), "cudaSetDevice");
-    check(host_, cudaGraphLaunch(exec_, stream_), "launching the captured step");
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaGraphLaunch(exec_, stream_), "launching the captured step");
   }
 
  private:
-  const HostServices& host_;
   int device_;
   cudaStream_t stream_;
   cudaGraphExec_t exec_;
@@ -63,21 +63,21 @@ class Capture {
 
 }  // namespace
 
-std::unique_ptr<StepGraph> capture_step(const HostServices& host, int device, cudaStream_t stream,
-                                        const std::function<void()>& body) {
+std::unique_ptr<StepGraph> capture_step(int device, cudaStream_t stream, const std::function<void()>& body) {
   cudaGetLastError();
   Capture capture(device, stream);
   if (!capture.ok()) return nullptr;
   try {
     body();
   } catch (...) {
+    if (is_out_of_memory(std::current_exception())) throw;  // after the capture has ended
     return nullptr;  // the caller runs body eagerly, where a real error shows itself
   }
   const cudaGraph_t graph = capture.end();
   if (!graph) return nullptr;
   cudaGraphExec_t exec = nullptr;
   if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) return nullptr;
-  return std::make_unique<CudaStepGraph>(host, device, stream, exec);
+  return std::make_unique<CudaStepGraph>(device, stream, exec);
 }
 
 }  // namespace kx::backend::cuda

@@ -11,8 +11,8 @@ namespace {
 // An event for ordering only (no timing), destroyed with its owner.
 class OwnedEvent {
  public:
-  explicit OwnedEvent(const HostServices& host) {
-    check(host, cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
+  OwnedEvent() {
+    check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreate");
   }
   OwnedEvent(OwnedEvent&& o) noexcept : event_(o.event_) { o.event_ = nullptr; }
   OwnedEvent(const OwnedEvent&) = delete;
@@ -29,14 +29,13 @@ class OwnedEvent {
 
 class CudaTransferRing final : public TransferRing {
  public:
-  CudaTransferRing(Backend& be, const HostServices& host, int device, cudaStream_t compute, int slots,
-                   size_t slot_bytes)
-      : host_(host), device_(device), compute_(compute), slot_bytes_(slot_bytes), copies_(device, host),
+  CudaTransferRing(Backend& be, int device, cudaStream_t compute, int slots, size_t slot_bytes)
+      : device_(device), compute_(compute), slot_bytes_(slot_bytes), copies_(device),
         device_slots_(be.allocate(static_cast<size_t>(slots) * slot_bytes)) {
     for (int s = 0; s < slots; ++s) {
-      pinned_.push_back(std::make_unique<PinnedArray<char>>(slot_bytes, host));
-      copied_.emplace_back(host);
-      released_.emplace_back(host);
+      pinned_.push_back(std::make_unique<PinnedArray<char>>(slot_bytes));
+      copied_.emplace_back();
+      released_.emplace_back();
     }
   }
   // The copy stream (a member) finishes its copies before it goes; then the events and pinned memory.
@@ -48,27 +47,25 @@ class CudaTransferRing final : public TransferRing {
   void* host_slot(int slot) override { return pinned_[static_cast<size_t>(slot)]->get(); }
   void* device_slots() override { return device_slots_.data(); }
   void wait_host_writable(int slot) override {
-    check(host_, cudaEventSynchronize(copied_[static_cast<size_t>(slot)]), "waiting for a batch copy");
+    check(cudaEventSynchronize(copied_[static_cast<size_t>(slot)]), "waiting for a batch copy");
   }
   void upload(int slot, size_t bytes) override {
     const auto s = static_cast<size_t>(slot);
-    check(host_, cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaSetDevice(device_), "cudaSetDevice");
     // An event never recorded counts as passed: the first turn of each slot waits for nothing.
-    check(host_, cudaStreamWaitEvent(copies_, released_[s], 0), "ordering a batch copy");
-    check(host_,
-          cudaMemcpyAsync(device_slots_.data<char>() + s * slot_bytes_, host_slot(slot), bytes, cudaMemcpyHostToDevice,
+    check(cudaStreamWaitEvent(copies_, released_[s], 0), "ordering a batch copy");
+    check(cudaMemcpyAsync(device_slots_.data<char>() + s * slot_bytes_, host_slot(slot), bytes, cudaMemcpyHostToDevice,
                           copies_),
           "copying a batch to the device");
-    check(host_, cudaEventRecord(copied_[s], copies_), "cudaEventRecord");
-    check(host_, cudaStreamWaitEvent(compute_, copied_[s], 0), "ordering the step after its batch");
+    check(cudaEventRecord(copied_[s], copies_), "cudaEventRecord");
+    check(cudaStreamWaitEvent(compute_, copied_[s], 0), "ordering the step after its batch");
   }
   void release(int slot) override {
-    check(host_, cudaSetDevice(device_), "cudaSetDevice");
-    check(host_, cudaEventRecord(released_[static_cast<size_t>(slot)], compute_), "cudaEventRecord");
+    check(cudaSetDevice(device_), "cudaSetDevice");
+    check(cudaEventRecord(released_[static_cast<size_t>(slot)], compute_), "cudaEventRecord");
   }
 
  private:
-  const HostServices& host_;
   int device_;
   cudaStream_t compute_;
   size_t slot_bytes_;
@@ -80,9 +77,9 @@ class CudaTransferRing final : public TransferRing {
 
 }  // namespace
 
-std::unique_ptr<TransferRing> make_cuda_transfer_ring(Backend& be, const HostServices& host, int device,
+std::unique_ptr<TransferRing> make_cuda_transfer_ring(Backend& be, int device,
                                                       cudaStream_t compute, int slots, size_t slot_bytes) {
-  return std::make_unique<CudaTransferRing>(be, host, device, compute, slots, slot_bytes);
+  return std::make_unique<CudaTransferRing>(be, device, compute, slots, slot_bytes);
 }
 
 }  // namespace kx::backend::cuda

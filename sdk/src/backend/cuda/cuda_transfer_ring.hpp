@@ -7,12 +7,11 @@
 #include <memory>
 
 #include "backend/backend.hpp"
-#include "backend/module_api.hpp"
 
 namespace kx::backend::cuda {
 
 // A TransferRing whose device slots come from be (memory of `device`), feeding `compute`.
-std::unique_ptr<TransferRing> make_cuda_transfer_ring(Backend& be, const HostServices& host, int device,
+std::unique_ptr<TransferRing> make_cuda_transfer_ring(Backend& be, int device,
                                                       cudaStream_t compute, int slots, size_t slot_bytes);
 
 }  // namespace kx::backend::cuda

@@ -1,7 +1,5 @@
 #include "backend/cuda/cudnn_conv.hpp"
 
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "backend/cuda/cuda_check.hpp"
@@ -13,18 +11,18 @@ namespace kx::backend::cuda {
 
 // Built without cudnn.h: no cuDNN, every convolution goes through im2col and cuBLASLt.
 struct CudnnConv::Plan {};
-std::unique_ptr<CudnnConv> CudnnConv::create(Backend&, const HostServices&, int, cudaStream_t) { return nullptr; }
-CudnnConv::CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle)
-    : be_(be), host_(host), device_(device), stream_(stream), handle_(handle) {}
+std::unique_ptr<CudnnConv> CudnnConv::create(Backend&, int, cudaStream_t) { return nullptr; }
+CudnnConv::CudnnConv(Backend& be, int device, cudaStream_t stream, void* handle)
+    : be_(be), device_(device), stream_(stream), handle_(handle) {}
 CudnnConv::~CudnnConv() = default;
 bool CudnnConv::supports(const Window2d&) { return false; }
 void CudnnConv::forward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, Activation,
                         float*) {
-  raise(host_, Status::Internal, "this build has no cuDNN");
+  fail(Status::Internal, "this build has no cuDNN");
 }
 void CudnnConv::backward(const Window2d&, int64_t, int64_t, const float*, const float*, const float*, float*, float*,
                          float*) {
-  raise(host_, Status::Internal, "this build has no cuDNN");
+  fail(Status::Internal, "this build has no cuDNN");
 }
 
 }  // namespace kx::backend::cuda
@@ -41,12 +39,12 @@ namespace {
 // Algorithms needing more scratch than this are passed over.
 constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
 
-void check(const HostServices& host, cudnnStatus_t s, const char* what) {
+void check(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) return;
   const Status status = s == CUDNN_STATUS_ALLOC_FAILED ? Status::OutOfMemory
                         : s == CUDNN_STATUS_NOT_SUPPORTED ? Status::Unsupported
                                                           : Status::Device;
-  raise(host, status, std::string(what) + ": " + CudnnLibrary::get().error_string(s));
+  fail(status, std::string(what) + ": " + CudnnLibrary::get().error_string(s));
 }
 
 // The first of cuDNN's ranked algorithms that succeeds, is deterministic (runs repeat bitwise), fits
@@ -66,13 +64,13 @@ const Perf* pick(const Perf* perf, int n, bool strict_fp32) {
 // Sets algo and bytes from the ranked list. With TF32 allowed the descriptor takes the math the
 // algorithm was ranked with, as cuDNN advises; strict float32 keeps FMA math.
 template <class Perf, class Algo>
-void choose(const HostServices& host, const Perf* perf, int n, bool strict_fp32, cudnnConvolutionDescriptor_t conv,
+void choose(const Perf* perf, int n, bool strict_fp32, cudnnConvolutionDescriptor_t conv,
             const std::string& what, Algo* algo, size_t* bytes) {
   const Perf* p = pick(perf, n, strict_fp32);
-  if (!p) raise(host, Status::Unsupported, "cuDNN has no deterministic algorithm for the " + what);
+  if (!p) fail(Status::Unsupported, "cuDNN has no deterministic algorithm for the " + what);
   *algo = p->algo;
   *bytes = p->memory;
-  if (!strict_fp32) check(host, CudnnLibrary::get().set_math_type(conv, p->mathType), "cudnnSetConvolutionMathType");
+  if (!strict_fp32) check(CudnnLibrary::get().set_math_type(conv, p->mathType), "cudnnSetConvolutionMathType");
 }
 
 }  // namespace
@@ -99,9 +97,7 @@ struct CudnnConv::Plan {
   }
 };
 
-std::unique_ptr<CudnnConv> CudnnConv::create(Backend& be, const HostServices& host, int device, cudaStream_t stream) {
-  const char* setting = std::getenv("KX_CUDNN");
-  if (setting && std::strcmp(setting, "0") == 0) return nullptr;
+std::unique_ptr<CudnnConv> CudnnConv::create(Backend& be, int device, cudaStream_t stream) {
   const CudnnLibrary& lib = CudnnLibrary::get();
   if (!lib.usable()) return nullptr;
   cudaSetDevice(device);
@@ -111,11 +107,11 @@ std::unique_ptr<CudnnConv> CudnnConv::create(Backend& be, const HostServices& ho
     lib.destroy(handle);
     return nullptr;
   }
-  return std::make_unique<CudnnConv>(be, host, device, stream, handle);
+  return std::make_unique<CudnnConv>(be, device, stream, handle);
 }
 
-CudnnConv::CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle)
-    : be_(be), host_(host), device_(device), stream_(stream), handle_(handle) {}
+CudnnConv::CudnnConv(Backend& be, int device, cudaStream_t stream, void* handle)
+    : be_(be), device_(device), stream_(stream), handle_(handle) {}
 
 CudnnConv::~CudnnConv() {
   plans_.clear();
@@ -134,23 +130,22 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
   const CudnnLibrary& lib = CudnnLibrary::get();
   auto p = std::make_unique<Plan>(lib);
   const auto i = [](int64_t v) { return static_cast<int>(v); };
-  check(host_, lib.create_tensor(&p->x), "cudnnCreateTensorDescriptor");
-  check(host_, lib.set_tensor_4d(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(g.channels), i(g.in_h), i(g.in_w)),
+  check(lib.create_tensor(&p->x), "cudnnCreateTensorDescriptor");
+  check(lib.set_tensor_4d(p->x, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(g.channels), i(g.in_h), i(g.in_w)),
         "the input's descriptor");
-  check(host_, lib.create_tensor(&p->y), "cudnnCreateTensorDescriptor");
-  check(host_, lib.set_tensor_4d(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(filters), i(g.out_h), i(g.out_w)),
+  check(lib.create_tensor(&p->y), "cudnnCreateTensorDescriptor");
+  check(lib.set_tensor_4d(p->y, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i(rows), i(filters), i(g.out_h), i(g.out_w)),
         "the output's descriptor");
-  check(host_, lib.create_filter(&p->w), "cudnnCreateFilterDescriptor");
-  check(host_, lib.set_filter_4d(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(filters), i(g.channels), i(g.k_h), i(g.k_w)),
+  check(lib.create_filter(&p->w), "cudnnCreateFilterDescriptor");
+  check(lib.set_filter_4d(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i(filters), i(g.channels), i(g.k_h), i(g.k_w)),
         "the kernel's descriptor");
   const cudnnMathType_t math = tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   for (cudnnConvolutionDescriptor_t* c : {&p->forward_conv, &p->data_conv, &p->filter_conv}) {
-    check(host_, lib.create_convolution(c), "cudnnCreateConvolutionDescriptor");
-    check(host_,
-          lib.set_convolution_2d(*c, i(g.pad_top), i(g.pad_left), i(g.stride_h), i(g.stride_w), 1, 1,
+    check(lib.create_convolution(c), "cudnnCreateConvolutionDescriptor");
+    check(lib.set_convolution_2d(*c, i(g.pad_top), i(g.pad_left), i(g.stride_h), i(g.stride_w), 1, 1,
                                  CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           "the convolution's descriptor");
-    check(host_, lib.set_math_type(*c, math), "cudnnSetConvolutionMathType");
+    check(lib.set_math_type(*c, math), "cudnnSetConvolutionMathType");
   }
   const auto h = static_cast<cudnnHandle_t>(handle_);
   const std::string shape = std::to_string(g.k_h) + "x" + std::to_string(g.k_w) + " convolution of " +
@@ -158,20 +153,19 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
   const bool strict = !tf32_;
   int n = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  check(host_, lib.forward_algorithms(h, p->x, p->w, p->forward_conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fwd),
+  check(lib.forward_algorithms(h, p->x, p->w, p->forward_conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7");
-  choose(host_, fwd, n, strict, p->forward_conv, "output of a " + shape, &p->forward_algo, &p->forward_bytes);
+  choose(fwd, n, strict, p->forward_conv, "output of a " + shape, &p->forward_algo, &p->forward_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  check(host_,
-        lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, bwd_data),
+  check(lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
+                                     bwd_data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  choose(host_, bwd_data, n, strict, p->data_conv, "input gradient of a " + shape, &p->data_algo, &p->data_bytes);
+  choose(bwd_data, n, strict, p->data_conv, "input gradient of a " + shape, &p->data_algo, &p->data_bytes);
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  check(host_,
-        lib.backward_filter_algorithms(h, p->x, p->y, p->filter_conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
+  check(lib.backward_filter_algorithms(h, p->x, p->y, p->filter_conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
                                        bwd_filter),
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  choose(host_, bwd_filter, n, strict, p->filter_conv, "kernel gradient of a " + shape, &p->filter_algo, &p->filter_bytes);
+  choose(bwd_filter, n, strict, p->filter_conv, "kernel gradient of a " + shape, &p->filter_algo, &p->filter_bytes);
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
@@ -203,21 +197,20 @@ void CudnnConv::forward(const Window2d& g, int64_t filters, int64_t rows, const 
   void* ws = workspace(p.forward_bytes);
   transpose(stream_, patch, filters, w, w_ohwi);  // [k_h k_w in, filters] -> [filters, k_h k_w in]
   const float one = 1.0f, zero = 0.0f;
-  check(host_,
-        lib.forward(static_cast<cudnnHandle_t>(handle_), &one, p.x, x, p.w, w_ohwi, p.forward_conv, p.forward_algo, ws,
+  check(lib.forward(static_cast<cudnnHandle_t>(handle_), &one, p.x, x, p.w, w_ohwi, p.forward_conv, p.forward_algo, ws,
                     p.forward_bytes, &zero, p.y, y),
         "cudnnConvolutionForward");
   const bool relu = act == Activation::Relu;
   if (bias || relu) bias_relu(stream_, rows * g.out_h * g.out_w, filters, filters, y, bias, relu);
-  check(host_, cudaGetLastError(), "convolution");
+  check(cudaGetLastError(), "convolution");
 }
 
 void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
                          const float* dz, float* dx, float* dw, float* db) {
   const int64_t patch = g.patch(), positions = rows * g.out_h * g.out_w;
   if (rows == 0) {  // no samples: zero gradients
-    if (dw) check(host_, cudaMemsetAsync(dw, 0, static_cast<size_t>(patch * filters) * sizeof(float), stream_), "memset");
-    if (db) check(host_, cudaMemsetAsync(db, 0, static_cast<size_t>(filters) * sizeof(float), stream_), "memset");
+    if (dw) check(cudaMemsetAsync(dw, 0, static_cast<size_t>(patch * filters) * sizeof(float), stream_), "memset");
+    if (db) check(cudaMemsetAsync(db, 0, static_cast<size_t>(filters) * sizeof(float), stream_), "memset");
     return;
   }
   Plan& p = plan(g, filters, rows);
@@ -228,8 +221,7 @@ void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const
   if (db) bias_grad(stream_, positions, filters, dz, db);
   if (dw) {
     void* ws = workspace(p.filter_bytes);
-    check(host_,
-          lib.backward_filter(h, &one, p.x, x, p.y, dz, p.filter_conv, p.filter_algo, ws, p.filter_bytes, &zero, p.w,
+    check(lib.backward_filter(h, &one, p.x, x, p.y, dz, p.filter_conv, p.filter_algo, ws, p.filter_bytes, &zero, p.w,
                               scratch),
           "cudnnConvolutionBackwardFilter");
     transpose(stream_, filters, patch, scratch, dw);  // [filters, k_h k_w in] -> Keras's layout
@@ -237,11 +229,10 @@ void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const
   if (dx) {
     void* ws = workspace(p.data_bytes);
     transpose(stream_, patch, filters, w, scratch);
-    check(host_,
-          lib.backward_data(h, &one, p.w, scratch, p.y, dz, p.data_conv, p.data_algo, ws, p.data_bytes, &zero, p.x, dx),
+    check(lib.backward_data(h, &one, p.w, scratch, p.y, dz, p.data_conv, p.data_algo, ws, p.data_bytes, &zero, p.x, dx),
           "cudnnConvolutionBackwardData");
   }
-  check(host_, cudaGetLastError(), "convolution gradient");
+  check(cudaGetLastError(), "convolution gradient");
 }
 
 }  // namespace kx::backend::cuda

@@ -10,16 +10,15 @@
 #include <tuple>
 
 #include "backend/backend.hpp"
-#include "backend/module_api.hpp"
 
 namespace kx::backend::cuda {
 
 class CudnnConv {
  public:
-  // Null when cuDNN cannot be opened or KX_CUDNN=0 (convolutions then go through im2col and GEMMs).
-  static std::unique_ptr<CudnnConv> create(Backend& be, const HostServices& host, int device, cudaStream_t stream);
+  // Null when cuDNN cannot be opened (convolutions then go through im2col and GEMMs).
+  static std::unique_ptr<CudnnConv> create(Backend& be, int device, cudaStream_t stream);
   // Takes a cuDNN handle already bound to stream (create makes one).
-  CudnnConv(Backend& be, const HostServices& host, int device, cudaStream_t stream, void* handle);
+  CudnnConv(Backend& be, int device, cudaStream_t stream, void* handle);
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
@@ -41,7 +40,6 @@ class CudnnConv {
   float* kernel_scratch(int64_t floats);
 
   Backend& be_;
-  const HostServices& host_;
   int device_;
   cudaStream_t stream_;
   void* handle_;  // cudnnHandle_t

@@ -4,14 +4,11 @@
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/loss_math.hpp"
 #include "backend/seed_mix.hpp"
 
 namespace kx::backend::cuda {
 namespace {
-
-__device__ inline float sigmoid(float x) {
-  return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x));
-}
 
 __global__ void relu_kernel(int64_t n, float* y) {
   KX_GRID_STRIDE(i, n) y[i] = fmaxf(y[i], 0.0f);

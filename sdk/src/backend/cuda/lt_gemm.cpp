@@ -20,9 +20,8 @@ cublasOperation_t op(Trans t) { return t == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP
 
 }  // namespace
 
-LtGemm::LtGemm(const HostServices& host, void* workspace, size_t workspace_bytes)
-    : host_(host), workspace_(workspace), workspace_bytes_(workspace_bytes) {
-  check(host_, cublasLtCreate(&handle_), "cublasLtCreate");
+LtGemm::LtGemm(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+  check(cublasLtCreate(&handle_), "cublasLtCreate");
 }
 
 LtGemm::~LtGemm() {
@@ -51,24 +50,24 @@ LtGemm::Plan& LtGemm::plan(const Key& key) {
     }
   } guard{p};
   const cublasComputeType_t compute = key.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  check(host_, cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  check(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // Column-major: D^T[N, M] = op(B)^T op(A)^T, so cuBLASLt's A is our B and its B our A.
   const cublasOperation_t op_a = op(key.tb), op_b = op(key.ta);
-  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
-  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
-  check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &key.epilogue, sizeof key.epilogue),
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a), "TRANSA");
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b), "TRANSB");
+  check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &key.epilogue, sizeof key.epilogue),
         "EPILOGUE");
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   // Our B as stored: [K, N] (ldb) read column-major is [N, K]; transposed it is stored [N, K] -> [K, N].
   const bool b_plain = key.tb == Trans::No, a_plain = key.ta == Trans::No;
-  check(host_, cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, u(b_plain ? key.N : key.K), u(b_plain ? key.K : key.N), key.ldb),
+  check(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, u(b_plain ? key.N : key.K), u(b_plain ? key.K : key.N), key.ldb),
         "layout of B");
-  check(host_, cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, u(a_plain ? key.K : key.M), u(a_plain ? key.M : key.K), key.lda),
+  check(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, u(a_plain ? key.K : key.M), u(a_plain ? key.M : key.K), key.lda),
         "layout of A");
-  check(host_, cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(key.N), u(key.M), key.ldc), "layout of C");
+  check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(key.N), u(key.M), key.ldc), "layout of C");
 
   cublasLtMatmulPreference_t pref = nullptr;
-  check(host_, cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = workspace_bytes_;
   const auto align_a = static_cast<uint32_t>(key.align_a), align_b = static_cast<uint32_t>(key.align_b),
              align_c = static_cast<uint32_t>(key.align_c);
@@ -82,7 +81,7 @@ LtGemm::Plan& LtGemm::plan(const Key& key) {
   const cublasStatus_t st =
       cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(host_, st, "cublasLtMatmulAlgoGetHeuristic");
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) check(st, "cublasLtMatmulAlgoGetHeuristic");
   p.usable = st == CUBLAS_STATUS_SUCCESS && found > 0;
   if (p.usable) p.algo = result.algo;
   guard.keep = true;
@@ -94,7 +93,7 @@ bool LtGemm::matmul(cudaStream_t stream, const Key& key, const float* A, const f
   Plan& p = plan(key);
   if (!p.usable) return false;
   if (epilogue_pointer)
-    check(host_, cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epilogue_pointer,
+    check(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epilogue_pointer,
                                                 sizeof epilogue_pointer),
           "BIAS_POINTER");
   const float alpha = 1.0f;
@@ -104,7 +103,7 @@ bool LtGemm::matmul(cudaStream_t stream, const Key& key, const float* A, const f
     p.usable = false;  // the fused form is refused: the caller falls back, now and from now on
     return false;
   }
-  check(host_, st, "cublasLtMatmul");
+  check(st, "cublasLtMatmul");
   return true;
 }
 
@@ -112,7 +111,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) {
   if (ep.bias_grad) {
     if (tb != Trans::No || ldb != N || ep.bias || ep.activation != Activation::None)
-      raise(host_, Status::Internal, "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");
+      fail(Status::Internal, "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");
     // cuBLASLt's A is our B (see above): its BGRADA sums op(B) over k into a vector of N, written
     // through the bias pointer, which it reads in 16-byte vectors.
     const bool fused = M > 0 && N > 0 && K > 0 && alignment(ep.bias_grad) >= 16 &&
@@ -121,7 +120,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
                                   alignment(A), alignment(B), alignment(C)},
                               A, B, beta, C, ep.bias_grad);
     if (fused) {
-      check(host_, cudaGetLastError(), "GEMM with the bias gradient");
+      check(cudaGetLastError(), "GEMM with the bias gradient");
       return;
     }
     bias_grad(stream, K, N, B, ep.bias_grad);
@@ -137,7 +136,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
   if (fuse) epilogue = fuse_bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
   if (K <= 0) {  // an empty sum: C = beta C, then the epilogue
-    if (beta == 0.0f) check(host_, cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
+    if (beta == 0.0f) check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
   } else {
     auto key = [&](cublasLtEpilogue_t e) {
       return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};
@@ -145,14 +144,14 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
     if (!matmul(stream, key(epilogue), A, B, beta, C, fuse_bias ? ep.bias : nullptr)) {
       // No fused form: the plain product, then the epilogue as a kernel of its own.
       if (epilogue == CUBLASLT_EPILOGUE_DEFAULT || !matmul(stream, key(CUBLASLT_EPILOGUE_DEFAULT), A, B, beta, C, nullptr))
-        raise(host_, Status::Unsupported,
+        fail(Status::Unsupported,
               "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) + "x" +
                   std::to_string(K) + " GEMM");
       fuse = false;
     }
   }
   if (!fuse && (ep.bias || relu)) bias_relu(stream, M, N, ldc, C, ep.bias, relu);
-  check(host_, cudaGetLastError(), "GEMM epilogue");
+  check(cudaGetLastError(), "GEMM epilogue");
 }
 
 }  // namespace kx::backend::cuda

@@ -10,13 +10,12 @@
 #include <tuple>
 
 #include "backend/backend.hpp"
-#include "backend/module_api.hpp"
 
 namespace kx::backend::cuda {
 
 class LtGemm {
  public:
-  LtGemm(const HostServices& host, void* workspace, size_t workspace_bytes);
+  LtGemm(void* workspace, size_t workspace_bytes);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
@@ -53,7 +52,6 @@ class LtGemm {
   bool matmul(cudaStream_t stream, const Key& key, const float* A, const float* B, float beta, float* C,
               const void* epilogue_pointer);
 
-  const HostServices& host_;
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   size_t workspace_bytes_;

@@ -31,10 +31,10 @@ struct NcclLibrary {
   decltype(&ncclGetErrorString) error_string = nullptr;
 
   // Loads NCCL once per process; the library stays loaded (its communicators' threads need it).
-  static const NcclLibrary& load(const HostServices& host) {
+  static const NcclLibrary& load() {
     static const NcclLibrary lib = open();
     if (!lib.all_reduce)
-      raise(host, Status::Unsupported,
+      fail(Status::Unsupported,
             "replicas on several GPUs need NCCL, and libnccl.so.2 could not be loaded (" + lib.why +
                 "); install NCCL 2 or train on one GPU");
     return lib;
@@ -63,14 +63,13 @@ struct NcclLibrary {
 
 class NcclCollective final : public distribute::Collective {
  public:
-  NcclCollective(Backend* const* replicas, int count, const HostServices& host)
-      : host_(host), nccl_(NcclLibrary::load(host)) {
+  NcclCollective(Backend* const* replicas, int count) : nccl_(NcclLibrary::load()) {
     std::vector<int> devices;
     for (int k = 0; k < count; ++k) {
-      streams_.push_back(replica_stream(*replicas[k], host));
+      streams_.push_back(replica_stream(*replicas[k]));
       for (int d : devices)
         if (d == streams_.back().device)
-          raise(host, Status::Unsupported,
+          fail(Status::Unsupported,
                 "NCCL needs one replica per GPU, and cuda:" + std::to_string(d) + " is named twice");
       devices.push_back(streams_.back().device);
     }
@@ -88,7 +87,7 @@ class NcclCollective final : public distribute::Collective {
 
   void all_reduce_sum(int replica, Backend&, float* buffer, int64_t n) override {
     const ReplicaStream& r = streams_[static_cast<size_t>(replica)];
-    check(host_, cudaSetDevice(r.device), "cudaSetDevice");
+    check(cudaSetDevice(r.device), "cudaSetDevice");
     check_nccl(nccl_.all_reduce(buffer, buffer, static_cast<size_t>(n), ncclFloat32, ncclSum,
                                 comms_[static_cast<size_t>(replica)], r.stream),
                "ncclAllReduce of the gradients");
@@ -100,10 +99,9 @@ class NcclCollective final : public distribute::Collective {
   void check_nccl(ncclResult_t r, const char* what) const {
     if (r == ncclSuccess) return;
     const Status s = r == ncclInvalidArgument || r == ncclInvalidUsage ? Status::Internal : Status::Device;
-    raise(host_, s, std::string(what) + ": " + nccl_.error_string(r));
+    fail(s, std::string(what) + ": " + nccl_.error_string(r));
   }
 
-  const HostServices& host_;
   const NcclLibrary& nccl_;
   std::vector<ReplicaStream> streams_;
   std::vector<ncclComm_t> comms_;
@@ -111,15 +109,14 @@ class NcclCollective final : public distribute::Collective {
 
 }  // namespace
 
-std::unique_ptr<distribute::Collective> create_collective(Backend* const* replicas, int count,
-                                                          const HostServices& host) {
-  return std::make_unique<NcclCollective>(replicas, count, host);
+std::unique_ptr<distribute::Collective> create_nccl_collective(Backend* const* replicas, int count) {
+  return std::make_unique<NcclCollective>(replicas, count);
 }
 
 #else
 
-std::unique_ptr<distribute::Collective> create_collective(Backend* const*, int, const HostServices& host) {
-  raise(host, Status::Unsupported,
+std::unique_ptr<distribute::Collective> create_nccl_collective(Backend* const*, int) {
+  fail(Status::Unsupported,
         "replicas on several GPUs need NCCL, and this build of the CUDA module was made without nccl.h");
 }
 

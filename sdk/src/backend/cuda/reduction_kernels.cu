@@ -3,11 +3,10 @@
 #include <cmath>
 
 #include "backend/cuda/kernels.cuh"
+#include "backend/loss_math.hpp"
 
 namespace kx::backend::cuda {
 namespace {
-
-constexpr double kProbEpsilon = 1e-7;  // Keras's epsilon, as in the CPU backend
 
 // db[c] = sum over rows of dz[r, c]: a block of 32 columns x 8 row groups; each thread sums every
 // 8th row, then the 8 partial sums are added in order.
@@ -51,8 +50,6 @@ __device__ inline int64_t row_argmax(const float* v, int64_t n, int lane) {
   if (at == n) best = -INFINITY;
   return warp_argmax(best, at);
 }
-__device__ inline double softplus(double x) { return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x)); }
-__device__ inline float sigmoidf(float x) { return x >= 0 ? 1.0f / (1.0f + expf(-x)) : expf(x) / (1.0f + expf(x)); }
 
 struct RowResult {
   double loss, correct;
@@ -67,8 +64,7 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
     case LossKind::CategoricalCrossentropy: {
       const bool sparse = kind == LossKind::SparseCategoricalCrossentropy;
       const int64_t label = sparse ? static_cast<int64_t>(t[0]) : -1;
-      auto target = [&](int64_t j) -> double { return sparse ? (j == label ? 1.0 : 0.0) : t[j]; };
-      double tsum = 0;
+      double t_sum = 0;
       if (logits) {
         double mx = -INFINITY;
         for (int64_t j = lane; j < cols; j += 32) mx = fmax(mx, static_cast<double>(o[j]));
@@ -77,32 +73,29 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
         for (int64_t j = lane; j < cols; j += 32) se += exp(o[j] - mx);
         const double lse = mx + log(warp_sum(se));
         for (int64_t j = lane; j < cols; j += 32) {
-          const double tj = target(j);
-          loss -= tj * (o[j] - lse);
-          tsum += tj;
+          const double tj = class_target(t, sparse, label, j);
+          loss -= softmax_log_likelihood(tj, o[j], lse);
+          t_sum += tj;
         }
         loss = warp_sum(loss);
-        tsum = warp_sum(tsum);
+        t_sum = warp_sum(t_sum);
         if (d)
-          for (int64_t j = lane; j < cols; j += 32) d[j] = static_cast<float>(scale * (exp(o[j] - lse) * tsum - target(j)));
+          for (int64_t j = lane; j < cols; j += 32)
+            d[j] = softmax_cross_entropy_grad(scale, o[j], lse, t_sum, class_target(t, sparse, label, j));
       } else {
         double s = 0;
         for (int64_t j = lane; j < cols; j += 32) s += o[j];
         s = warp_sum(s);
         for (int64_t j = lane; j < cols; j += 32) {
-          const double tj = target(j);
-          tsum += tj;
-          const double p = o[j] / s;
-          loss -= tj * log(fmin(fmax(p, kProbEpsilon), 1 - kProbEpsilon));
+          const double tj = class_target(t, sparse, label, j);
+          t_sum += tj;
+          loss -= probability_log_likelihood(tj, o[j] / s);
         }
         loss = warp_sum(loss);
-        tsum = warp_sum(tsum);
+        t_sum = warp_sum(t_sum);
         if (d)
-          for (int64_t j = lane; j < cols; j += 32) {
-            const double p = o[j] / s;
-            const bool clipped = p < kProbEpsilon || p > 1 - kProbEpsilon;
-            d[j] = static_cast<float>(scale * ((clipped ? 0.0 : -target(j) / o[j]) + tsum / s));
-          }
+          for (int64_t j = lane; j < cols; j += 32)
+            d[j] = probability_cross_entropy_grad(scale, o[j], s, t_sum, class_target(t, sparse, label, j));
       }
       break;
     }
@@ -110,15 +103,11 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
       for (int64_t j = lane; j < cols; j += 32) {
         const double tj = t[j], x = o[j];
         if (logits) {
-          loss += softplus(x) - tj * x;
-          if (d) d[j] = static_cast<float>(scale * (sigmoidf(o[j]) - tj) / cols);
+          loss += binary_logit_loss(x, tj);
+          if (d) d[j] = binary_logit_grad(scale, o[j], tj, cols);
         } else {
-          const double p = fmin(fmax(x, kProbEpsilon), 1 - kProbEpsilon);
-          loss -= tj * log(p) + (1 - tj) * log(1 - p);
-          if (d) {
-            const bool clipped = x < kProbEpsilon || x > 1 - kProbEpsilon;
-            d[j] = clipped ? 0.0f : static_cast<float>(scale * (-tj / p + (1 - tj) / (1 - p)) / cols);
-          }
+          loss -= binary_log_likelihood(x, tj);
+          if (d) d[j] = binary_probability_grad(scale, x, tj, cols);
         }
       }
       loss = warp_sum(loss) / cols;
@@ -128,7 +117,7 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
       for (int64_t j = lane; j < cols; j += 32) {
         const double e = static_cast<double>(o[j]) - t[j];
         loss += e * e;
-        if (d) d[j] = static_cast<float>(scale * 2.0 * e / cols);
+        if (d) d[j] = squared_error_grad(scale, e, cols);
       }
       loss = warp_sum(loss) / cols;
       break;
@@ -143,9 +132,9 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
       correct = row_argmax(o, cols, lane) == row_argmax(t, y_cols, lane) ? 1.0 : 0.0;
       break;
     case AccuracyKind::Binary: {
-      const float threshold = logits ? 0.0f : 0.5f;
+      const float threshold = binary_threshold(logits);
       double hits = 0;
-      for (int64_t j = lane; j < cols; j += 32) hits += ((o[j] > threshold) == (t[j] > 0.5f)) ? 1.0 : 0.0;
+      for (int64_t j = lane; j < cols; j += 32) hits += binary_hit(o[j], t[j], threshold);
       correct = warp_sum(hits) / cols;
       break;
     }

@@ -53,7 +53,7 @@ class Conv2dLayer final : public Layer {
   // The columns; none for a 1x1 kernel with stride 1, whose columns are the input itself.
   int64_t scratch_per_sample() const override { return pointwise() ? 0 : g_.out_h * g_.out_w * g_.patch(); }
   int64_t scratch_floats_on(const backend::Backend& be, int64_t rows) const override {
-    return be.has_conv2d(g_) ? 0 : scratch_floats(rows);
+    return native(be) ? 0 : scratch_floats(rows);
   }
   Activation output_activation() const override { return spec_.activation; }
 
@@ -61,7 +61,7 @@ class Conv2dLayer final : public Layer {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
-    if (c.be->has_conv2d(g_)) {
+    if (native(*c.be)) {
       c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
       if (act != fused) c.be->activation_forward(act, positions, F, c.y);
       return;
@@ -80,7 +80,7 @@ class Conv2dLayer final : public Layer {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     if (!c.fold_activation && spec_.activation != Activation::None)
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
-    if (c.be->has_conv2d(g_)) {
+    if (native(*c.be)) {
       c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
       return;
     }
@@ -117,6 +117,11 @@ class Conv2dLayer final : public Layer {
     return spec_.use_bias ? params + g_.patch() * spec_.filters : nullptr;
   }
   bool pointwise() const { return g_.k_h == 1 && g_.k_w == 1 && g_.stride_h == 1 && g_.stride_w == 1; }
+  // Whether be runs this convolution natively both ways (the im2col path's backward reads the columns
+  // its forward wrote, so the two go together).
+  bool native(const backend::Backend& be) const {
+    return be.supports({backend::Op::conv2d_forward, g_}) && be.supports({backend::Op::conv2d_backward, g_});
+  }
   Window2d g_;
 };
 

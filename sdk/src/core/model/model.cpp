@@ -128,10 +128,12 @@ void Model::Impl::compile(const CompileOptions& o) {
   std::vector<Replica> built(static_cast<size_t>(n));
   for (size_t k = 0; k < built.size(); ++k) {
     Replica& r = built[k];
-    r.be = backend::make_backend(strategy.replicas()[k], threads, strategy.cpu_gemm());
+    r.be = backend::make_backend(strategy.replicas()[k], {.cpu_threads = threads,
+                                                          .cpu_gemm = strategy.cpu_gemm(),
+                                                          .tf32 = strategy.tf32(),
+                                                          .cudnn = strategy.effective_cudnn()});
     if (graphs == StepGraphs::Emulate && r.be->host_accessible())
       r.be = backend::make_recording_backend(std::move(r.be));
-    r.be->set_tf32(strategy.tf32());
     r.step_values = r.be->allocate(sizeof(backend::StepValues));  // written before each step
     r.params = r.be->allocate(bytes);
     r.grads = r.be->allocate(bytes);

@@ -1,0 +1,120 @@
+// The operations of a backend, described once. Each line is X(name, (typed parameters), (arguments)),
+// and everything that repeats an operation is generated from these lists: the pure virtual in Backend,
+// the recording backend's forwarding, the Op enumerators of Backend::supports, and the CUDA module's C
+// table with both of its sides (module/module_abi.hpp). A new operation is one line here plus its
+// implementation in each backend (the compiler asks for every one of them).
+//
+// Parameters are plain data only: scalars, enums, pointers and standard-layout structs (a const
+// reference to one crosses the module boundary as a pointer); module/module_abi.hpp checks it. Every
+// pointer is memory of the backend's device unless said otherwise.
+#pragma once
+
+// Kernels queued in order on the backend's stream (the CPU runs them at once). A recorded step holds
+// them with their arguments: memory they point at is read when they run.
+#define KX_BACKEND_KERNELS(X)                                                                                    \
+  /* bytes of dst set to zero. */                                                                                \
+  X(fill_zero, (size_t bytes, void* dst), (bytes, dst))                                                          \
+  /* C[M,N] = op(A)[M,K] * op(B)[K,N] + beta * C, row-major, then the epilogue. */                               \
+  X(gemm,                                                                                                        \
+    (Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,           \
+     int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep),                                        \
+    (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep))                                                         \
+  /* In place over rows x cols (softmax over each row). */                                                       \
+  X(activation_forward, (Activation act, int64_t rows, int64_t cols, float* y), (act, rows, cols, y))            \
+  /* dz = dL/dz from the activation's output y and dy = dL/dy; dz may alias dy. */                               \
+  X(activation_backward,                                                                                         \
+    (Activation act, int64_t rows, int64_t cols, const float* y, const float* dy, float* dz),                    \
+    (act, rows, cols, y, dy, dz))                                                                                \
+  /* db[c] = sum over rows of dz[r, c]. */                                                                       \
+  X(bias_grad, (int64_t rows, int64_t cols, const float* dz, float* db), (rows, cols, dz, db))                   \
+  /* Loss of rows samples (outputs cols per sample, labels y with y_cols per sample), added to the             \
+     backend's running sums (take_loss_sums). The gradient of (sum of per-sample losses) * grad_scale          \
+     goes to dout when it is not null. */                                                                        \
+  X(loss,                                                                                                        \
+    (const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,         \
+     float grad_scale, float* dout),                                                                             \
+    (spec, rows, cols, out, y, y_cols, grad_scale, dout))                                                        \
+  /* col[(r * out_h + i) * out_w + j, (a * k_w + b) * channels + c] = x of sample r at                          \
+     (i * stride_h + a - pad_top, j * stride_w + b - pad_left, c), or 0 outside the input. */                    \
+  X(im2col, (const Window2d& g, int64_t rows, const float* x, float* col), (g, rows, x, col))                    \
+  /* The adjoint of im2col: dx (overwritten) = the sum of every column entry at its input position. */          \
+  X(col2im, (const Window2d& g, int64_t rows, const float* col, float* dx), (g, rows, col, dx))                  \
+  /* Convolution run natively (cuDNN): y [rows, out_h, out_w, filters] = act(conv(x, w) + bias), w in           \
+     Keras's layout [k_h, k_w, channels, filters], act None or Relu. Only where supports() says so for         \
+     this geometry; elsewhere layers use im2col and gemm. */                                                     \
+  X(conv2d_forward,                                                                                              \
+    (const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w, const float* bias,        \
+     Activation act, float* y),                                                                                  \
+    (g, filters, rows, x, w, bias, act, y))                                                                      \
+  /* From dz = dL/d(the convolution plus bias): dx, dw and db, each overwritten and each may be null. */        \
+  X(conv2d_backward,                                                                                             \
+    (const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w, const float* dz,          \
+     float* dx, float* dw, float* db),                                                                           \
+    (g, filters, rows, x, w, dz, dx, dw, db))                                                                    \
+  /* Max over each window (no padding), channel by channel. */                                                  \
+  X(max_pool_forward, (const Window2d& g, int64_t rows, const float* x, float* y), (g, rows, x, y))              \
+  /* dx (overwritten): each window's dy goes to the first position holding its maximum. */                      \
+  X(max_pool_backward,                                                                                           \
+    (const Window2d& g, int64_t rows, const float* x, const float* y, const float* dy, float* dx),               \
+    (g, rows, x, y, dy, dx))                                                                                     \
+  /* Mean over each window (no padding), channel by channel. */                                                 \
+  X(avg_pool_forward, (const Window2d& g, int64_t rows, const float* x, float* y), (g, rows, x, y))              \
+  /* dx (overwritten): each window's dy shared equally between its positions. */                                \
+  X(avg_pool_backward, (const Window2d& g, int64_t rows, const float* dy, float* dx), (g, rows, dy, dx))         \
+  /* Per column c of x [rows, cols]: mean[c] and the biased variance var[c] (batch normalisation's              \
+     statistics over every sample and position of a channel). */                                                 \
+  X(column_moments, (int64_t rows, int64_t cols, const float* x, float* mean, float* var),                       \
+    (rows, cols, x, mean, var))                                                                                  \
+  /* y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; gamma may be null (1),       \
+     beta null (0). */                                                                                           \
+  X(batch_norm_apply,                                                                                            \
+    (int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,             \
+     const float* gamma, const float* beta, float* y),                                                           \
+    (rows, cols, x, mean, var, epsilon, gamma, beta, y))                                                         \
+  /* The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):               \
+     dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy). */             \
+  X(batch_norm_backward,                                                                                         \
+    (int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean, const float* var,           \
+     float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta),                                 \
+    (rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta))                                           \
+  /* Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by                              \
+     (mix_seed(*step_seed, stream), first + i), so a replica holding rows from `first` on draws the             \
+     same mask as one device holding the whole batch. */                                                         \
+  X(dropout_forward,                                                                                             \
+    (float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n, const float* x,           \
+     float* mask, float* y),                                                                                     \
+    (rate, step_seed, stream, first, n, x, mask, y))                                                             \
+  /* out[i] = a[i] * b[i] */                                                                                     \
+  X(multiply, (int64_t n, const float* a, const float* b, float* out), (n, a, b, out))                           \
+  X(copy, (int64_t n, const float* src, float* dst), (n, src, dst))                                              \
+  /* out[i] = a[i] + b[i]; out may alias a or b. */                                                              \
+  X(add, (int64_t n, const float* a, const float* b, float* out), (n, a, b, out))                                \
+  /* out[i] = alpha * (a[i] - b[i]). */                                                                          \
+  X(scaled_difference, (int64_t n, float alpha, const float* a, const float* b, float* out),                     \
+    (n, alpha, a, b, out))                                                                                       \
+  /* dst[r * dst_ld + c] = src[r * src_ld + c] for r < rows, c < cols (a block of columns). */                  \
+  X(copy_columns, (int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst, int64_t dst_ld),    \
+    (rows, cols, src, src_ld, dst, dst_ld))                                                                      \
+  /* p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras). The rate is read from            \
+     this backend's memory when the update runs (StepValues). */                                                 \
+  X(sgd_update, (int64_t n, float* p, const float* g, float* v, const float* lr, float momentum),                \
+    (n, p, g, v, lr, momentum))                                                                                  \
+  /* Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), read           \
+     from this backend's memory when the update runs. */                                                         \
+  X(adam_update,                                                                                                 \
+    (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1, float beta2,       \
+     float epsilon),                                                                                             \
+    (n, p, g, m, v, lr_t, beta1, beta2, epsilon))                                                                \
+  /* dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too. */        \
+  X(gather_rows, (const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst),                 \
+    (src, row_len, idx, n, dst))
+
+// Calls that read host memory or wait for the device: they run at once and cannot be part of a
+// recorded step (the recorder refuses them while it records).
+#define KX_BACKEND_DIRECT_CALLS(X)                                                                               \
+  /* From host memory; the host may reuse its buffer when the call returns. */                                   \
+  X(to_device, (const void* host, size_t bytes, void* dst), (host, bytes, dst))                                  \
+  /* Into host memory; returns once the data is there. */                                                        \
+  X(to_host, (const void* src, size_t bytes, void* host), (src, bytes, host))                                    \
+  /* Returns when every call queued before has finished. */                                                      \
+  X(synchronize, (), ())

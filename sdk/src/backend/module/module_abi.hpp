@@ -1,0 +1,142 @@
+// The C table between libkx and a backend module it loads at run time (libkx_cuda.so), after ggml's
+// backend registry: plain C function pointers taking plain data (scalars, enums, pointers and
+// standard-layout structs such as Window2d), opaque handles on the module's objects, and a status code
+// with a message written into the caller's ModuleError instead of exceptions. No C++ object, std:: type
+// or exception crosses it, so the two sides share no C++ runtime state.
+//
+// The backend's kernels get their entries from backend_ops.hpp; the rest is written out below. The
+// module side of every entry is module_export.hpp, libkx's side module_backend.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "backend/backend.hpp"
+
+namespace kx::backend::module {
+
+// Bumped with every change to these tables or to the types they pass. The operation list is checked
+// as well (kOperationList), so that a new operation cannot mix builds even where the bump is forgotten.
+inline constexpr int32_t kInterfaceVersion = 6;
+
+// The operations of backend_ops.hpp as text: "name(parameters);" each.
+#define KX_OPERATION_TEXT(name, params, args) #name #params ";"
+inline constexpr const char kOperationList[] =
+    KX_BACKEND_KERNELS(KX_OPERATION_TEXT) KX_BACKEND_DIRECT_CALLS(KX_OPERATION_TEXT);
+#undef KX_OPERATION_TEXT
+
+// Opaque handles on the module's objects: declared, never defined on libkx's side.
+struct BackendHandle;
+struct TransferRingHandle;
+struct StepGraphHandle;
+struct CollectiveHandle;
+
+// A failing entry returns its kx::Status code (never 0) and writes a NUL-terminated message here.
+struct ModuleError {
+  char message[1024];
+};
+
+// How a parameter of an operation crosses: as it is, or a const reference as a pointer.
+template <class T>
+struct CArg {
+  using type = T;
+  static T pass(T v) { return v; }
+  static T take(T v) { return v; }
+};
+template <class T>
+struct CArg<const T&> {
+  using type = const T*;
+  static const T* pass(const T& v) { return &v; }
+  static const T& take(const T* p) { return *p; }
+};
+template <class T>
+using CArgType = typename CArg<T>::type;
+
+template <class T>
+inline constexpr bool kPlainData = std::is_trivially_copyable_v<T> && std::is_standard_layout_v<T>;
+
+// The C entry of the Backend member function type M: the handle, the error, then the parameters.
+template <class M>
+struct OperationEntry;
+template <class... Args>
+struct OperationEntry<void (Backend::*)(Args...)> {
+  static_assert((kPlainData<CArgType<Args>> && ...), "a backend operation takes plain data only");
+  using type = int32_t (*)(BackendHandle*, ModuleError*, CArgType<Args>...);
+};
+template <class M>
+using OperationEntryType = typename OperationEntry<M>::type;
+
+struct BackendTable {
+#define KX_OPERATION_ENTRY(name, params, args) OperationEntryType<decltype(&Backend::name)> name;
+  KX_BACKEND_KERNELS(KX_OPERATION_ENTRY)
+  KX_BACKEND_DIRECT_CALLS(KX_OPERATION_ENTRY)
+#undef KX_OPERATION_ENTRY
+  void (*destroy)(BackendHandle*);
+  int32_t (*supports)(BackendHandle*, const OpQuery* query);  // 1 or 0
+  void (*gemm_kernel_name)(BackendHandle*, char* buf, size_t buf_len);
+  int32_t (*allocate)(BackendHandle*, ModuleError*, size_t bytes, void** memory);
+  void (*release)(BackendHandle*, void* memory, size_t bytes);
+  int32_t (*host_accessible)(BackendHandle*);  // 1 or 0
+  int32_t (*set_tf32)(BackendHandle*, ModuleError*, int32_t on);
+  int32_t (*take_loss_sums)(BackendHandle*, ModuleError*, LossSums* sums);
+  int32_t (*sum_across)(BackendHandle*, ModuleError*, int64_t first, int64_t n, float* const* buffers,
+                        int32_t count);
+  int32_t (*make_transfer_ring)(BackendHandle*, ModuleError*, int32_t slots, size_t slot_bytes,
+                                TransferRingHandle** ring);
+  // Backend::capture with body a C callback (body(context) returns 0, or nonzero when it failed): the
+  // recorded graph, or null in *graph when nothing was recorded.
+  int32_t (*capture)(BackendHandle*, ModuleError*, int32_t (*body)(void* context), void* context,
+                     StepGraphHandle** graph);
+};
+
+struct TransferRingTable {
+  void (*destroy)(TransferRingHandle*);
+  void* (*host_slot)(TransferRingHandle*, int32_t slot);
+  void* (*device_slots)(TransferRingHandle*);
+  int32_t (*wait_host_writable)(TransferRingHandle*, ModuleError*, int32_t slot);
+  int32_t (*upload)(TransferRingHandle*, ModuleError*, int32_t slot, size_t bytes);
+  int32_t (*release)(TransferRingHandle*, ModuleError*, int32_t slot);
+};
+
+struct StepGraphTable {
+  void (*destroy)(StepGraphHandle*);
+  int32_t (*launch)(StepGraphHandle*, ModuleError*);
+};
+
+struct CollectiveTable {
+  void (*destroy)(CollectiveHandle*);
+  int32_t (*capturable)(CollectiveHandle*);  // 1 or 0
+  // Collective::all_reduce_sum by replica `replica`, whose backend is `replica_backend`.
+  int32_t (*all_reduce_sum)(CollectiveHandle*, ModuleError*, int32_t replica, BackendHandle* replica_backend,
+                            float* buffer, int64_t n);
+};
+
+// What the module's entry returns.
+struct ModuleTable {
+  int32_t interface_version;  // kInterfaceVersion of the module's build; first in every version
+  const char* operations;     // kOperationList of the module's build
+  // The devices the module can use; 0 with the reason written to why (no driver, no device ...).
+  int32_t (*device_count)(char* why, size_t why_len);
+  // One line about device `index` (name, memory, compute capability), NUL-terminated in buf.
+  void (*describe_device)(int32_t index, char* buf, size_t buf_len);
+  // A backend on device `index`, with its own stream.
+  int32_t (*create_backend)(ModuleError*, int32_t index, const BackendOptions* options, BackendHandle** backend);
+  // The all-reduce between backends this module created on distinct devices (NCCL), one per replica
+  // in replica order (errors: no NCCL, a device named twice).
+  int32_t (*create_collective)(ModuleError*, BackendHandle* const* replicas, int32_t count,
+                               CollectiveHandle** collective);
+  const BackendTable* backend;
+  const TransferRingTable* transfer_ring;
+  const StepGraphTable* step_graph;
+  const CollectiveTable* collective;
+};
+
+static_assert(kPlainData<BackendOptions> && kPlainData<OpQuery> && kPlainData<LossSums> && kPlainData<ModuleTable>);
+
+// The module exports one extern "C" function of this name, returning its ModuleTable. The name and
+// the table's first field stay the same in every version, so that a module built for another
+// interface is recognised and refused by its number.
+inline constexpr const char kModuleEntryName[] = "kx_backend_module_v2";
+using ModuleEntry = const ModuleTable* (*)();
+
+}  // namespace kx::backend::module
