@@ -275,6 +275,13 @@ kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, 
   return add_layer(m, "kx_model_add_zero_padding2d", s);
 }
 
+kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon) {
+  kx::LayerSpec s = spec_of(kx::LayerKind::BatchNormalization);
+  s.momentum = momentum;
+  s.epsilon = epsilon;
+  return add_layer(m, "kx_model_add_batch_normalization", s);
+}
+
 kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon) {
   kx::LayerSpec s = spec_of(kx::LayerKind::BatchNormalization);
   s.momentum = momentum;

@@ -1,4 +1,5 @@
-/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor, zeros that are meant, train_on_batch.
+/* Keras's low-level API through the C ABI (issue 23): weights tensor by tensor, zeros that are meant, train_on_batch,
+ * BatchNormalization's settings in double.
  *
  *   kx_keras_api_tests
  */
@@ -209,12 +210,50 @@ static void test_train_on_batch(kx_strategy* s) {
   kx_model_destroy(models[1]);
 }
 
+/* BatchNormalization's momentum in double: the moving mean after one step from zero is mean * float32(1 -
+ * 0.99) = mean * 0.01f exactly, as Keras 3 computes moving * momentum + mean * (1 - momentum); and the
+ * model's JSON holds 0.99. Every sample equal makes the batch mean exact. */
+static void test_batch_norm_momentum_in_double(kx_strategy* s) {
+  enum { kSamples = 16 };
+  static const float column[4] = {0.75f, -1.5f, 3.0f, 0.3f};
+  static float x[kSamples * 4], y[kSamples * 4];
+  const int64_t in_shape[] = {4}, x_shape[] = {kSamples, 4}, y_shape[] = {kSamples, 4};
+  float moving_mean[4];
+  kx_model* m = NULL;
+  kx_dataset* d = NULL;
+  kx_compile_options co;
+  kx_fit_options fo;
+  char* json = NULL;
+  int i;
+  for (i = 0; i < kSamples * 4; ++i) x[i] = column[i % 4], y[i] = 0;
+  EXPECT_OK(kx_model_create_sequential(s, in_shape, 1, &m));
+  if (!m) return;
+  EXPECT_OK(kx_model_add_batch_normalization(m, 0.99, 1e-3));
+  EXPECT(kx_model_add_batch_normalization(m, 1.5, 1e-3) == KX_E_INVALID_ARGUMENT);
+  kx_compile_options_init(&co, sizeof co);
+  co.loss = KX_LOSS_MEAN_SQUARED_ERROR;
+  co.optimizer = KX_OPTIMIZER_SGD;
+  EXPECT_OK(kx_model_compile(m, &co));
+  EXPECT_OK(kx_model_to_json(m, &json));
+  EXPECT(json != NULL && strstr(json, "\"momentum\": 0.99,") != NULL);
+  kx_free(json);
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, x_shape, 2, y, KX_DTYPE_F32, y_shape, 2, &d));
+  EXPECT_OK(kx_dataset_batch(d, kSamples, 0));
+  kx_fit_options_init(&fo, sizeof fo);
+  EXPECT_OK(kx_fit(m, d, &fo, NULL, NULL));
+  EXPECT_OK(kx_model_get_weight(m, "batch_normalization/moving_mean", moving_mean, 4));
+  for (i = 0; i < 4; ++i) EXPECT(moving_mean[i] == column[i] * 0.01f);
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+}
+
 int main(void) {
   kx_strategy* s = NULL;
   EXPECT_OK(kx_strategy_create_mirrored(NULL, 0, &s));
   if (s) test_weights_by_tensor(s);
   if (s) test_explicit_zeros(s);
   if (s) test_train_on_batch(s);
+  if (s) test_batch_norm_momentum_in_double(s);
   kx_strategy_destroy(s);
   printf("%d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;

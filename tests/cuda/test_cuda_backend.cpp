@@ -477,8 +477,8 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
         p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f);
       } else {
         const std::vector<float> lr_t{static_cast<float>(1e-3 * std::sqrt(1 - std::pow(0.999, step)) / (1 - std::pow(0.9, step)))};
-        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.9f, 0.999f, 1e-7f);
-        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.9f, 0.999f, 1e-7f);
+        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.1f, 0.001f, 1e-7f);
+        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.1f, 0.001f, 1e-7f);
       }
     }
     EXPECT_LE(rel_error(p.down(dev_w, w.size()), w), 1e-5) << "optimizer " << variant;

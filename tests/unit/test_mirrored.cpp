@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "distribute/collective.hpp"
 #include "distribute/replica_pool.hpp"
 #include "kx/kx.hpp"
@@ -70,17 +72,59 @@ TrainedRun train(int replicas, Dataset data, int64_t global_batch, int64_t steps
                   steps, dropout, optimizer);
 }
 
+// Every step of a run on one device, taken again from the same state (weights, Adam's slots, step
+// count) on N replicas: the largest difference of the weights after the step and of its loss. The
+// state goes through a saved model file, which restores onto any replica count.
+struct StepDifferences {
+  double weights = 0, loss = 0;
+};
+StepDifferences step_by_step(const Dataset& data, int64_t batch, int64_t steps, int replicas) {
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("kx_mirrored_" + std::to_string(::getpid()) + "_" + std::to_string(replicas) + ".kx"))
+                               .string();
+  Strategy one_device = Strategy::mirrored({"cpu"}), many = Strategy::mirrored(std::vector<std::string>(
+                                                                         static_cast<size_t>(replicas), "cpu"));
+  one_device.set_num_threads(1);
+  many.set_num_threads(replicas);
+  Model one = Model::sequential(one_device, {28, 28});
+  one.add_flatten();
+  one.add_dense(256, Activation::Relu);
+  one.add_dense(256, Activation::Relu);
+  one.add_dense(10, Activation::Softmax);
+  CompileOptions co;
+  co.accuracy = true;
+  co.seed = 7;
+  one.compile(co);
+  StepDifferences worst;
+  for (int64_t step = 0; step < steps; ++step) {
+    one.save(file);
+    Model other = Model::load(many, file);
+    const int64_t first = step * batch;
+    Dataset b = data.skip(first).take(std::min(batch, data.num_samples() - first));
+    b.batch(batch, false);
+    FitOptions fo;
+    History h1, hn;
+    EXPECT_EQ(one.fit(b, fo, nullptr, &h1), Status::Ok);
+    EXPECT_EQ(other.fit(b, fo, nullptr, &hn), Status::Ok);
+    worst.weights = std::max(worst.weights, test::relative_difference(other.get_weights(), one.get_weights()));
+    worst.loss = std::max(worst.loss, std::fabs(hn.get("loss", 0) - h1.get("loss", 0)) / h1.get("loss", 0));
+  }
+  std::filesystem::remove(file);
+  return worst;
+}
+
+// N replicas compute the update of one device, up to the order of float sums: checked at each of 200
+// steps from the state one device reached. Not by comparing two whole runs: training is chaotic (see
+// below), and over 200 Adam steps the reordered sums part the runs for some seeds and not for others.
 TEST(Mirrored, ReplicasComputeTheUpdateOfOneDevice) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist missing";
   const Dataset data = fashion_mnist().take(96 * 200);
-  const TrainedRun one = train(1, data, 96, 200);
   for (int n : {2, 3}) {
-    const TrainedRun many = train(n, data, 96, 200);
-    ASSERT_EQ(many.weights.size(), one.weights.size());
-    const double d = test::relative_difference(many.weights, one.weights);
-    std::printf("%d replicas vs 1: max relative weight difference %.3g after 200 steps\n", n, d);
-    EXPECT_LE(d, 1e-5) << n << " replicas";
-    EXPECT_NEAR(many.loss, one.loss, 1e-5 * one.loss);
+    const StepDifferences d = step_by_step(data, 96, 200, n);
+    std::printf("%d replicas vs 1: max relative weight difference %.3g over 200 steps, loss %.3g\n", n, d.weights,
+                d.loss);
+    EXPECT_LE(d.weights, 1e-5) << n << " replicas";
+    EXPECT_LE(d.loss, 1e-5) << n << " replicas";
   }
 }
 
@@ -141,10 +185,11 @@ TEST(Mirrored, DropoutMasksDoNotDependOnTheSplit) {
 }
 
 // Training is chaotic: replicas sum gradients in another order than one device, and after enough steps
-// a ReLU unit near zero goes one way in one run and the other way in the other (on this data, after
-// about 95 Adam steps the weights of one unit part by 1e-2). So "matches one replica" is checked exactly
-// where it can be (an uneven step from equal weights; an uneven epoch within that horizon) and by the
-// epoch loss over the whole 50,000 samples.
+// a ReLU unit near zero goes one way in one run and the other way in the other (on this data, with
+// Keras 3's Adam rounding, from about 60 to 100 steps on for some seeds, and never for others; the same
+// held for kx's earlier rounding with other seeds). So "matches one replica" is checked step by step
+// from equal states (above, and for uneven batches here) and by the epoch loss over the whole 50,000
+// samples.
 
 // 96 * 40 + 80 samples: the 41st step holds 80 rows; + 4: 4 rows, fewer than 7 replicas, so some
 // replicas hold nothing in that step.
@@ -152,13 +197,12 @@ TEST(Mirrored, UnevenLastBatchMatchesOneReplica) {
   if (!have_fashion_mnist()) GTEST_SKIP() << "dataset-fashion-mnist missing";
   for (int64_t samples : {96 * 40 + 80, 96 * 40 + 4}) {
     const Dataset data = fashion_mnist().take(samples);
-    const TrainedRun one = train(1, data, 96, 41);
     for (int n : {3, 7}) {
-      const TrainedRun many = train(n, data, 96, 41);
-      const double d = test::relative_difference(many.weights, one.weights);
+      const StepDifferences d = step_by_step(data, 96, 41, n);
       std::printf("%lld samples, %d replicas vs 1: max relative weight difference %.3g\n",
-                  static_cast<long long>(samples), n, d);
-      EXPECT_LE(d, 1e-5) << samples << " samples, " << n << " replicas";
+                  static_cast<long long>(samples), n, d.weights);
+      EXPECT_LE(d.weights, 1e-5) << samples << " samples, " << n << " replicas";
+      EXPECT_LE(d.loss, 1e-5) << samples << " samples, " << n << " replicas";
     }
   }
 }

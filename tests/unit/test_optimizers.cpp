@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "backend/adam_math.hpp"
 #include "backend/backend.hpp"
 #include "kx/error.hpp"
 #include "kx/kx.hpp"
@@ -24,7 +25,8 @@ TEST(Optimizer, AdamMatchesKerasOverSeveralSteps) {
     FloatBuffer g = test::to_buffer(test::random_floats(n, 100 + t));
     const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
     const float rate = static_cast<float>(lr_t);  // read from the backend's (here host) memory
-    be->adam_update(n, p.data(), g.data(), m.data(), v.data(), &rate, b1, b2, eps);
+    be->adam_update(n, p.data(), g.data(), m.data(), v.data(), &rate, backend::adam_one_minus(b1),
+                    backend::adam_one_minus(b2), eps);
     for (int64_t i = 0; i < n; ++i) {
       md[i] = b1 * md[i] + (1 - b1) * g[i];
       vd[i] = b2 * vd[i] + (1 - b2) * g[i] * g[i];

@@ -544,7 +544,7 @@ class Sequential(Model):
         return self
 
     def add_batch_norm(self, momentum=0.99, epsilon=1e-3):
-        check(lib.kx_model_add_batch_norm(self.handle, momentum, epsilon))
+        check(lib.kx_model_add_batch_normalization(self.handle, momentum, epsilon))
         return self
 
     def add_normalization(self, mean, variance):

@@ -128,6 +128,7 @@ _SIGNATURES = {
     "kx_model_add_global_average_pool2d": (c_int32, [c_void_p]),
     "kx_model_add_zero_padding2d": (c_int32, [c_void_p, c_int32, c_int32, c_int32, c_int32]),
     "kx_model_add_batch_norm": (c_int32, [c_void_p, c_float, c_float]),
+    "kx_model_add_batch_normalization": (c_int32, [c_void_p, c_double, c_double]),
     "kx_model_add_normalization": (c_int32, [c_void_p, P(c_float), P(c_float), c_size_t]),
     "kx_model_add_activation": (c_int32, [c_void_p, c_int32]),
     "kx_model_create_resnet50": (c_int32, [c_void_p, P(c_int64), c_int32, c_int64, P(c_void_p)]),

@@ -502,6 +502,10 @@ KX_API kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t b
  * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
  * outside [0, 1], epsilon <= 0. */
 KX_API kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
+/* The same with momentum and epsilon in double, as Keras holds them: 1 - momentum is then rounded as
+ * Keras 3 rounds it (float32(1 - 0.99) = 0.01, where the float version gives 1 - float32(0.99)), and
+ * the model's JSON holds 0.99 rather than 0.9900000095. Prefer it in new code. */
+KX_API kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon);
 /* Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...): y = (x -
  * mean) / sqrt(variance) over the last axis, with n values per array: one per channel, or n = 1 for
  * every channel (kx_dataset_feature_moments finds them from the training data). A variance of 0

@@ -56,8 +56,10 @@ struct LayerSpec {
   // BatchNormalization, Concatenate: the axis, counting the batch as axis 0 as Keras does; only the
   // last (-1, or the sample rank) is supported.
   int64_t axis = -1;
-  float momentum = 0.99f;      // BatchNormalization (Keras's defaults)
-  float epsilon = 1e-3f;       // BatchNormalization
+  // BatchNormalization (Keras's defaults), in double as Keras holds them: 1 - momentum is computed in
+  // double, then rounded to float32, as Keras 3 does.
+  double momentum = 0.99;
+  double epsilon = 1e-3;
   // Normalization: the statistics per channel (last axis), or one value for every channel.
   std::vector<float> mean, variance;
   bool trainable = true;       // false: the layer's weights stay as they are (BatchNormalization then

@@ -99,12 +99,13 @@
      this backend's memory when the update runs (StepValues). */                                                 \
   X(sgd_update, (int64_t n, float* p, const float* g, float* v, const float* lr, float momentum),                \
     (n, p, g, v, lr, momentum))                                                                                  \
-  /* Keras Adam with bias correction folded into lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t), read           \
-     from this backend's memory when the update runs. */                                                         \
+  /* Keras 3's Adam: m += (g - m) * one_minus_beta1; v += (g^2 - v) * one_minus_beta2; p -= (m * lr_t) /     \
+     (sqrt(v) + epsilon), lr_t (adam_math.hpp's adam_rate) read from this backend's memory when the update      \
+     runs, the (1 - beta) constants rounded as Keras 3 rounds them (adam_one_minus). */                          \
   X(adam_update,                                                                                                 \
-    (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1, float beta2,       \
-     float epsilon),                                                                                             \
-    (n, p, g, m, v, lr_t, beta1, beta2, epsilon))                                                                \
+    (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,         \
+     float one_minus_beta2, float epsilon),                                                                      \
+    (n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon))                                            \
   /* dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too. */        \
   X(gather_rows, (const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst),                 \
     (src, row_len, idx, n, dst))

@@ -1,5 +1,6 @@
 #include "io/json.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -309,8 +310,8 @@ void Value::dump_to(std::string& out) const {
       char buf[32];
       if (number_ == std::floor(number_) && std::fabs(number_) < 1e15)
         std::snprintf(buf, sizeof buf, "%.0f", number_);
-      else
-        std::snprintf(buf, sizeof buf, "%.17g", number_);
+      else  // the shortest text that reads back as the same double, as Python's repr (0.99, not 0.98999999999999999)
+        *std::to_chars(buf, buf + sizeof buf, number_).ptr = '\0';
       out += buf;
       return;
     }

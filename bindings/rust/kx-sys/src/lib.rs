@@ -243,6 +243,7 @@ extern "C" {
     pub fn kx_model_load_weights(m: *mut kx_model, path: *const c_char, flags: u32, loaded: *mut i64, skipped: *mut i64) -> kx_status;
     pub fn kx_model_train_on_batch(m: *mut kx_model, x: *const f32, y: *const f32, n_samples: i64, loss: *mut f64, accuracy: *mut f64) -> kx_status;
     pub fn kx_model_test_on_batch(m: *mut kx_model, x: *const f32, y: *const f32, n_samples: i64, loss: *mut f64, accuracy: *mut f64) -> kx_status;
+    pub fn kx_model_add_batch_normalization(m: *mut kx_model, momentum: f64, epsilon: f64) -> kx_status;
     pub fn kx_model_num_weights(m: *const kx_model) -> i64;
     pub fn kx_model_weight_info(m: *const kx_model, index: i64, out_name: *mut *mut c_char, shape: *mut i64, rank: *mut usize) -> kx_status;
     pub fn kx_model_weight_offset(m: *const kx_model, index: i64, out_offset: *mut i64) -> kx_status;

@@ -313,9 +313,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
-                   float beta2, float epsilon) override {
-    const AdamStep step{*lr_t, beta1, beta2, epsilon};
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,
+                   float one_minus_beta2, float epsilon) override {
+    const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon};
     for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
   }
 

@@ -11,7 +11,7 @@ namespace kx::backend::cpu {
 KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
                          float* __restrict v, const AdamStep& s) {
   const float lr_t = s.lr_t, epsilon = s.epsilon;
-  const float one_minus_b1 = 1.0f - s.beta1, one_minus_b2 = 1.0f - s.beta2;
+  const float one_minus_b1 = s.one_minus_beta1, one_minus_b2 = s.one_minus_beta2;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i];
@@ -19,7 +19,7 @@ KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict
     const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
     m[i] = mi;
     v[i] = vi;
-    p[i] -= lr_t * mi / (std::sqrt(vi) + epsilon);
+    p[i] -= (mi * lr_t) / (std::sqrt(vi) + epsilon);
   }
 }
 

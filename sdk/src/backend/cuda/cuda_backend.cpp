@@ -229,10 +229,10 @@ class CudaBackend final : public Backend {
     cuda::sgd(stream_, n, p, g, v, lr, momentum);
     launched("SGD");
   }
-  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
-                   float beta2, float epsilon) override {
+  void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,
+                   float one_minus_beta2, float epsilon) override {
     use_device();
-    cuda::adam(stream_, n, p, g, m, v, lr_t, beta1, beta2, epsilon);
+    cuda::adam(stream_, n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon);
     launched("Adam");
   }
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {

@@ -124,7 +124,7 @@ __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float
     const float vi = __fadd_rn(v[i], __fmul_rn(one_minus_b2, __fsub_rn(__fmul_rn(gi, gi), v[i])));
     m[i] = mi;
     v[i] = vi;
-    p[i] = __fsub_rn(p[i], __fdiv_rn(__fmul_rn(lr_t, mi), __fadd_rn(__fsqrt_rn(vi), epsilon)));
+    p[i] = __fsub_rn(p[i], __fdiv_rn(__fmul_rn(mi, lr_t), __fadd_rn(__fsqrt_rn(vi), epsilon)));
   }
 }
 
@@ -218,9 +218,9 @@ void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const fl
     sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, lr);
 }
 
-void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
-          float beta2, float epsilon) {
-  if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, 1.0f - beta1, 1.0f - beta2, epsilon);
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t,
+          float one_minus_beta1, float one_minus_beta2, float epsilon) {
+  if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon);
 }
 
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count) {

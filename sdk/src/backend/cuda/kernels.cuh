@@ -47,8 +47,8 @@ void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* 
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);
 void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum);
-void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float beta1,
-          float beta2, float epsilon);
+void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t,
+          float one_minus_beta1, float one_minus_beta2, float epsilon);
 // As Backend::sum_across, for up to kMaxSharedReplicas buffers.
 inline constexpr int kMaxSharedReplicas = 16;
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count);

@@ -42,9 +42,9 @@ class BatchNormalizationLayer final : public Layer {
       float* mean = c.scratch;
       float* var = c.scratch + C;
       c.be->column_moments(rows, C, c.x, mean, var);
-      c.be->batch_norm_apply(rows, C, c.x, mean, var, spec_.epsilon, gamma, beta, c.y);
+      c.be->batch_norm_apply(rows, C, c.x, mean, var, eps(), gamma, beta, c.y);
     } else {
-      c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, spec_.epsilon, gamma, beta, c.y);
+      c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, c.y);
     }
   }
 
@@ -53,13 +53,13 @@ class BatchNormalizationLayer final : public Layer {
     const float* gamma = c.w;
     if (!trainable() || !c.dw) {
       // The moving statistics are constants: y = gamma * (x - mean) / sqrt(var + eps) + beta is affine.
-      if (c.dx) c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, spec_.epsilon, gamma, nullptr, c.dx);
+      if (c.dx) c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, eps(), gamma, nullptr, c.dx);
       return;
     }
     const float* mean = c.scratch;
     const float* var = c.scratch + C;
-    c.be->batch_norm_backward(rows, C, c.x, c.dy, mean, var, spec_.epsilon, gamma, c.dx, c.dw, c.dw + C);
-    const float step = (1.0f - spec_.momentum) * c.batch_share;
+    c.be->batch_norm_backward(rows, C, c.x, c.dy, mean, var, eps(), gamma, c.dx, c.dw, c.dw + C);
+    const float step = static_cast<float>(1.0 - spec_.momentum) * c.batch_share;
     c.be->scaled_difference(C, step, c.w + 2 * C, mean, c.dw + 2 * C);
     c.be->scaled_difference(C, step, c.w + 3 * C, var, c.dw + 3 * C);
   }
@@ -67,13 +67,15 @@ class BatchNormalizationLayer final : public Layer {
  protected:
   void add_config(json::Value& config) const override {
     config.set("axis", -1);
-    config.set("momentum", static_cast<double>(spec_.momentum));
-    config.set("epsilon", static_cast<double>(spec_.epsilon));
+    config.set("momentum", spec_.momentum);
+    config.set("epsilon", spec_.epsilon);
     config.set("center", true);
     config.set("scale", true);
   }
 
  private:
+  // Keras 3 adds epsilon to the float32 variance: the float32 of the double setting.
+  float eps() const { return static_cast<float>(spec_.epsilon); }
   int64_t channels_ = 0, positions_ = 0;
 };
 
@@ -81,8 +83,8 @@ class BatchNormalizationLayer final : public Layer {
 
 void read_batch_normalization_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
   if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
-  if (const json::Value* m = config.find("momentum")) spec.momentum = static_cast<float>(m->as_number(what + " momentum"));
-  if (const json::Value* e = config.find("epsilon")) spec.epsilon = static_cast<float>(e->as_number(what + " epsilon"));
+  if (const json::Value* m = config.find("momentum")) spec.momentum = m->as_number(what + " momentum");
+  if (const json::Value* e = config.find("epsilon")) spec.epsilon = e->as_number(what + " epsilon");
   for (const char* flag : {"center", "scale"})
     if (const json::Value* f = config.find(flag))
       require(f->as_bool(what + " " + flag), Status::Unsupported, what + ": " + flag + " false is not supported");

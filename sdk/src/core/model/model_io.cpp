@@ -60,6 +60,12 @@ std::string first_difference(const json::Value& there, const json::Value& here, 
         if (!skip(k) && !there.find(k)) return path + "." + k + ": here, not in the file";
       return "";
     }
+    case json::Value::Type::Number:
+      // Equal as float32 is equal: kx 0.1 kept layer settings such as momentum 0.99 in float32.
+      if (there.dump() == here.dump() ||
+          static_cast<float>(there.as_number(path)) == static_cast<float>(here.as_number(path)))
+        return "";
+      return path + ": " + there.dump() + " in the file, " + here.dump() + " here";
     default:
       return there.dump() == here.dump() ? "" : path + ": " + there.dump() + " in the file, " + here.dump() + " here";
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <utility>
 
+#include "backend/adam_math.hpp"
 #include "core/model/model_impl.hpp"
 
 namespace kx::core {
@@ -36,9 +37,8 @@ backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) con
   v.seed = mix_seed(m.options.seed, static_cast<uint64_t>(t - 1));
   const OptimizerConfig& o = m.optimizer;
   if (o.kind == OptimizerKind::Adam) {
-    const double td = static_cast<double>(t);
-    v.learning_rate =
-        static_cast<float>(m.learning_rate * std::sqrt(1 - std::pow(o.beta2, td)) / (1 - std::pow(o.beta1, td)));
+    // The learning rate is a float32 variable in Keras; schedules set it in double here.
+    v.learning_rate = backend::adam_rate(static_cast<float>(m.learning_rate), o.beta1, o.beta2, t);
   } else {
     v.learning_rate = static_cast<float>(m.learning_rate);
   }
@@ -133,7 +133,7 @@ void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
   if (o.kind == OptimizerKind::Adam) {
     for (const ArenaSpan& s : trained_spans_)
       r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
-                        r.learning_rate(), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
+                        r.learning_rate(), backend::adam_one_minus(o.beta1), backend::adam_one_minus(o.beta2),
                         static_cast<float>(o.epsilon));
   } else {
     for (const ArenaSpan& s : trained_spans_)
