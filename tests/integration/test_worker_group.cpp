@@ -280,6 +280,12 @@ TEST_F(WorkerGroupTest, AKilledWorkerGivesCommOnEverySurvivorNamingIt) {
   expect_survivors_name(*this, dir_, pids_, SIGKILL, addresses, 1, "SIGKILL");
 }
 
+TEST_F(WorkerGroupTest, AKilledChiefGivesCommOnEverySurvivorNamingIt) {
+  const std::vector<std::string> addresses = loopback_addresses(3);
+  start_tf_config_workers("steps", dir_, addresses, 2000);
+  expect_survivors_name(*this, dir_, pids_, SIGKILL, addresses, 0, "SIGKILL");
+}
+
 TEST_F(WorkerGroupTest, AStoppedWorkerGivesCommOnEverySurvivorNamingIt) {
   const std::vector<std::string> addresses = loopback_addresses(3);
   start_tf_config_workers("steps", dir_, addresses, 2000);

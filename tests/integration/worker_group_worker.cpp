@@ -187,7 +187,9 @@ int main(int argc, char** argv) {
   const std::chrono::milliseconds timeout(argc > 3 ? std::atoll(argv[3]) : 60000);
   try {
     const kx::distribute::ClusterSpec spec = kx::distribute::ClusterSpec::from_environment();
-    const std::unique_ptr<WorkerGroup> group = WorkerGroup::join(spec, timeout);
+    // "steps" joins with the default timeout and then sets its own, as a strategy's set_timeout does.
+    const std::unique_ptr<WorkerGroup> group = WorkerGroup::join(spec, scenario == "steps" ? WorkerGroup::kDefaultTimeout : timeout);
+    if (scenario == "steps") group->set_timeout(timeout);
     std::printf("joined as %s of %d\n", group->describe_worker(group->rank()).c_str(), group->size());
     std::fflush(stdout);
     if (scenario == "sums") sums(*group);

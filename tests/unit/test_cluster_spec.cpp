@@ -6,6 +6,7 @@
 
 #include "distribute/cluster_spec.hpp"
 #include "distribute/host_port.hpp"
+#include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
 namespace kx::distribute {
@@ -133,6 +134,42 @@ TEST(HostPort, SplitsNamesAndBracketedIpv6) {
   EXPECT_THROW(split_host_port("h:", "a"), Error);
   EXPECT_THROW(split_host_port("h:0", "a"), Error);
   EXPECT_THROW(split_host_port("h:12a", "a"), Error);
+}
+
+// A cluster of one worker needs no engine module and no sockets: every collective is the identity.
+TEST(WorkerGroupOfOne, CollectivesAreTheIdentity) {
+  const auto group = WorkerGroup::join(ClusterSpec::from_tf_config(
+      R"({"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 0}})"));
+  EXPECT_EQ(group->rank(), 0);
+  EXPECT_EQ(group->size(), 1);
+  EXPECT_TRUE(group->is_chief());
+  EXPECT_EQ(group->describe_worker(0), "worker 0 (localhost:1)");
+  float f[2] = {1.5f, -2.0f};
+  group->all_reduce_sum(f, 2);
+  EXPECT_EQ(f[1], -2.0f);
+  double d = 3;
+  group->all_reduce_sum(&d, 1);
+  EXPECT_EQ(d, 3.0);
+  char byte = 'x';
+  group->broadcast(&byte, 1, 0);
+  EXPECT_THROW(group->broadcast(&byte, 1, 1), Error);
+  group->barrier();
+  EXPECT_EQ(group->all_gather("blob"), std::vector<std::string>{"blob"});
+  EXPECT_THROW(group->set_timeout(std::chrono::milliseconds(0)), Error);
+  group->set_timeout(std::chrono::milliseconds(5));
+  EXPECT_EQ(group->timeout(), std::chrono::milliseconds(5));
+}
+
+TEST(WorkerGroupOfOne, APsTaskJoinsNoWorkerGroup) {
+  const ClusterSpec ps = ClusterSpec::from_tf_config(
+      R"({"cluster": {"worker": ["a:1"], "ps": ["b:1"]}, "task": {"type": "ps", "index": 0}})");
+  try {
+    WorkerGroup::join(ps);
+    ADD_FAILURE() << "a ps task joined";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("\"ps\" 0 is not a worker"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
