@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -12,6 +13,7 @@
 #include <gloo/broadcast.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "distribute/gloo/local_address.hpp"
 #include "distribute/gloo/mpi_bootstrap.hpp"
 #include "distribute/gloo/peer_probe.hpp"
 #include "distribute/gloo/tcp_store.hpp"
@@ -36,6 +38,12 @@ std::string own_host_name() {
   char name[256] = {};
   require(gethostname(name, sizeof name - 1) == 0, Status::Comm, std::string("gethostname: ") + std::strerror(errno));
   return name;
+}
+
+// Whether mpirun placed workers on other machines than this one.
+bool workers_on_other_hosts(int size) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return !local || std::atoi(local) < size;
 }
 
 std::string host_port(const std::string& host, int port) {
@@ -77,17 +85,24 @@ GlooGroup::GlooGroup(const JoinSpec& spec)
   require(spec.mpi || static_cast<int>(addresses_.size()) == size_, Status::InvalidArgument,
           std::to_string(addresses_.size()) + " addresses for " + std::to_string(size_) + " workers");
   ignore_sigpipe_if_default();
-  std::string host;
-  int port = 0;  // under mpirun: any free port, announced over MPI
+  std::string host;  // where Gloo's connections are bound, reachable by the other workers
   if (spec.mpi) {
-    host = own_host_name();
+    // Under mpirun the service takes any free port on that host and announces it over MPI.
+    host = reachable_host(own_host_name(), workers_on_other_hosts(size_));
+    service_ = std::make_unique<RendezvousService>(host, 0, rank_, rank_ == 0);
+    addresses_ = mpi_all_gather(host_port(host, service_->port()), rank_, size_);
   } else {
+    // TF_CONFIG's address is this worker's port on every interface, as TensorFlow's server binds it.
     const distribute::HostPort own = distribute::split_host_port(addresses_[rank_], "worker " + std::to_string(rank_) + "'s address");
-    host = own.host;
-    port = own.port;
+    bool elsewhere = false;  // a worker on another machine: one whose host is neither ours nor loopback
+    for (const std::string& a : addresses_) {
+      const std::string other = distribute::split_host_port(a, "a worker address").host;
+      elsewhere = elsewhere || (other != own.host && !resolves_to_loopback(other));
+    }
+    host = reachable_host(own.host, elsewhere);
+    const bool v6 = own.host.find(':') != std::string::npos;
+    service_ = std::make_unique<RendezvousService>(v6 ? "::" : "0.0.0.0", own.port, rank_, rank_ == 0);
   }
-  service_ = std::make_unique<RendezvousService>(host, port, rank_, rank_ == 0);
-  if (spec.mpi) addresses_ = mpi_all_gather(host_port(host, service_->port()), rank_, size_);
   rendezvous(host);
 }
 
