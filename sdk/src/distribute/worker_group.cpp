@@ -27,7 +27,7 @@ int64_t checked_timeout(std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-WorkerGroup::WorkerGroup(const kx_workers_api* api, kx_workers_group* handle, int rank, int size,
+WorkerGroup::WorkerGroup(JoinKey, const kx_workers_api* api, kx_workers_group* handle, int rank, int size,
                          std::chrono::milliseconds timeout, std::vector<std::string> addresses)
     : api_(api), handle_(handle), rank_(rank), size_(size), timeout_(timeout), addresses_(std::move(addresses)) {}
 
@@ -43,7 +43,7 @@ std::unique_ptr<WorkerGroup> WorkerGroup::join(const ClusterSpec& spec, std::chr
   require(spec.num_workers >= 1 && spec.worker_rank < spec.num_workers, Status::InvalidArgument,
           "worker " + std::to_string(spec.worker_rank) + " of " + std::to_string(spec.num_workers) + " workers");
   if (spec.num_workers == 1)  // nothing to exchange: no module, no sockets
-    return std::unique_ptr<WorkerGroup>(new WorkerGroup(nullptr, nullptr, 0, 1, timeout, spec.worker_addresses));
+    return std::make_unique<WorkerGroup>(JoinKey{}, nullptr, nullptr, 0, 1, timeout, spec.worker_addresses);
 
   const WorkersModule& module = WorkersModule::instance();
   require(module.api() != nullptr, Status::Unsupported,
@@ -67,8 +67,11 @@ std::unique_ptr<WorkerGroup> WorkerGroup::join(const ClusterSpec& spec, std::chr
   MessageBuffer message{};
   check(module.api()->join(&args, &handle, message.data(), message.size()), message);
   require(handle != nullptr, Status::Internal, "the multi-worker module joined no group");
-  return std::unique_ptr<WorkerGroup>(
-      new WorkerGroup(module.api(), handle, spec.worker_rank, spec.num_workers, timeout, spec.worker_addresses));
+  std::unique_ptr<kx_workers_group, void (*)(kx_workers_group*)> joined(handle, module.api()->leave);
+  auto group = std::make_unique<WorkerGroup>(JoinKey{}, module.api(), handle, spec.worker_rank, spec.num_workers,
+                                             timeout, spec.worker_addresses);
+  joined.release();  // the group leaves it now
+  return group;
 }
 
 std::string WorkerGroup::describe_worker(int rank) const {

@@ -53,9 +53,15 @@ class WorkerGroup {
   // Every worker's blob, in rank order.
   std::vector<std::string> all_gather(const std::string& blob);
 
+  // Only join() can make the key, so only join() builds groups (through make_unique).
+  class JoinKey {
+    friend class WorkerGroup;
+    JoinKey() = default;
+  };
+  WorkerGroup(JoinKey, const kx_workers_api* api, kx_workers_group* handle, int rank, int size,
+              std::chrono::milliseconds timeout, std::vector<std::string> addresses);
+
  private:
-  WorkerGroup(const kx_workers_api* api, kx_workers_group* handle, int rank, int size, std::chrono::milliseconds timeout,
-              std::vector<std::string> addresses);
   void all_reduce(void* data, size_t count, int32_t dtype);
 
   const kx_workers_api* api_;  // null for a group of one
