@@ -1,6 +1,6 @@
 # Resolution of the AUTO|ON|OFF options and the search for CBLAS.
 
-foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_BLAS)
+foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_GLOO KX_WITH_BLAS)
   string(TOUPPER "${${opt}}" _v)
   if(NOT _v MATCHES "^(AUTO|ON|OFF)$")
     message(FATAL_ERROR "${opt} must be AUTO, ON or OFF (got '${${opt}}')")
@@ -8,10 +8,7 @@ foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_BLAS)
   set(${opt} ${_v})
 endforeach()
 
-# MPI comes with a later version; asking for it now is an error rather than a silent build without it.
-if(KX_WITH_MPI STREQUAL "ON")
-  message(FATAL_ERROR "KX_WITH_MPI=ON: this version of kx has no such backend yet")
-endif()
+# KX_WITH_GLOO and KX_WITH_MPI (the multi-worker module) are resolved in KxWorkers.cmake.
 
 # The CUDA backend module (libkx_cuda.so): CUDA 13 from /usr/local/cuda unless CMAKE_CUDA_COMPILER
 # says otherwise. AUTO builds it when nvcc works; ON fails without it.

@@ -1,0 +1,132 @@
+// The cross-process engine's all-reduce bandwidth: N worker processes on loopback (started by this
+// program with TF_CONFIG, default 2) sum float32 buffers of 1 MiB and 64 MiB; worker 0 prints the
+// median time per call, the algorithm bandwidth (buffer bytes / time) and the bus bandwidth (what each
+// worker moves, 2 (N-1)/N of the buffer, / time), and the latency of a barrier (the per-call
+// agreement alone, which every operation starts with).
+//
+//   bench_allreduce [--workers N] [--rounds N]
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distribute/cluster_spec.hpp"
+#include "distribute/worker_group.hpp"
+#include "kx/error.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using kx::distribute::WorkerGroup;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds per call of `call`, median over `rounds` timed calls after two untimed ones.
+template <typename Call>
+double seconds_per_call(WorkerGroup& group, int rounds, Call&& call) {
+  call();
+  call();
+  std::vector<double> times;
+  for (int i = 0; i < rounds; ++i) {
+    group.barrier();  // start together, so that a call's time is its own, not a late peer's
+    const Clock::time_point t0 = Clock::now();
+    call();
+    times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return median(times);
+}
+
+int run_worker(int rounds) {
+  const std::unique_ptr<WorkerGroup> group = WorkerGroup::join(kx::distribute::ClusterSpec::from_environment());
+  const int n = group->size();
+  const double barrier_s = seconds_per_call(*group, rounds * 10, [&] { group->barrier(); });
+  if (group->rank() == 0) {
+    std::printf("kx multi-worker engine, %d workers on loopback\n", n);
+    std::printf("  barrier (the agreement every call starts with): %.1f us\n", barrier_s * 1e6);
+  }
+  for (const size_t mib : {size_t{1}, size_t{64}}) {
+    std::vector<float> data(mib * (1u << 20) / sizeof(float), 1.0f);
+    const int calls = mib == 1 ? rounds * 10 : rounds;
+    const double s = seconds_per_call(*group, calls, [&] { group->all_reduce_sum(data.data(), data.size()); });
+    const double bytes = static_cast<double>(data.size() * sizeof(float));
+    if (group->rank() == 0)
+      std::printf("  all_reduce_sum float32 %3zu MiB: %8.3f ms  algorithm %6.2f GB/s  bus %6.2f GB/s  (median of %d)\n",
+                  mib, s * 1e3, bytes / s / 1e9, bytes * 2.0 * (n - 1) / n / s / 1e9, calls);
+  }
+  group->barrier();
+  return 0;
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Starts `workers` copies of this program with TF_CONFIG on loopback and waits for them.
+int launch(const char* self, int workers, int rounds) {
+  std::string list;
+  for (int i = 0; i < workers; ++i) list += (i ? ", \"127.0.0.1:" : "\"127.0.0.1:") + std::to_string(free_port()) + "\"";
+  if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < workers; ++i) {
+    const std::string tf_config = "{\"cluster\": {\"worker\": [" + list + "]}, \"task\": {\"type\": \"worker\", \"index\": " +
+                                  std::to_string(i) + "}}";
+    const pid_t pid = fork();
+    if (pid == 0) {
+      setenv("TF_CONFIG", tf_config.c_str(), 1);
+      const std::string r = std::to_string(rounds);
+      execl(self, self, "--worker", "--rounds", r.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    if (pid > 0) children.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int workers = 2, rounds = 20;
+  bool worker = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--worker") worker = true;
+    else if (a == "--workers" && i + 1 < argc) workers = std::atoi(argv[++i]);
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
+    else {
+      std::fprintf(stderr, "usage: %s [--workers N] [--rounds N]\n", argv[0]);
+      return 2;
+    }
+  }
+  try {
+    return worker ? run_worker(rounds) : launch("/proc/self/exe", std::max(2, workers), rounds);
+  } catch (const kx::Error& e) {
+    std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
+    return 1;
+  }
+}

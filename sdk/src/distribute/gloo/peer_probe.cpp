@@ -1,0 +1,58 @@
+#include "distribute/gloo/peer_probe.hpp"
+
+#include <thread>
+
+#include "distribute/gloo/rendezvous_protocol.hpp"
+#include "distribute/host_port.hpp"
+
+namespace kx::workers {
+namespace {
+
+std::string seconds(std::chrono::milliseconds ms) {
+  const long long tenths = (ms.count() + 50) / 100;
+  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + " s";
+}
+
+}  // namespace
+
+std::vector<std::string> find_absent_workers(int self, const std::vector<std::string>& addresses,
+                                             std::chrono::milliseconds window) {
+  const Clock::time_point deadline = Clock::now() + window;
+  std::vector<distribute::HostPort> at;  // parsed here: nothing may throw inside the threads
+  for (const std::string& a : addresses) at.push_back(distribute::split_host_port(a, "worker address"));
+  std::vector<CallResult> results(addresses.size());
+  {
+    std::vector<std::thread> probes;
+    for (size_t i = 0; i < addresses.size(); ++i) {
+      if (static_cast<int>(i) == self) continue;
+      probes.emplace_back([&, i] {
+        try {
+          results[i] = call(at[i].host, at[i].port, Request{Op::Ping, {}, {}}, deadline);
+        } catch (const std::exception& e) {  // out of memory: reported, never terminate()
+          results[i].error = e.what();
+        }
+      });
+    }
+    for (std::thread& t : probes) t.join();
+  }
+  std::vector<std::string> absent;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (static_cast<int>(i) == self) continue;
+    const std::string name = "worker " + std::to_string(i) + " (" + addresses[i] + ")";
+    switch (results[i].reach) {
+      case Reach::Ok: break;
+      case Reach::Refused:
+        absent.push_back(name + " is gone (nothing listens at its address: it exited or was killed)");
+        break;
+      case Reach::TimedOut:
+        absent.push_back(name + " does not answer (stopped or hung: no reply within " + seconds(window) + ")");
+        break;
+      case Reach::Failed:
+        absent.push_back(name + " cannot be reached (" + results[i].error + ")");
+        break;
+    }
+  }
+  return absent;
+}
+
+}  // namespace kx::workers

@@ -1,0 +1,327 @@
+// The cross-process engine with real processes on loopback: N copies of kx_worker_group_worker started
+// with TF_CONFIG (and once by mpirun), then sums, broadcasts, barriers and all-gathers checked, results
+// compared bit for bit across workers and across runs, and workers killed or stopped mid-run.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+bool have_module() { return fs::exists(KX_WORKERS_MODULE_PATH); }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// A loopback port nobody listens on now (the kernel's choice; a race with other programs is unlikely).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::vector<std::string> loopback_addresses(int n) {
+  std::vector<std::string> a;
+  for (int i = 0; i < n; ++i) a.push_back("127.0.0.1:" + std::to_string(free_port()));
+  return a;
+}
+
+std::string json_list(const std::vector<std::string>& items) {
+  std::string s = "[";
+  for (const std::string& i : items) s += (s.size() > 1 ? ", \"" : "\"") + i + "\"";
+  return s + "]";
+}
+
+std::string tf_config(const std::vector<std::string>& workers, const std::string& type, int index,
+                      const std::vector<std::string>& chief = {}) {
+  std::string cluster = "\"worker\": " + json_list(workers);
+  if (!chief.empty()) cluster = "\"chief\": " + json_list(chief) + ", " + cluster;
+  return "{\"cluster\": {" + cluster + "}, \"task\": {\"type\": \"" + type + "\", \"index\": " + std::to_string(index) + "}}";
+}
+
+// A child process whose output goes to `log`, with the test's environment less any cluster of its
+// own, plus `env`.
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env, const fs::path& log) {
+  const auto given = [&](const std::string& var) {
+    for (const std::string& e : env)
+      if (var.compare(0, var.find('=') + 1, e, 0, e.find('=') + 1) == 0) return true;
+    return false;
+  };
+  std::vector<std::string> environment = env;
+  for (char** e = environ; *e; ++e) {
+    const std::string var = *e;
+    if (var.rfind("TF_CONFIG=", 0) == 0 || var.rfind("OMPI_", 0) == 0 || given(var)) continue;
+    environment.push_back(var);
+  }
+  const std::string module = std::string("KX_WORKERS_MODULE=") + KX_WORKERS_MODULE_PATH;
+  if (!given(module)) environment.push_back(module);
+  std::vector<char*> argv, envp;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const std::string& e : environment) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  const std::string log_path = log.string();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::fopen(log_path.c_str(), "w");
+    if (out) {
+      dup2(fileno(out), 1);
+      dup2(fileno(out), 2);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// The exit code, -signal when killed, or nothing when the process is still running at the deadline.
+std::optional<int> wait_exit(pid_t pid, Clock::time_point deadline) {
+  if (pid <= 0) return -1000;  // never waitpid(-1): that reaps any child
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+    if (r < 0) return -1000;
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+}
+
+// Kills and reaps one child started by spawn(). Only a real child's id: kill() with 0 or -1 would
+// signal this process's group or every process there is.
+void kill_child(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+class WorkerGroupTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_module()) GTEST_SKIP() << "no multi-worker module (" << KX_WORKERS_MODULE_PATH << "): Gloo not found";
+    dir_ = fs::temp_directory_path() /
+           ("kx-workers-" + std::to_string(getpid()) + "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (pid_t pid : pids_) kill_child(pid);  // whatever is left of a failed test
+    if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Starts one worker per TF_CONFIG; its log is dir/<tag><index>.log.
+  void start_tf_config_workers(const std::string& scenario, const fs::path& out, const std::vector<std::string>& addresses,
+                               int timeout_ms, const std::string& tag = "worker") {
+    for (size_t i = 0; i < addresses.size(); ++i)
+      pids_.push_back(spawn({KX_WORKER_PROGRAM, scenario, out.string(), std::to_string(timeout_ms)},
+                            {"TF_CONFIG=" + tf_config(addresses, "worker", static_cast<int>(i))},
+                            dir_ / (tag + std::to_string(i) + ".log")));
+  }
+
+  // Waits for every worker; each must exit 0 (else its log is shown).
+  void expect_all_succeed(const std::string& tag = "worker", milliseconds limit = milliseconds(120000)) {
+    const Clock::time_point deadline = Clock::now() + limit;
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      const std::optional<int> code = wait_exit(pids_[i], deadline);
+      const std::string log = read_file(dir_ / (tag + std::to_string(i) + ".log"));
+      EXPECT_EQ(code, std::optional<int>(0)) << tag << " " << i << " log:\n" << log;
+      if (code) pids_[i] = -1;
+    }
+    std::erase(pids_, -1);
+  }
+
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+// Every worker's result files equal, byte for byte, to worker 0's (and to `other`'s when given).
+void expect_same_results(const fs::path& out, int workers, const fs::path& other = {}) {
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("-rank0.bin") == std::string::npos) continue;
+    const std::string reference = read_file(entry.path());
+    for (int r = 1; r < workers; ++r) {
+      std::string peer = name;
+      peer.replace(peer.find("-rank0"), 6, "-rank" + std::to_string(r));
+      EXPECT_EQ(read_file(out / peer), reference) << peer << " differs from " << name;
+    }
+    if (!other.empty()) {
+      EXPECT_EQ(read_file(other / name), reference) << name << " differs between runs";
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 10);  // f32 and f64 for 5 sizes
+}
+
+TEST_F(WorkerGroupTest, ThreeWorkersSumBroadcastBarrierAndGatherBitwiseAcrossWorkersAndRuns) {
+  const fs::path first = dir_ / "run1", second = dir_ / "run2";
+  for (const fs::path& out : {first, second}) {
+    fs::create_directories(out);
+    start_tf_config_workers("sums", out, loopback_addresses(3), 30000, out.filename().string() + "-worker");
+    expect_all_succeed(out.filename().string() + "-worker");
+  }
+  expect_same_results(first, 3);
+  expect_same_results(second, 3, first);
+}
+
+TEST_F(WorkerGroupTest, ChiefTaskIsWorkerZero) {
+  const std::vector<std::string> chief = loopback_addresses(1), workers = loopback_addresses(1);
+  pids_.push_back(spawn({KX_WORKER_PROGRAM, "sums", dir_.string(), "30000"},
+                        {"TF_CONFIG=" + tf_config(workers, "worker", 0, chief)}, dir_ / "worker1.log"));
+  pids_.insert(pids_.begin(), spawn({KX_WORKER_PROGRAM, "sums", dir_.string(), "30000"},
+                                    {"TF_CONFIG=" + tf_config(workers, "chief", 0, chief)}, dir_ / "worker0.log"));
+  expect_all_succeed();
+  EXPECT_NE(read_file(dir_ / "worker0.log").find("joined as worker 0 (" + chief[0] + ") of 2"), std::string::npos);
+  EXPECT_NE(read_file(dir_ / "worker1.log").find("joined as worker 1 (" + workers[0] + ") of 2"), std::string::npos);
+  expect_same_results(dir_, 2);
+}
+
+TEST_F(WorkerGroupTest, MismatchedCallsFailOnEveryWorkerAndTheGroupGoesOn) {
+  start_tf_config_workers("mismatch", dir_, loopback_addresses(2), 10000);
+  expect_all_succeed();
+}
+
+TEST_F(WorkerGroupTest, AWorkerThatNeverStartsIsNamedWhenTheJoinTimesOut) {
+  const std::vector<std::string> addresses = loopback_addresses(2);
+  pids_.push_back(spawn({KX_WORKER_PROGRAM, "join", dir_.string(), "1500"},
+                        {"TF_CONFIG=" + tf_config(addresses, "worker", 0)}, dir_ / "worker0.log"));
+  const Clock::time_point start = Clock::now();
+  const std::optional<int> code = wait_exit(pids_[0], Clock::now() + milliseconds(20000));
+  const std::string log = read_file(dir_ / "worker0.log");
+  ASSERT_EQ(code, std::optional<int>(3)) << log;
+  pids_.clear();
+  EXPECT_LT(Clock::now() - start, milliseconds(1500 + 5000));
+  EXPECT_NE(log.find("status=-9"), std::string::npos) << log;
+  EXPECT_NE(log.find("worker 1 (" + addresses[1] + ") has not joined"), std::string::npos) << log;
+}
+
+TEST_F(WorkerGroupTest, WorkersStartedWithDifferentClustersAreRefused) {
+  std::vector<std::string> addresses = loopback_addresses(3);
+  const std::vector<std::string> two(addresses.begin(), addresses.begin() + 2);
+  pids_.push_back(spawn({KX_WORKER_PROGRAM, "join", dir_.string(), "10000"},
+                        {"TF_CONFIG=" + tf_config(two, "worker", 0)}, dir_ / "worker0.log"));
+  pids_.push_back(spawn({KX_WORKER_PROGRAM, "join", dir_.string(), "10000"},
+                        {"TF_CONFIG=" + tf_config(addresses, "worker", 1)}, dir_ / "worker1.log"));
+  const Clock::time_point deadline = Clock::now() + milliseconds(20000);
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    const std::optional<int> code = wait_exit(pids_[i], deadline);
+    const std::string log = read_file(dir_ / ("worker" + std::to_string(i) + ".log"));
+    ASSERT_EQ(code, std::optional<int>(3)) << log;
+    pids_[i] = -1;
+    EXPECT_NE(log.find("status=-1"), std::string::npos) << log;  // Status::InvalidArgument
+    EXPECT_NE(log.find("was started with another cluster"), std::string::npos) << log;
+  }
+  pids_.clear();
+}
+
+// Three workers all-reduce in a loop; `victim` is killed (SIGKILL) or stopped (SIGSTOP) once every
+// worker has taken a few steps. Every survivor must fail with Status::Comm within the timeout + 5 s,
+// naming the victim.
+void expect_survivors_name(WorkerGroupTest& test, const fs::path& dir, std::vector<pid_t>& pids, int signal,
+                           const std::vector<std::string>& addresses, int victim, const char* how) {
+  const int timeout_ms = 2000;
+  const Clock::time_point ready_by = Clock::now() + milliseconds(30000);
+  for (size_t i = 0; i < pids.size(); ++i)
+    while (read_file(dir / ("worker" + std::to_string(i) + ".log")).find("step 5\n") == std::string::npos) {
+      ASSERT_LT(Clock::now(), ready_by) << "worker " << i << " did not start stepping:\n"
+                                        << read_file(dir / ("worker" + std::to_string(i) + ".log"));
+      std::this_thread::sleep_for(milliseconds(10));
+    }
+  ASSERT_GT(pids[victim], 0);
+  ASSERT_EQ(kill(pids[victim], signal), 0);
+  const Clock::time_point struck = Clock::now();
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (static_cast<int>(i) == victim) continue;
+    const std::optional<int> code = wait_exit(pids[i], struck + milliseconds(timeout_ms + 5000));
+    const std::string log = read_file(dir / ("worker" + std::to_string(i) + ".log"));
+    ASSERT_TRUE(code.has_value()) << "survivor " << i << " still running " << timeout_ms + 5000 << " ms after the "
+                                  << how << ":\n" << log;
+    pids[i] = -1;
+    EXPECT_EQ(*code, 3) << log;
+    EXPECT_NE(log.find("status=-9"), std::string::npos) << log;  // Status::Comm
+    EXPECT_NE(log.find("worker " + std::to_string(victim) + " (" + addresses[victim] + ") "), std::string::npos) << log;
+    std::printf("survivor %zu, %lld ms after the %s: %s", i,
+                static_cast<long long>(std::chrono::duration_cast<milliseconds>(Clock::now() - struck).count()), how,
+                log.substr(log.find("error")).c_str());
+  }
+  (void)test;
+}
+
+TEST_F(WorkerGroupTest, AKilledWorkerGivesCommOnEverySurvivorNamingIt) {
+  const std::vector<std::string> addresses = loopback_addresses(3);
+  start_tf_config_workers("steps", dir_, addresses, 2000);
+  expect_survivors_name(*this, dir_, pids_, SIGKILL, addresses, 1, "SIGKILL");
+}
+
+TEST_F(WorkerGroupTest, AKilledChiefGivesCommOnEverySurvivorNamingIt) {
+  const std::vector<std::string> addresses = loopback_addresses(3);
+  start_tf_config_workers("steps", dir_, addresses, 2000);
+  expect_survivors_name(*this, dir_, pids_, SIGKILL, addresses, 0, "SIGKILL");
+}
+
+TEST_F(WorkerGroupTest, AStoppedWorkerGivesCommOnEverySurvivorNamingIt) {
+  const std::vector<std::string> addresses = loopback_addresses(3);
+  start_tf_config_workers("steps", dir_, addresses, 2000);
+  expect_survivors_name(*this, dir_, pids_, SIGSTOP, addresses, 2, "SIGSTOP");
+  const std::string log = read_file(dir_ / "worker0.log");
+  EXPECT_NE(log.find("does not answer"), std::string::npos) << log;
+}
+
+TEST_F(WorkerGroupTest, MpirunLaunchSumsAreBitwiseIdenticalAcrossWorkers) {
+  if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time";
+  // Open MPI keeps allocations past MPI_Finalize (its own, not kx's): under the sanitizers, leak checks
+  // are off for this launch only; the TF_CONFIG launches keep them.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options = std::string("ASAN_OPTIONS=") + (asan && *asan ? std::string(asan) + ":" : "") + "detect_leaks=0";
+  pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "-np", "2", KX_WORKER_PROGRAM, "sums", dir_.string(), "30000"},
+                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options}, dir_ / "worker0.log"));
+  expect_all_succeed();
+  const std::string log = read_file(dir_ / "worker0.log");
+  if (log.find("built without MPI") != std::string::npos) GTEST_SKIP() << log;
+  EXPECT_NE(log.find("joined as worker 1"), std::string::npos) << log;
+  expect_same_results(dir_, 2);
+}
+
+// Without the engine module, a group of more than one worker is refused with the reason.
+TEST(WorkerGroupWithoutModule, IsUnsupportedSayingWhy) {
+  const fs::path log = fs::temp_directory_path() / ("kx-workers-nomodule-" + std::to_string(getpid()) + ".log");
+  std::vector<std::string> args = {KX_WORKER_PROGRAM, "join", fs::temp_directory_path().string(), "2000"};
+  const pid_t pid = spawn(args, {"TF_CONFIG=" + tf_config(loopback_addresses(2), "worker", 0),
+                                 "KX_WORKERS_MODULE=/nonexistent/libkx_workers.so"}, log);
+  const std::optional<int> code = wait_exit(pid, Clock::now() + milliseconds(20000));
+  const std::string text = read_file(log);
+  fs::remove(log);
+  ASSERT_EQ(code, std::optional<int>(3)) << text;
+  EXPECT_NE(text.find("status=-7"), std::string::npos) << text;  // Status::Unsupported
+  EXPECT_NE(text.find("/nonexistent/libkx_workers.so"), std::string::npos) << text;
+}
+
+}  // namespace
