@@ -126,6 +126,43 @@ int32_t kx_strategy_num_replicas(const kx_strategy* s) {
   });
 }
 
+kx_status kx_strategy_create_multi_worker(const char* const* local_devices, size_t n_local, kx_strategy** out) {
+  return guarded([&] {
+    require_arg(out, "out", "kx_strategy_create_multi_worker");
+    kx::require(local_devices || n_local == 0, kx::Status::InvalidArgument,
+                "kx_strategy_create_multi_worker: local_devices is NULL but n_local is " + std::to_string(n_local));
+    std::vector<std::string> names;
+    for (size_t i = 0; i < n_local; ++i) {
+      kx::require(local_devices[i] != nullptr, kx::Status::InvalidArgument,
+                  "kx_strategy_create_multi_worker: local_devices[" + std::to_string(i) + "] is NULL");
+      names.emplace_back(local_devices[i]);
+    }
+    return kx::capi::hand_out(std::make_unique<kx_strategy>(kx_strategy{kx::Strategy::multi_worker(names)}), out);
+  });
+}
+
+int32_t kx_strategy_num_workers(const kx_strategy* s) {
+  return kx::capi::guarded_value<int32_t>(-1, [&] {
+    require_arg(s, "s", "kx_strategy_num_workers");
+    return static_cast<int32_t>(s->strategy.num_workers());
+  });
+}
+
+int32_t kx_strategy_worker_index(const kx_strategy* s) {
+  return kx::capi::guarded_value<int32_t>(-1, [&] {
+    require_arg(s, "s", "kx_strategy_worker_index");
+    return static_cast<int32_t>(s->strategy.worker_index());
+  });
+}
+
+kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_timeout");
+    s->strategy.set_timeout(milliseconds);
+    return KX_OK;
+  });
+}
+
 kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n) {
   return guarded([&] {
     require_arg(s, "s", "kx_strategy_set_num_threads");

@@ -128,7 +128,8 @@ KX_API kx_status kx_strategy_create_default(kx_strategy** out);
 KX_API kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,
                                              kx_strategy** out);
 
-/* Number of replicas that train in sync (TensorFlow's num_replicas_in_sync); -1 for NULL. */
+/* Number of replicas that train in sync (TensorFlow's num_replicas_in_sync: every worker's with a
+ * multi-worker strategy); -1 for NULL. */
 KX_API int32_t kx_strategy_num_replicas(const kx_strategy* s);
 
 /* CPU threads used by the kernels of models created from s afterwards: 0 = every core (the
@@ -165,6 +166,29 @@ KX_API kx_status kx_strategy_set_data_streaming(kx_strategy* s, kx_data_streamin
  * cuBLASLt GEMMs instead. KX_CUDNN=0 overrides it. No effect on the CPU. Applies to models created from
  * s afterwards. Errors: NULL s. */
 KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
+
+/* MultiWorkerMirroredStrategy: synchronous training across processes (and hosts). Every worker process
+ * calls it with its own replica devices (as kx_strategy_create_mirrored; every worker must have the
+ * same number). The cluster comes from the launcher: mpirun's environment (Open MPI), else TF_CONFIG
+ * ({"cluster": {"worker": ["host:port", ...]}, "task": {"type": "worker", "index": i}}; worker 0, or a
+ * "chief" task, is the chief). Returns once every worker has joined. Each step splits the global batch
+ * across every replica of every worker and sums the gradients locally, then across workers, in a
+ * fixed order, so N workers train like one device on the same global batch. The chief alone shows the
+ * progress bar and runs callbacks (its checkpoints are everyone's weights); history, evaluate and
+ * validation are computed over every worker's samples. A worker that dies, hangs or stops makes every
+ * collective fail with KX_E_COMM on the survivors within the timeout (kx_strategy_set_timeout).
+ * Errors: KX_E_INVALID_ARGUMENT when neither mpirun nor TF_CONFIG describes a cluster (or it is
+ * malformed, or this task is no worker); KX_E_UNSUPPORTED when libkx_workers.so (the Gloo engine
+ * module) is missing; KX_E_COMM when the workers do not all join within 60 s. */
+KX_API kx_status kx_strategy_create_multi_worker(const char* const* local_devices, size_t n_local, kx_strategy** out);
+/* Worker processes training in sync (1 for single-process strategies), and this one's index (0: the
+ * chief); -1 for NULL. */
+KX_API int32_t kx_strategy_num_workers(const kx_strategy* s);
+KX_API int32_t kx_strategy_worker_index(const kx_strategy* s);
+/* How long a collective with other workers may wait (default 60000 ms) before it fails with KX_E_COMM
+ * naming the worker that did not answer; applies to every model of s, at once. Errors: NULL s,
+ * milliseconds <= 0. */
+KX_API kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds);
 
 /* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
  * made from it. */

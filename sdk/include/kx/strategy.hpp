@@ -11,6 +11,7 @@ namespace kx {
 
 namespace distribute {
 class CollectiveFactory;  // internal: sdk/src/distribute/collective_factory.hpp
+class WorkerGroup;        // internal: sdk/src/distribute/worker_group.hpp
 }
 
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
@@ -34,8 +35,22 @@ class Strategy {
   // Replicas on the named devices; empty = every GPU, or one CPU replica without GPUs.
   static Strategy mirrored(const std::vector<std::string>& devices);
 
-  int num_replicas() const { return static_cast<int>(replicas_.size()); }
+  // MultiWorkerMirroredStrategy: every worker process calls it with its own replica devices; the
+  // cluster comes from mpirun's environment, else TF_CONFIG (InvalidArgument when neither describes
+  // one). Returns once every worker has joined (Comm when they do not within the timeout, 60 s).
+  static Strategy multi_worker(const std::vector<std::string>& local_devices);
+
+  // TensorFlow's num_replicas_in_sync: the replicas of every worker.
+  int num_replicas() const { return static_cast<int>(replicas_.size()) * num_workers(); }
+  // This process's replica devices.
   const std::vector<Device>& replicas() const { return replicas_; }
+  // Worker processes training in sync (1 for a single-process strategy), and this one's index
+  // (0: the chief, which runs the progress bar and callbacks and writes checkpoints).
+  int num_workers() const;
+  int worker_index() const;
+  // Every collective with other workers fails with Comm after this long without an answer.
+  void set_timeout(int milliseconds);
+  const std::shared_ptr<distribute::WorkerGroup>& worker_group() const { return workers_; }
 
   // CPU threads for kernels; 0 = every core.
   void set_num_threads(int n);
@@ -78,6 +93,7 @@ class Strategy {
   DataStreaming data_streaming_ = DataStreaming::Auto;
   bool cudnn_ = true;
   std::shared_ptr<const distribute::CollectiveFactory> collective_factory_;
+  std::shared_ptr<distribute::WorkerGroup> workers_;  // null: one process
 };
 
 }  // namespace kx

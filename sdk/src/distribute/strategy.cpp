@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "distribute/cluster_spec.hpp"
+#include "distribute/multi_worker_collective.hpp"
+#include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
@@ -25,6 +28,26 @@ Strategy Strategy::mirrored(const std::vector<std::string>& names) {
             "a mirrored strategy cannot mix CPU and GPU replicas (" + devices.front().name() + " and " +
                 d.name() + ")");
   return Strategy(std::move(devices));
+}
+
+Strategy Strategy::multi_worker(const std::vector<std::string>& local_devices) {
+  Strategy s = mirrored(local_devices);
+  const distribute::ClusterSpec spec = distribute::ClusterSpec::from_environment();
+  require(spec.is_worker(), Status::InvalidArgument,
+          "this task is a \"" + spec.task_type + "\" in the cluster, not a worker: a multi-worker strategy needs a "
+          "worker (or the chief)");
+  s.workers_ = distribute::WorkerGroup::join(spec);
+  s.collective_factory_ = distribute::multi_worker_collective_factory(s.workers_);
+  return s;
+}
+
+int Strategy::num_workers() const { return workers_ ? workers_->size() : 1; }
+int Strategy::worker_index() const { return workers_ ? workers_->rank() : 0; }
+
+void Strategy::set_timeout(int milliseconds) {
+  require(milliseconds > 0, Status::InvalidArgument,
+          "the timeout must be positive, got " + std::to_string(milliseconds) + " ms");
+  if (workers_) workers_->set_timeout(std::chrono::milliseconds(milliseconds));
 }
 
 void Strategy::set_num_threads(int n) {

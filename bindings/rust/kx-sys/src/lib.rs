@@ -169,6 +169,10 @@ extern "C" {
     pub fn kx_strategy_set_step_graphs(s: *mut kx_strategy, mode: kx_step_graphs) -> kx_status;
     pub fn kx_strategy_set_data_streaming(s: *mut kx_strategy, mode: kx_data_streaming) -> kx_status;
     pub fn kx_strategy_set_cudnn(s: *mut kx_strategy, enabled: i32) -> kx_status;
+    pub fn kx_strategy_create_multi_worker(local_devices: *const *const c_char, n_local: usize, out: *mut *mut kx_strategy) -> kx_status;
+    pub fn kx_strategy_num_workers(s: *const kx_strategy) -> i32;
+    pub fn kx_strategy_worker_index(s: *const kx_strategy) -> i32;
+    pub fn kx_strategy_set_timeout(s: *mut kx_strategy, milliseconds: i32) -> kx_status;
     pub fn kx_strategy_destroy(s: *mut kx_strategy);
 
     pub fn kx_model_create_sequential(s: *mut kx_strategy, input_shape: *const i64, rank: usize, out: *mut *mut kx_model) -> kx_status;

@@ -117,7 +117,9 @@ void Model::Impl::compile(const CompileOptions& o) {
   loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
   loss_spec.accuracy = choose_accuracy(lk, outputs, lk == LossKind::SparseCategoricalCrossentropy ? 1 : outputs);
 
-  const int n = strategy.num_replicas();
+  const int n = static_cast<int>(strategy.replicas().size());  // this process's
+  replica_offset = strategy.worker_index() * n;
+  total_replicas = strategy.num_replicas();
   // CPU replicas share the machine's cores between them.
   const int cores = strategy.num_threads() > 0 ? strategy.num_threads() : backend::cpu_core_count();
   const int threads = std::max(1, cores / n);

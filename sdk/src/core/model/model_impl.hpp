@@ -95,6 +95,23 @@ class Model::Impl {
   bool compiled = false;
   std::vector<Replica> replicas;
   int64_t optimizer_steps = 0;
+  // This process's replicas among every worker's: local replica k is global replica replica_offset + k
+  // of total_replicas (one worker: 0 and the local count).
+  int replica_offset = 0;
+  int total_replicas = 1;
+
+  // The rows of a global batch of `rows` that this process's replicas hold.
+  int64_t local_rows(int64_t rows) const;
+  // Multi-worker (across_workers.cpp): true with more than one worker process.
+  bool multi_worker() const;
+  // sums (and *seen) summed over the workers, in rank order; unchanged with one worker. Collective:
+  // every worker calls it at the same point.
+  backend::LossSums sum_across_workers(backend::LossSums sums, int64_t* seen) const;
+  // The chief's stop, on every worker (collective).
+  bool chief_decides(bool stop) const;
+  // InvalidArgument on every worker, naming the worker and what differs, unless every worker trains the
+  // same model with the same data layout (collective).
+  void require_same_training_on_every_worker(const Dataset& train, int64_t steps) const;
   double learning_rate = 0;  // of the next step: the compiled one unless a schedule changes it
 
   // For the training code (core/train/): the replicas, run side by side.

@@ -41,7 +41,8 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
       r.feed.release();
     });
   }
-  const backend::LossSums sums = take_loss_sums();
+  // Each worker evaluated its share of every batch: the sums are the workers' together.
+  const backend::LossSums sums = sum_across_workers(take_loss_sums(), nullptr);
   const double n = static_cast<double>(data.num_samples());
   return {sums.loss / n, sums.correct / n};
 }

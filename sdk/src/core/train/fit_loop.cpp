@@ -60,6 +60,13 @@ class EpochLoss {
   double mean_accuracy() const {
     return accuracy_ ? safe_ratio(sums_.correct, static_cast<double>(seen_)) : std::nan("");
   }
+  // The sums over every worker's samples (collective; nothing changes with one worker).
+  void combine_workers() {
+    if (!model_.multi_worker()) return;
+    sums_ = model_.sum_across_workers(sums_, &seen_);
+    loss_ = mean_loss();
+    acc_ = mean_accuracy();
+  }
   // Into a training position, as a checkpoint records it.
   void write_sums(core::TrainPosition& p) const {
     p.loss_sum = sums_.loss;
@@ -178,10 +185,17 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
           "the training dataset has fewer samples (" + std::to_string(train.num_samples()) + ") than one batch (" +
               std::to_string(train.batch_size()) + ") and drops the remainder");
   const int64_t steps = o.steps_per_epoch > 0 ? o.steps_per_epoch : pass_steps;
+  require_same_training_on_every_worker(train, steps);
   reserve_plans(std::min(train.batch_size(), train.num_samples()));
 
+  // With several workers the chief alone shows the bar and runs the callbacks (as Keras), and its
+  // decisions to stop reach the others.
+  const bool chief = strategy.worker_index() == 0;
+  if (!chief) cb = nullptr;
+  const bool chief_has_callbacks = chief_decides(cb && !cb->empty());
+  const auto share_stop = [&](bool stop) { return multi_worker() && chief_has_callbacks ? chief_decides(stop) : stop; };
   const bool accuracy = options.accuracy;
-  core::ProgressBar bar(o.verbose, stdout);
+  core::ProgressBar bar(chief ? o.verbose : 0, stdout);
   FitControl control(*this, cb, train, o.validation != nullptr, steps);
   learning_rate = optimizer.learning_rate.value_or(0);
   const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
@@ -189,12 +203,14 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   take_loss_sums();  // nothing left over from a call that failed
   const bool read_every_step = cb && cb->reads_batch_metrics();
 
-  bool stop = control.emit(control.event(EventKind::TrainBegin));
+  bool stop = share_stop(control.emit(control.event(EventKind::TrainBegin)));
   for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {
     const bool resumed = epoch == start.epoch;
     const int64_t first_step = resumed ? start.step : 0;
-    control.loss.begin(resumed ? start.sums : backend::LossSums{}, resumed ? start.seen : 0);
-    stop = control.emit(control.event(EventKind::EpochBegin, epoch, first_step));
+    // A checkpoint holds the chief's own sums of the steps before it: the other workers start from none.
+    const bool own_sums = resumed && chief;
+    control.loss.begin(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
+    stop = share_stop(control.emit(control.event(EventKind::EpochBegin, epoch, first_step)));
     bar.begin_epoch(epoch, o.epochs, steps, first_step);
     stage_dataset(train);  // again after the validation of the epoch before
     core::Metrics m;
@@ -202,15 +218,17 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       const BatchStream::Batch batch = batches.next();
       steps_.run(*this, batch.idx, batch.rows);
       if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);
-      control.loss.add_step(batch.rows);
+      // The loss sums are this process's replicas': they saw its share of the batch.
+      const int64_t rows_here = local_rows(batch.rows);
+      control.loss.add_step(rows_here);
       control.position = {epoch, step + 1, steps, batches.pass(), batches.position()};
       double batch_loss = std::nan(""), batch_accuracy = std::nan("");
       if (read_every_step || bar.due(step + 1) || step + 1 == steps) {
-        const bool only_this_step = control.loss.unread() == batch.rows;
+        const bool only_this_step = control.loss.unread() == rows_here;
         const backend::LossSums read = control.loss.read();
         if (only_this_step) {
-          batch_loss = read.loss / static_cast<double>(batch.rows);
-          if (accuracy) batch_accuracy = read.correct / static_cast<double>(batch.rows);
+          batch_loss = read.loss / static_cast<double>(rows_here);
+          if (accuracy) batch_accuracy = read.correct / static_cast<double>(rows_here);
         }
         if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss))
           fail(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
@@ -227,8 +245,10 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         e.batch_accuracy = batch_accuracy;
         stop = control.emit(e);
       }
+      stop = share_stop(stop);
     }
     control.loss.read();  // a callback stopped the epoch early
+    control.loss.combine_workers();  // the epoch's figures are every worker's samples
     Event end = control.event(EventKind::EpochEnd, epoch, steps);
     end.loss = control.loss.mean_loss();
     end.accuracy = control.loss.mean_accuracy();
@@ -252,7 +272,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     if (history) history->finish_epoch(epoch);
     bar.end_epoch(m);
     control.position = {epoch, steps, steps, batches.pass(), batches.position()};
-    stop = control.emit(end) || stop;
+    stop = share_stop(control.emit(end) || stop);
   }
   steps_.finalize_ema(*this);  // before TrainEnd, as Keras: EarlyStopping's restored weights win
   control.emit(control.event(EventKind::TrainEnd));

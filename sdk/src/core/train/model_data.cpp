@@ -48,11 +48,13 @@ void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
 }
 
 core::Slice Model::Impl::slice(int replica, int64_t rows) const {
-  return core::replica_slice(replica, static_cast<int>(replicas.size()), rows);
+  // Local replica k is replica offset + k of every worker's: each worker takes its share of the global
+  // batch (TensorFlow's AutoShardPolicy.DATA), rows in the global batch's numbering.
+  return core::replica_slice(replica_offset + replica, total_replicas, rows);
 }
 
 void Model::Impl::reserve_plans(int64_t global_rows) {
-  const int64_t n = static_cast<int64_t>(replicas.size());
+  const int64_t n = total_replicas;
   const int64_t per_replica = (global_rows + n - 1) / n;
   for (Replica& r : replicas) r.plan.reserve(*r.be, net, std::max(r.plan.capacity(), per_replica), label_size());
 }
