@@ -1,0 +1,201 @@
+// MultiWorkerMirroredStrategy with real worker processes on loopback, each running the C sample
+// samples/c/multi_worker.c on Fashion-MNIST: workers agree bit for bit, train as the same replicas in
+// one process do, repeat bitwise, start from TF_CONFIG or mpirun, survive nothing silently (a killed or
+// stopped worker is KX_E_COMM on the others within the timeout) and resume from the chief's checkpoints.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "processes.hpp"
+
+namespace {
+
+using namespace kx::test_processes;
+
+constexpr int kCommExit = 3;  // the sample's exit code for KX_E_COMM
+const char* const kData = "/usr/share/datasets/fashion-mnist";
+
+class MultiWorkerFit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!have_module()) GTEST_SKIP() << "no multi-worker module (" << KX_WORKERS_MODULE_PATH << "): Gloo not found";
+    if (!fs::exists(std::string(kData) + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+    dir_ = fs::temp_directory_path() / ("kx-mwfit-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (pid_t pid : pids_) kill_child(pid);
+    if (!HasFailure() && !dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // Starts `workers` workers (TF_CONFIG) with these sample arguments; worker i writes weights to
+  // <tag><i>.bin and logs to <tag><i>.log.
+  void start(int workers, const std::vector<std::string>& args, const std::string& tag) {
+    const std::vector<std::string> addresses = loopback_addresses(workers);
+    for (int i = 0; i < workers; ++i) {
+      std::vector<std::string> argv{KX_MULTI_WORKER_PROGRAM, "verbose=0",
+                                    "weights=" + (dir_ / (tag + std::to_string(i) + ".bin")).string()};
+      argv.insert(argv.end(), args.begin(), args.end());
+      pids_.push_back(spawn(argv, {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / (tag + std::to_string(i) + ".log")));
+    }
+  }
+  // Waits for every started worker; returns their exit codes (nullopt: still running at the deadline).
+  std::vector<std::optional<int>> finish(milliseconds limit = milliseconds(240000)) {
+    const Clock::time_point deadline = Clock::now() + limit;
+    std::vector<std::optional<int>> codes;
+    for (pid_t pid : pids_) codes.push_back(wait_exit(pid, deadline));
+    for (size_t i = 0; i < pids_.size(); ++i)
+      if (codes[i]) pids_[i] = -1;
+    std::erase(pids_, -1);
+    return codes;
+  }
+  // Runs `workers` workers to the end; every one must succeed.
+  void run(int workers, const std::vector<std::string>& args, const std::string& tag) {
+    start(workers, args, tag);
+    const std::vector<std::optional<int>> codes = finish();
+    for (int i = 0; i < workers; ++i)
+      ASSERT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(0))
+          << tag << i << " log:\n" << read_file(dir_ / (tag + std::to_string(i) + ".log"));
+  }
+  std::vector<float> weights(const std::string& name) const {
+    const std::string bytes = read_file(dir_ / name);
+    std::vector<float> w(bytes.size() / sizeof(float));
+    std::memcpy(w.data(), bytes.data(), w.size() * sizeof(float));
+    return w;
+  }
+  std::string bytes(const std::string& name) const { return read_file(dir_ / name); }
+
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return a.size() == b.size() && scale > 0 ? diff / scale : 1e30;
+}
+
+// 200 steps of the MLP at a global batch of 96.
+const std::vector<std::string> kRun{"steps=200", "samples=19200"};
+
+TEST_F(MultiWorkerFit, WorkersTrainAsTheSameReplicasInOneProcessAndRepeatBitwise) {
+  // 2 workers x 1 replica: the same sums in the same order as 2 replicas in one process.
+  std::vector<std::string> args = kRun;
+  args.push_back("batch=48");
+  run(2, args, "a");
+  run(2, args, "again");
+  args.push_back("replicas=2");
+  run(1, args, "local");
+  EXPECT_FALSE(bytes("a0.bin").empty());
+  EXPECT_EQ(bytes("a0.bin"), bytes("a1.bin")) << "the workers hold different weights";
+  EXPECT_EQ(bytes("a0.bin"), bytes("again0.bin")) << "two runs differ";
+  EXPECT_EQ(bytes("a0.bin"), bytes("local0.bin")) << "2 workers differ from 2 replicas in one process";
+  // 2 workers x 2 replicas: local sums first, so the order differs from 4 replicas in one process.
+  std::vector<std::string> two_by_two = kRun;
+  two_by_two.insert(two_by_two.end(), {"batch=24", "replicas=2"});
+  run(2, two_by_two, "b");
+  two_by_two.back() = "replicas=4";
+  run(1, two_by_two, "four");
+  EXPECT_EQ(bytes("b0.bin"), bytes("b1.bin"));
+  const double d = relative_difference(weights("b0.bin"), weights("four0.bin"));
+  std::printf("2 workers x 2 replicas vs 4 replicas in one process: max relative weight difference %.3g\n", d);
+  EXPECT_LE(d, 1e-5);
+}
+
+TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun (Debian: openmpi-bin)";
+  std::vector<std::string> args = {"steps=40", "samples=3840", "batch=48"};
+  run(2, args, "tf");
+  const fs::path out = dir_ / "mpi";
+  fs::create_directories(out);
+  // Each rank writes its own file: the rank is in the sample's environment, not its arguments.
+  const std::string script = "w=" + out.string() + "/w$OMPI_COMM_WORLD_RANK.bin; exec " + KX_MULTI_WORKER_PROGRAM +
+                             " verbose=0 steps=40 samples=3840 batch=48 weights=$w";
+  pids_.push_back(spawn({"/usr/bin/mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2", "/bin/sh", "-c", script},
+                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, dir_ / "mpirun.log"));
+  const std::vector<std::optional<int>> codes = finish();
+  ASSERT_EQ(codes[0], std::optional<int>(0)) << read_file(dir_ / "mpirun.log");
+  EXPECT_EQ(bytes("mpi/w0.bin"), bytes("tf0.bin"));
+  EXPECT_EQ(bytes("mpi/w1.bin"), bytes("tf0.bin"));
+}
+
+// A worker killed (SIGKILL) or stopped (SIGSTOP) mid-epoch: the survivor fails with KX_E_COMM naming it
+// within the timeout + 5 s; started again with the same checkpoint directory, the job finishes with
+// the weights of a run never interrupted.
+TEST_F(MultiWorkerFit, AKilledWorkerStopsTheOthersAndARestartResumes) {
+  const std::vector<std::string> job{"epochs=3", "samples=9600", "batch=48", "timeout_ms=3000"};
+  run(2, {"epochs=3", "samples=9600", "batch=48", "checkpoints=" + (dir_ / "ckpt-whole").string()}, "whole");
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    const std::string tag = sig == SIGKILL ? "killed" : "stopped";
+    const std::string ckpt = "checkpoints=" + (dir_ / ("ckpt-" + tag)).string();
+    std::vector<std::string> args = job;
+    args.push_back(ckpt);
+    start(2, args, tag);
+    // Kill worker 1 once the chief has written the first epoch's checkpoint.
+    const Clock::time_point give_up = Clock::now() + milliseconds(120000);
+    while (!fs::exists(dir_ / ("ckpt-" + tag) / "epoch-01.kx") && Clock::now() < give_up)
+      std::this_thread::sleep_for(milliseconds(20));
+    ASSERT_TRUE(fs::exists(dir_ / ("ckpt-" + tag) / "epoch-01.kx")) << read_file(dir_ / (tag + "0.log"));
+    std::this_thread::sleep_for(milliseconds(300));  // into the second epoch
+    const pid_t victim = pids_[1];
+    kill(victim, sig);
+    const Clock::time_point signalled = Clock::now();
+    const std::optional<int> chief = wait_exit(pids_[0], signalled + milliseconds(3000 + 5000));
+    const double seconds = std::chrono::duration<double>(Clock::now() - signalled).count();
+    ASSERT_EQ(chief, std::optional<int>(kCommExit)) << read_file(dir_ / (tag + "0.log"));
+    pids_[0] = -1;
+    kill_child(victim);
+    pids_.clear();
+    const std::string log = read_file(dir_ / (tag + "0.log"));
+    std::printf("%s worker: the chief failed after %.2f s: %s\n", tag.c_str(), seconds, log.c_str());
+    EXPECT_NE(log.find("KX_E_COMM"), std::string::npos);
+    EXPECT_NE(log.find("worker 1"), std::string::npos) << "the message names the worker";
+    // The job again, from the chief's checkpoint.
+    run(2, args, tag + "-resumed");
+    EXPECT_EQ(bytes(tag + "-resumed0.bin"), bytes("whole0.bin")) << tag;
+    EXPECT_EQ(bytes(tag + "-resumed1.bin"), bytes("whole0.bin")) << tag;
+  }
+}
+
+TEST_F(MultiWorkerFit, AnUnevenLastBatchAcrossThreeWorkers) {
+  // 96 * 12 + 50 samples: the 13th batch holds 50 rows, 17/17/16 across the workers.
+  const std::vector<std::string> args{"samples=1202", "batch=32"};
+  run(3, args, "three");
+  std::vector<std::string> local = args;
+  local.push_back("replicas=3");
+  run(1, local, "local");
+  EXPECT_EQ(bytes("three0.bin"), bytes("three1.bin"));
+  EXPECT_EQ(bytes("three0.bin"), bytes("three2.bin"));
+  const double d = relative_difference(weights("three0.bin"), weights("local0.bin"));
+  std::printf("3 workers vs 3 replicas in one process, uneven last batch: max relative weight difference %.3g\n", d);
+  EXPECT_LE(d, 1e-5);
+}
+
+TEST_F(MultiWorkerFit, WorkersThatDoNotTrainTheSameThingAllFailClearly) {
+  const std::vector<std::string> addresses = loopback_addresses(2);
+  for (int i = 0; i < 2; ++i)
+    pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM, "verbose=0", "samples=960", i == 0 ? "batch=48" : "batch=32"},
+                          {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / ("w" + std::to_string(i) + ".log")));
+  const std::vector<std::optional<int>> codes = finish(milliseconds(60000));
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_file(dir_ / ("w" + std::to_string(i) + ".log"));
+    EXPECT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(1)) << log;
+    EXPECT_NE(log.find("do not train the same thing"), std::string::npos) << log;
+    EXPECT_NE(log.find("global batch"), std::string::npos) << log;
+  }
+  // No cluster at all: a clear error, not a hang.
+  pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM}, {}, dir_ / "alone.log"));
+  const std::vector<std::optional<int>> alone = finish(milliseconds(30000));
+  const std::string log = read_file(dir_ / "alone.log");
+  EXPECT_EQ(alone[0], std::optional<int>(1)) << log;
+  EXPECT_NE(log.find("KX_E_INVALID_ARGUMENT"), std::string::npos) << log;
+}
+
+}  // namespace
