@@ -1,0 +1,120 @@
+// MultiWorkerMirroredStrategy's cost on one machine: the Fashion-MNIST MLP at global batch 256 and the
+// CNN at 64, as 1 process with 2 threads against 2 worker processes with 1 thread each (TF_CONFIG on
+// loopback, started by this program). Prints ms/step of each and the multi-worker's extra time.
+//
+//   bench_multi_worker [--steps N] [--data DIR]
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using namespace kx;
+
+struct Case {
+  const char* name;
+  int64_t batch;
+};
+constexpr Case kCases[] = {{"MLP", 256}, {"CNN", 64}};
+
+// Fashion-MNIST's training images (the CNN reads them as 28x28x1: only the element count must match).
+Dataset data_for(const std::string& dir, int64_t batch) {
+  Dataset d = Dataset::from_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz");
+  d.shuffle(d.num_samples(), 1);
+  d.batch(batch, true);
+  return d;
+}
+
+// One timing on `strategy`; the bench's own process or one worker of the job.
+double time_case(const Strategy& strategy, const Case& c, const std::string& dir, int64_t steps) {
+  const bool cnn = std::string(c.name) == "CNN";
+  Dataset d = data_for(dir, c.batch);
+  Model m = cnn ? bench::fashion_cnn(strategy) : bench::fashion_mlp(strategy);
+  return bench::ms_per_step(m, d, steps, 10);
+}
+
+int run_worker(const std::string& dir, int64_t steps) {
+  Strategy s = Strategy::multi_worker({"cpu"});
+  s.set_num_threads(1);
+  for (const Case& c : kCases) {
+    const double ms = time_case(s, c, dir, steps);
+    if (s.worker_index() == 0) std::printf("WORKERS %s %.4f\n", c.name, ms);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  int64_t steps = 100;
+  bool worker = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--worker") worker = true;
+    else if (a == "--steps" && i + 1 < argc) steps = std::max<int64_t>(1, std::atoll(argv[++i]));
+    else if (a == "--data" && i + 1 < argc) dir = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: %s [--steps N] [--data DIR]\n", argv[0]);
+      return 2;
+    }
+  }
+  try {
+    if (worker) return run_worker(dir, steps);
+    std::printf("kx multi-worker scaling: 1 process x 2 threads against 2 workers x 1 thread, %lld steps\n",
+                static_cast<long long>(steps));
+    Strategy one = Strategy::mirrored({"cpu"});
+    one.set_num_threads(2);
+    std::vector<double> single;
+    for (const Case& c : kCases) single.push_back(time_case(one, c, dir, steps));
+    // The job: two copies of this program, worker 0's figures read back through a pipe.
+    const std::string ports[2] = {std::to_string(20000 + getpid() % 20000), std::to_string(20001 + getpid() % 20000)};
+    const std::string list = "[\"127.0.0.1:" + ports[0] + "\", \"127.0.0.1:" + ports[1] + "\"]";
+    int fds[2];
+    if (pipe(fds) != 0) return 1;
+    std::vector<pid_t> children;
+    for (int i = 0; i < 2; ++i) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        const std::string tf = "{\"cluster\": {\"worker\": " + list + "}, \"task\": {\"type\": \"worker\", \"index\": " +
+                               std::to_string(i) + "}}";
+        setenv("TF_CONFIG", tf.c_str(), 1);
+        dup2(fds[1], 1);
+        const std::string s = std::to_string(steps);
+        execl("/proc/self/exe", argv[0], "--worker", "--steps", s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
+        _exit(127);
+      }
+      children.push_back(pid);
+    }
+    close(fds[1]);
+    FILE* in = fdopen(fds[0], "r");
+    char line[256];
+    std::vector<double> multi(2, -1);
+    while (in && std::fgets(line, sizeof line, in)) {
+      char name[16];
+      double ms = 0;
+      if (std::sscanf(line, "WORKERS %15s %lf", name, &ms) == 2) multi[std::string(name) == "CNN" ? 1 : 0] = ms;
+    }
+    if (in) std::fclose(in);
+    int failed = 0;
+    for (pid_t pid : children) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    for (size_t i = 0; i < 2; ++i)
+      std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step, 2 workers x 1 thread %.3f ms/step (%+.1f %%)\n",
+                  kCases[i].name, static_cast<long long>(kCases[i].batch), single[i], multi[i],
+                  100.0 * (multi[i] / single[i] - 1));
+    return failed ? 1 : 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "bench_multi_worker: %s\n", e.what());
+    return 1;
+  }
+}
