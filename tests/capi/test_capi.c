@@ -12,17 +12,7 @@
 #include <string.h>
 #include <zlib.h>
 
-static int g_failures = 0;
-static int g_checks = 0;
-
-#define EXPECT(cond)                                                     \
-  do {                                                                   \
-    ++g_checks;                                                          \
-    if (!(cond)) {                                                       \
-      ++g_failures;                                                      \
-      fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                    \
-  } while (0)
+#include "expect.h"
 
 /* The call fails with `code` and leaves a non-empty message. */
 #define EXPECT_ERR(code, call)                                                                   \

@@ -7,17 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int g_failures = 0;
-static int g_checks = 0;
-
-#define EXPECT(cond)                                                     \
-  do {                                                                   \
-    ++g_checks;                                                          \
-    if (!(cond)) {                                                       \
-      ++g_failures;                                                      \
-      fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                    \
-  } while (0)
+#include "expect.h"
 
 #define EXPECT_OK(call)                                                                           \
   do {                                                                                            \

@@ -4,37 +4,21 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "backend/module/module_backend.hpp"
 #include "kx/error.hpp"
-#include "kx/version.hpp"
+#include "io/module_search.hpp"
 
 namespace kx::backend {
 namespace {
 
 constexpr const char kModuleFile[] = "libkx_cuda.so";
 
-// The directory holding the code of this function: libkx.so's (or a test program's).
-std::filesystem::path own_directory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&own_directory), &info) == 0 || info.dli_fname == nullptr) return {};
-  return std::filesystem::path(info.dli_fname).parent_path();
-}
-
 std::vector<std::string> candidates(const std::string& configured) {
-  if (!configured.empty()) return {configured};
-  std::vector<std::string> paths;
-  const std::filesystem::path dir = own_directory();
-  if (!dir.empty()) {
-    paths.push_back((dir / ("kx-" + std::to_string(KX_VERSION_MAJOR)) / kModuleFile).string());
-    paths.push_back((dir / kModuleFile).string());
-  }
-  paths.emplace_back(kModuleFile);  // the loader's search path
-  return paths;
+  return io::module_candidates(kModuleFile, configured);
 }
 
 std::string configured_path() {

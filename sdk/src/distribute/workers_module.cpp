@@ -3,33 +3,18 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <vector>
 
-#include "kx/version.hpp"
+#include "io/module_search.hpp"
 
 namespace kx::distribute {
 namespace {
 
 constexpr const char kModuleFile[] = "libkx_workers.so";
 
-// The directory holding the code of this function: libkx.so's (or a test program's).
-std::filesystem::path own_directory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<const void*>(&own_directory), &info) == 0 || info.dli_fname == nullptr) return {};
-  return std::filesystem::path(info.dli_fname).parent_path();
-}
-
 std::vector<std::string> candidates() {
-  if (const char* env = std::getenv("KX_WORKERS_MODULE"); env && *env) return {env};
-  std::vector<std::string> paths;
-  const std::filesystem::path dir = own_directory();
-  if (!dir.empty()) {
-    paths.push_back((dir / ("kx-" + std::to_string(KX_VERSION_MAJOR)) / kModuleFile).string());
-    paths.push_back((dir / kModuleFile).string());
-  }
-  paths.emplace_back(kModuleFile);  // the loader's search path
-  return paths;
+  const char* env = std::getenv("KX_WORKERS_MODULE");
+  return io::module_candidates(kModuleFile, env ? env : "");
 }
 
 }  // namespace
