@@ -11,7 +11,7 @@
  *   multi_worker [key=value ...]: data=DIR epochs=N steps=N (per epoch; 0 = a whole pass)
  *     replicas=N (CPU replicas of this worker) batch=N (per replica) samples=N (of the training set)
  *     seed=N checkpoints=DIR (written each epoch, resumed from) weights=FILE (raw float32 weights,
- *     written by every worker at the end) timeout_ms=N verbose=N
+ *     written by every worker at the end) timeout_ms=N verbose=N threads=N (of this worker; 0 = every core)
  */
 #include <kx/kx.h>
 #include <stdio.h>
@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   for (i = 0; i < local; ++i) cpus[i] = "cpu";
   CHECK(kx_strategy_create_multi_worker(cpus, (size_t)local, &strategy));
   if (timeout_ms > 0) CHECK(kx_strategy_set_timeout(strategy, timeout_ms));
+  CHECK(kx_strategy_set_num_threads(strategy, atoi(arg(argc, argv, "threads", "0"))));
   printf("worker %d of %d, %d replicas in sync\n", kx_strategy_worker_index(strategy),
          kx_strategy_num_workers(strategy), kx_strategy_num_replicas(strategy));
 

@@ -37,7 +37,8 @@ class MultiWorkerFit : public ::testing::Test {
   void start(int workers, const std::vector<std::string>& args, const std::string& tag) {
     const std::vector<std::string> addresses = loopback_addresses(workers);
     for (int i = 0; i < workers; ++i) {
-      std::vector<std::string> argv{KX_MULTI_WORKER_PROGRAM, "verbose=0",
+      // One thread each: the workers (and other tests) share the machine's cores.
+      std::vector<std::string> argv{KX_MULTI_WORKER_PROGRAM, "verbose=0", "threads=1",
                                     "weights=" + (dir_ / (tag + std::to_string(i) + ".bin")).string()};
       argv.insert(argv.end(), args.begin(), args.end());
       pids_.push_back(spawn(argv, {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / (tag + std::to_string(i) + ".log")));
@@ -117,7 +118,7 @@ TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
   fs::create_directories(out);
   // Each rank writes its own file: the rank is in the sample's environment, not its arguments.
   const std::string script = "w=" + out.string() + "/w$OMPI_COMM_WORLD_RANK.bin; exec " + KX_MULTI_WORKER_PROGRAM +
-                             " verbose=0 steps=40 samples=3840 batch=48 weights=$w";
+                             " verbose=0 threads=1 steps=40 samples=3840 batch=48 weights=$w";
   pids_.push_back(spawn({"/usr/bin/mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2", "/bin/sh", "-c", script},
                         {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, dir_ / "mpirun.log"));
   const std::vector<std::optional<int>> codes = finish();
@@ -181,7 +182,7 @@ TEST_F(MultiWorkerFit, AnUnevenLastBatchAcrossThreeWorkers) {
 TEST_F(MultiWorkerFit, WorkersThatDoNotTrainTheSameThingAllFailClearly) {
   const std::vector<std::string> addresses = loopback_addresses(2);
   for (int i = 0; i < 2; ++i)
-    pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM, "verbose=0", "samples=960", i == 0 ? "batch=48" : "batch=32"},
+    pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM, "verbose=0", "threads=1", "samples=960", i == 0 ? "batch=48" : "batch=32"},
                           {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / ("w" + std::to_string(i) + ".log")));
   const std::vector<std::optional<int>> codes = finish(milliseconds(60000));
   for (int i = 0; i < 2; ++i) {
