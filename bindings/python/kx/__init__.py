@@ -115,6 +115,28 @@ class Strategy(_Handle):
             check(lib.kx_strategy_create_mirrored(names, len(devices), ctypes.byref(out)))
         return cls(out.value)
 
+    @classmethod
+    def multi_worker(cls, devices=("cpu",)):
+        """MultiWorkerMirroredStrategy: this worker's replica devices; the cluster comes from mpirun's
+        environment, else TF_CONFIG. Returns once every worker has joined."""
+        names = (ctypes.c_char_p * len(devices))(*[d.encode() for d in devices])
+        out = ctypes.c_void_p()
+        check(lib.kx_strategy_create_multi_worker(names, len(devices), ctypes.byref(out)))
+        return cls(out.value)
+
+    @property
+    def num_workers(self):
+        return lib.kx_strategy_num_workers(self.handle)
+
+    @property
+    def worker_index(self):
+        """0 for the chief, which shows the progress bar, runs callbacks and writes checkpoints."""
+        return lib.kx_strategy_worker_index(self.handle)
+
+    def set_timeout(self, milliseconds):
+        """How long a collective with other workers waits before failing with KX_E_COMM."""
+        check(lib.kx_strategy_set_timeout(self.handle, int(milliseconds)))
+
     @property
     def num_replicas_in_sync(self):
         return lib.kx_strategy_num_replicas(self.handle)

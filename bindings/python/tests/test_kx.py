@@ -225,6 +225,18 @@ class Errors(unittest.TestCase):
         self.assertRegex(ctx.exception.message, pattern)
         return ctx.exception
 
+    def test_multi_worker_needs_a_cluster_and_a_single_process_has_one_worker(self):
+        s = kx.Strategy.default()
+        self.assertEqual((s.num_workers, s.worker_index), (1, 0))
+        saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "TF_CONFIG" or k.startswith("OMPI_")}
+        try:
+            e = self.assert_kx_error(-1, "TF_CONFIG", kx.Strategy.multi_worker, ["cpu"])
+            self.assertEqual(e.name, "KX_E_INVALID_ARGUMENT")
+        finally:
+            os.environ.update(saved)
+        with self.assertRaises(kx.Error):
+            s.set_timeout(0)
+
     def test_strategy_switches_change_how_steps_run_not_what_they_compute(self):
         x, y = blobs(200)
         weights = []
