@@ -175,8 +175,11 @@ KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
  * across every replica of every worker and sums the gradients locally, then across workers, in a
  * fixed order, so N workers train like one device on the same global batch. The chief alone shows the
  * progress bar and runs callbacks (its checkpoints are everyone's weights); history, evaluate and
- * validation are computed over every worker's samples. A worker that dies, hangs or stops makes every
- * collective fail with KX_E_COMM on the survivors within the timeout (kx_strategy_set_timeout).
+ * validation are computed over every worker's samples. Collective calls: every worker makes the same
+ * kx_model_compile, kx_fit, kx_evaluate and kx_model_train_on_batch / test_on_batch calls, with the
+ * same data, in the same order (kx_predict is each worker's own). A worker that dies, hangs or stops
+ * makes every collective fail with KX_E_COMM on the survivors within the timeout
+ * (kx_strategy_set_timeout).
  * Errors: KX_E_INVALID_ARGUMENT when neither mpirun nor TF_CONFIG describes a cluster (or it is
  * malformed, or this task is no worker); KX_E_UNSUPPORTED when libkx_workers.so (the Gloo engine
  * module) is missing; KX_E_COMM when the workers do not all join within 60 s. */
