@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 mkdir -p build-pkg
 bash packaging/build_packages.sh > build-pkg/build.log 2>&1 || { tail -30 build-pkg/build.log; exit 1; }
 pkgs=$PWD/build-pkg/packages
-version=$(sed -n 's/^project(kx VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+# The version kx.h declares (CMake takes the project's from it).
+part() { sed -n "s/^#define KX_VERSION_$1 \([0-9]*\).*/\1/p" capi/include/kx/kx.h; }
+version="$(part MAJOR).$(part MINOR).$(part PATCH)"
+[[ "$version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "packaging test: no version in kx.h ($version)" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "packaging test: $*" >&2; exit 1; }
@@ -22,8 +25,14 @@ if ls "$pkgs"/libkx0-cuda_*.deb > /dev/null 2>&1; then
   contents=$(dpkg-deb -c "$pkgs"/libkx0-cuda_*.deb)
   grep -q "kx-0/libkx_cuda.so" <<< "$contents" || fail "libkx0-cuda lacks libkx_cuda.so"
 fi
+workers_deb=()
+if ls "$pkgs"/libkx0-workers_*.deb > /dev/null 2>&1; then
+  grep -q "kx-0/libkx_workers.so" <<< "$(dpkg-deb -c "$pkgs"/libkx0-workers_*.deb)" || fail "libkx0-workers lacks libkx_workers.so"
+  workers_deb=("$pkgs/libkx0-workers_${version}_amd64.deb")
+fi
 DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall --allow-downgrades \
   "$pkgs/libkx0_${version}_amd64.deb" "$pkgs/libkx-dev_${version}_amd64.deb" "$pkgs/kx-samples_${version}_amd64.deb" \
+  "${workers_deb[@]}" \
   > "$tmp/apt.log" || { cat "$tmp/apt.log"; fail "apt-get install"; }
 test "$(readlink /usr/lib/x86_64-linux-gnu/libkx.so)" = libkx.so.0 || fail "libkx.so does not point at libkx.so.0"
 # Read whole before matching: with pipefail, grep -q closing the pipe early fails objdump (SIGPIPE).
@@ -40,6 +49,18 @@ cmake --build "$tmp/consumer" > /dev/null
 "$tmp/consumer/fashion_mnist" "$data" 1 "$tmp/ckpt-cmake" | tail -2
 # 3. the packaged program
 fashion_mnist_c "$data" 1 "$tmp/ckpt-packaged" | tail -1
+# 4. a multi-worker job on the installed engine module: the installed C sample, two workers on loopback
+if ((${#workers_deb[@]})); then
+  cc -std=c99 -Wall -o "$tmp/multi_worker" /usr/share/kx/samples/c/multi_worker.c $(pkg-config --cflags --libs kx)
+  cluster='"worker": ["127.0.0.1:29611", "127.0.0.1:29612"]'
+  for i in 0 1; do
+    TF_CONFIG="{\"cluster\": {$cluster}, \"task\": {\"type\": \"worker\", \"index\": $i}}" \
+      "$tmp/multi_worker" "data=$data" steps=5 samples=960 threads=1 verbose=0 > "$tmp/worker$i.log" 2>&1 &
+  done
+  wait -n || { cat "$tmp"/worker*.log; fail "a packaged multi-worker job failed"; }
+  wait -n || { cat "$tmp"/worker*.log; fail "a packaged multi-worker job failed"; }
+  grep -h "last epoch loss" "$tmp"/worker*.log
+fi
 
 # The RPMs hold the expected files (lib64 layout).
 expect_rpm() {
@@ -53,6 +74,9 @@ expect_rpm "libkx0-${version}-1.x86_64.rpm" /usr/lib64/libkx.so.0 "/usr/lib64/li
 expect_rpm "libkx-devel-${version}-1.x86_64.rpm" /usr/include/kx/kx.h /usr/lib64/libkx.so /usr/lib64/pkgconfig/kx.pc \
   /usr/lib64/cmake/kx/kxConfig.cmake
 expect_rpm "kx-samples-${version}-1.x86_64.rpm" /usr/bin/fashion_mnist_c /usr/share/kx/samples/c/fashion_mnist.c
+if ls "$pkgs"/libkx0-workers-*.rpm > /dev/null 2>&1; then
+  expect_rpm "libkx0-workers-${version}-1.x86_64.rpm" /usr/lib64/kx-0/libkx_workers.so
+fi
 if ls "$pkgs"/libkx0-cuda-*.rpm > /dev/null 2>&1; then
   expect_rpm "libkx0-cuda-${version}-1.x86_64.rpm" /usr/lib64/kx-0/libkx_cuda.so
 fi

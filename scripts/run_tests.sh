@@ -9,8 +9,9 @@ bash scripts/setup.sh build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 bash scripts/setup.sh build-asan -DKX_WITH_CUDA=OFF -DKX_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_BUILD_BENCH=OFF
-# Leak checks on; OpenMP's thread pool lives for the process and is not a leak of kx's.
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+# Leak checks on (OpenMP's thread pool lives for the process and is not a leak of kx's); an allocation too
+# large to exist returns NULL, as without the sanitizer, so out-of-memory paths are tested too.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 # The checkpoint loader under libFuzzer (clang), from a seed corpus of valid files, for a minute.

@@ -202,10 +202,7 @@ TEST_F(WorkerGroupTest, AStoppedWorkerGivesCommOnEverySurvivorNamingIt) {
 
 TEST_F(WorkerGroupTest, MpirunLaunchSumsAreBitwiseIdenticalAcrossWorkers) {
   if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time";
-  // Open MPI keeps allocations past MPI_Finalize (its own, not kx's): under the sanitizers, leak checks
-  // are off for this launch only; the TF_CONFIG launches keep them.
-  const char* asan = std::getenv("ASAN_OPTIONS");
-  const std::string asan_options = std::string("ASAN_OPTIONS=") + (asan && *asan ? std::string(asan) + ":" : "") + "detect_leaks=0";
+  const std::string asan_options = asan_options_without_leak_check();  // the TF_CONFIG launches keep the check
   pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "-np", "2", KX_WORKER_PROGRAM, "sums", dir_.string(), "30000"},
                         {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options}, dir_ / "worker0.log"));
   const std::optional<int> code = wait_exit(pids_[0], Clock::now() + milliseconds(120000));
