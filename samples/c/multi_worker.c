@@ -12,6 +12,7 @@
  *     replicas=N (CPU replicas of this worker) batch=N (per replica) samples=N (of the training set)
  *     seed=N checkpoints=DIR (written each epoch, resumed from) weights=FILE (raw float32 weights,
  *     written by every worker at the end) timeout_ms=N verbose=N threads=N (of this worker; 0 = every core)
+ *     cosine_decay=N (steps of Keras's CosineDecay, a callback the chief runs; 0 = none)
  */
 #include <kx/kx.h>
 #include <stdio.h>
@@ -89,6 +90,8 @@ int main(int argc, char** argv) {
   CHECK(kx_model_compile(model, &co));
 
   CHECK(kx_callbacks_create(&callbacks));
+  if (atol(arg(argc, argv, "cosine_decay", "0")) > 0)
+    CHECK(kx_callbacks_add_cosine_decay(callbacks, atol(arg(argc, argv, "cosine_decay", "0")), 0.0));
   kx_fit_options_init(&fo, sizeof fo);
   fo.epochs = epochs;
   fo.steps_per_epoch = steps;

@@ -170,6 +170,29 @@ TEST_F(MultiWorkerFit, AKilledWorkerStopsTheOthersAndARestartResumes) {
   }
 }
 
+// The chief's callbacks change what every worker does: a learning-rate schedule it runs reaches the
+// others (their weights stay equal, and equal to the same replicas in one process), and a failure of
+// one of its callbacks (a checkpoint it cannot write) fails every worker at once with that error.
+TEST_F(MultiWorkerFit, TheChiefsCallbacksReachEveryWorker) {
+  std::vector<std::string> args{"steps=60", "samples=5760", "batch=48", "cosine_decay=60"};
+  run(2, args, "decay");
+  args.push_back("replicas=2");
+  run(1, args, "local");
+  EXPECT_EQ(bytes("decay0.bin"), bytes("decay1.bin")) << "the schedule did not reach worker 1";
+  EXPECT_EQ(bytes("decay0.bin"), bytes("local0.bin"));
+  start(2, {"epochs=2", "samples=960", "batch=48", "checkpoints=/proc/kx-cannot-write-here"}, "io");
+  const Clock::time_point t0 = Clock::now();
+  const std::vector<std::optional<int>> codes = finish(milliseconds(30000));
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  for (int i = 0; i < 2; ++i) {
+    const std::string log = read_file(dir_ / ("io" + std::to_string(i) + ".log"));
+    EXPECT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(1)) << log;
+    EXPECT_NE(log.find("KX_E_IO"), std::string::npos) << log;
+  }
+  EXPECT_NE(read_file(dir_ / "io1.log").find("the chief stopped training"), std::string::npos);
+  EXPECT_LT(seconds, 20.0) << "worker 1 waited for a timeout instead of hearing from the chief";
+}
+
 TEST_F(MultiWorkerFit, AnUnevenLastBatchAcrossThreeWorkers) {
   // 96 * 12 + 50 samples: the 13th batch holds 50 rows, 17/17/16 across the workers.
   const std::vector<std::string> args{"samples=1202", "batch=32"};

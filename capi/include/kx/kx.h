@@ -177,7 +177,9 @@ KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
  * progress bar and runs callbacks (its checkpoints are everyone's weights); history, evaluate and
  * validation are computed over every worker's samples. Collective calls: every worker makes the same
  * kx_model_compile, kx_fit, kx_evaluate and kx_model_train_on_batch / test_on_batch calls, with the
- * same data, in the same order (kx_predict is each worker's own). A worker that dies, hangs or stops
+ * same data, in the same order (kx_predict is each worker's own). The models of one multi-worker
+ * strategy share its connection to the other workers: use them from one thread at a time, and call
+ * kx_strategy_set_timeout while none of them trains. A worker that dies, hangs or stops
  * makes every collective fail with KX_E_COMM on the survivors within the timeout
  * (kx_strategy_set_timeout).
  * Errors: KX_E_INVALID_ARGUMENT when neither mpirun nor TF_CONFIG describes a cluster (or it is

@@ -24,14 +24,21 @@ class LocalHandOff {
     waiting_ = replicas_ - 1;
     cv_.notify_all();
   }
-  // Replicas 1..: waits for this step's publish; rethrows its error. `seen` is the caller's last generation.
+  // Replicas 1..: waits for this step's publish; rethrows its error (after counting the replica as done).
+  // `seen` is the caller's last generation.
   void await(uint64_t& seen) {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return generation_ != seen; });
     seen = generation_;
-    std::exception_ptr error = error_;
+    if (std::exception_ptr error = error_) {
+      if (--waiting_ == 0) cv_.notify_all();
+      std::rethrow_exception(error);
+    }
+  }
+  // Replicas 1..: the result is copied; replica 0's buffer may be written again.
+  void taken() {
+    std::lock_guard<std::mutex> lock(mutex_);
     if (--waiting_ == 0) cv_.notify_all();
-    if (error) std::rethrow_exception(error);
   }
   // Replica 0, before its buffer is written again: every other replica has taken the last result.
   void wait_until_taken() {
@@ -65,6 +72,7 @@ class MultiWorkerCollective final : public Collective {
       // Local replicas share one device (require_local_replicas): a device copy takes the result.
       be.copy(n, replica0_buffer_, buffer);
       be.synchronize();
+      hand_off_.taken();
       return;
     }
     std::exception_ptr error;

@@ -1,6 +1,7 @@
 // The state behind kx::Model: the network, one replica per strategy device (backend, arenas, step
 // plan, data feed), the pool that runs the replicas side by side and the step runner that trains them.
 #pragma once
+#include <exception>
 #include <memory>
 #include <vector>
 
@@ -17,6 +18,7 @@
 namespace kx {
 
 namespace core {
+struct FitStart;
 struct TrainPosition;
 struct DataOrder;
 }  // namespace core
@@ -109,6 +111,13 @@ class Model::Impl {
   backend::LossSums sum_across_workers(backend::LossSums sums, int64_t* seen) const;
   // The chief's stop, on every worker (collective).
   bool chief_decides(bool stop) const;
+  // What the chief's callbacks did at an event, on every worker (collective): returns the chief's stop;
+  // takes its learning rate and, when weights_changed, its weights; a failure on the chief (failure)
+  // fails every worker with its status.
+  bool share_chief_decision(bool stop, bool weights_changed, const std::exception_ptr& failure);
+  // At the start of a fit: InvalidArgument unless every worker starts at the chief's place; then
+  // every worker takes the chief's weights and optimizer state (collective).
+  void align_workers_at_start(const core::FitStart& start);
   // InvalidArgument on every worker, naming the worker and what differs, unless every worker trains the
   // same model with the same data layout (collective).
   void require_same_training_on_every_worker(const Dataset& train, int64_t steps) const;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "kx/error.hpp"
 
@@ -21,6 +22,10 @@ OptimizerConfig OptimizerConfig::resolved() const {
   check(*r.learning_rate, "learning_rate", false);
   check(beta1, "beta1", true);
   check(beta2, "beta2", true);
+  // The kernels compute in float32 (as Keras): a beta that rounds to 1.0f there would divide by zero.
+  for (const auto& [beta, name] : {std::pair{beta1, "beta1"}, std::pair{beta2, "beta2"}})
+    require(static_cast<float>(beta) < 1.0f, Status::InvalidArgument,
+            std::string(name) + " " + std::to_string(beta) + " rounds to 1 in float32; use a value below 0.99999997");
   check(epsilon, "epsilon", false);
   check(momentum, "momentum", true);
   check(ema_momentum, "ema_momentum", true);

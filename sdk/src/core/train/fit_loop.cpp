@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/callbacks/progress_bar.hpp"
@@ -148,7 +151,12 @@ class FitControl final : public TrainingControl {
     emit(e);
   }
   std::vector<float> get_weights() const override { return model_.get_weights(); }
-  void set_weights(const std::vector<float>& w) override { model_.set_weights(w); }
+  void set_weights(const std::vector<float>& w) override {
+    model_.set_weights(w);
+    weights_changed_ = true;
+  }
+  // Whether a callback replaced weights since the last call.
+  bool take_weights_changed() { return std::exchange(weights_changed_, false); }
   double initial_learning_rate() const override { return model_.optimizer.learning_rate.value_or(0); }
   void set_learning_rate(double lr) override {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
@@ -165,6 +173,7 @@ class FitControl final : public TrainingControl {
  private:
   Model::Impl& model_;
   const Callbacks* callbacks_;
+  bool weights_changed_ = false;
   bool validation_;
   int64_t steps_;
 };
@@ -188,29 +197,41 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   require_same_training_on_every_worker(train, steps);
   reserve_plans(std::min(train.batch_size(), train.num_samples()));
 
-  // With several workers the chief alone shows the bar and runs the callbacks (as Keras), and its
-  // decisions to stop reach the others.
+  // With several workers the chief alone shows the bar and runs the callbacks (as Keras); what they
+  // decide (stop, a failure, the learning rate, new weights) reaches the others at each event.
   const bool chief = strategy.worker_index() == 0;
   if (!chief) cb = nullptr;
-  const bool chief_has_callbacks = chief_decides(cb && !cb->empty());
-  const auto share_stop = [&](bool stop) { return multi_worker() && chief_has_callbacks ? chief_decides(stop) : stop; };
+  const bool share = multi_worker() && chief_decides(cb && !cb->empty());
   const bool accuracy = options.accuracy;
   core::ProgressBar bar(chief ? o.verbose : 0, stdout);
   FitControl control(*this, cb, train, o.validation != nullptr, steps);
+  // The callbacks of one event (on the chief), then their outcome on every worker.
+  const auto at_event = [&](const std::function<bool()>& callbacks) {
+    if (!share) return callbacks();
+    bool stop = false;
+    std::exception_ptr failure;
+    try {
+      stop = callbacks();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    return share_chief_decision(stop, control.take_weights_changed(), failure);
+  };
   learning_rate = optimizer.learning_rate.value_or(0);
   const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
+  align_workers_at_start(start);
   BatchStream batches(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
   const bool read_every_step = cb && cb->reads_batch_metrics();
 
-  bool stop = share_stop(control.emit(control.event(EventKind::TrainBegin)));
+  bool stop = at_event([&] { return control.emit(control.event(EventKind::TrainBegin)); });
   for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {
     const bool resumed = epoch == start.epoch;
     const int64_t first_step = resumed ? start.step : 0;
     // A checkpoint holds the chief's own sums of the steps before it: the other workers start from none.
     const bool own_sums = resumed && chief;
     control.loss.begin(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
-    stop = share_stop(control.emit(control.event(EventKind::EpochBegin, epoch, first_step)));
+    stop = at_event([&] { return control.emit(control.event(EventKind::EpochBegin, epoch, first_step)); });
     bar.begin_epoch(epoch, o.epochs, steps, first_step);
     stage_dataset(train);  // again after the validation of the epoch before
     core::Metrics m;
@@ -223,6 +244,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       control.loss.add_step(rows_here);
       control.position = {epoch, step + 1, steps, batches.pass(), batches.position()};
       double batch_loss = std::nan(""), batch_accuracy = std::nan("");
+      std::exception_ptr diverged;  // TerminateOnNaN's failure, raised before the bar redraws
       if (read_every_step || bar.due(step + 1) || step + 1 == steps) {
         const bool only_this_step = control.loss.unread() == rows_here;
         const backend::LossSums read = control.loss.read();
@@ -230,22 +252,26 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
           batch_loss = read.loss / static_cast<double>(rows_here);
           if (accuracy) batch_accuracy = read.correct / static_cast<double>(rows_here);
         }
-        if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss))
-          fail(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
-                                     std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
-                                     " (TerminateOnNaN); the last checkpoint written before it is intact");
+        if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss)) {
+          diverged = std::make_exception_ptr(
+              Error(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
+                                          std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
+                                          " (TerminateOnNaN); the last checkpoint written before it is intact"));
+          if (!share) std::rethrow_exception(diverged);
+        }
         control.loss.write_metrics(m);
         bar.update(step + 1, m);
       }
-      if (cb && !cb->empty()) {
+      stop = at_event([&] {
+        if (diverged) std::rethrow_exception(diverged);
+        if (!cb || cb->empty()) return stop;
         Event e = control.event(EventKind::BatchEnd, epoch, step + 1);
         e.loss = control.loss.loss();
         e.accuracy = control.loss.accuracy();
         e.batch_loss = batch_loss;
         e.batch_accuracy = batch_accuracy;
-        stop = control.emit(e);
-      }
-      stop = share_stop(stop);
+        return control.emit(e);
+      });
     }
     control.loss.read();  // a callback stopped the epoch early
     control.loss.combine_workers();  // the epoch's figures are every worker's samples
@@ -272,10 +298,13 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     if (history) history->finish_epoch(epoch);
     bar.end_epoch(m);
     control.position = {epoch, steps, steps, batches.pass(), batches.position()};
-    stop = share_stop(control.emit(end) || stop);
+    stop = at_event([&] { return control.emit(end) || stop; });
   }
   steps_.finalize_ema(*this);  // before TrainEnd, as Keras: EarlyStopping's restored weights win
-  control.emit(control.event(EventKind::TrainEnd));
+  at_event([&] {  // EarlyStopping's restored weights reach every worker
+    control.emit(control.event(EventKind::TrainEnd));
+    return false;
+  });
   return stop ? Status::Stopped : Status::Ok;
 }
 
