@@ -10,3 +10,9 @@ dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok ins
 ./build/bench/bench_mirrored --threads 2 --replicas 2 --batch 256
 # The Fashion-MNIST CNN at batch 64 against PyTorch.
 ./build/bench/bench_cnn_cpu --threads 2
+# Multi-worker (when the Gloo module was built): the engine's all-reduce bandwidth, and 2 worker
+# processes x 1 thread against 1 process x 2 threads.
+if [[ -f build/libkx_workers.so ]]; then
+  ./build/bench/bench_allreduce
+  ./build/bench/bench_multi_worker --steps 100
+fi
