@@ -57,13 +57,11 @@ class LocalHandOff {
 
 class MultiWorkerCollective final : public Collective {
  public:
-  MultiWorkerCollective(std::unique_ptr<Collective> local, std::shared_ptr<WorkerGroup> group,
-                        std::vector<backend::Backend*> replicas)
+  MultiWorkerCollective(std::unique_ptr<Collective> local, std::shared_ptr<WorkerGroup> group, int replicas)
       : local_(std::move(local)),
         group_(std::move(group)),
-        replicas_(std::move(replicas)),
-        hand_off_(static_cast<int>(replicas_.size())),
-        seen_(replicas_.size(), 0) {}
+        hand_off_(replicas),
+        seen_(static_cast<size_t>(replicas), 0) {}
 
   void all_reduce_sum(int replica, backend::Backend& be, float* buffer, int64_t n) override {
     if (local_) local_->all_reduce_sum(replica, be, buffer, n);  // every local buffer: the local sum
@@ -104,7 +102,6 @@ class MultiWorkerCollective final : public Collective {
 
   std::unique_ptr<Collective> local_;
   std::shared_ptr<WorkerGroup> group_;
-  std::vector<backend::Backend*> replicas_;
   LocalHandOff hand_off_;
   std::vector<uint64_t> seen_;
   float* replica0_buffer_ = nullptr;
@@ -123,7 +120,7 @@ class MultiWorkerCollectiveFactory final : public CollectiveFactory {
               "one GPU); " + devices.front().name() + " and " + d.name() + " are two");
     std::unique_ptr<Collective> local = make_collective(devices, replicas);
     if (group_->size() == 1) return local;  // one worker: the mirrored strategy's collective
-    return std::make_unique<MultiWorkerCollective>(std::move(local), group_, replicas);
+    return std::make_unique<MultiWorkerCollective>(std::move(local), group_, static_cast<int>(replicas.size()));
   }
 
  private:

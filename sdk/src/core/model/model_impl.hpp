@@ -71,13 +71,11 @@ class Model::Impl {
   static Model load_file(const Strategy& strategy, const io::SafetensorsFile& f);
   static CompileOptions compile_options_from(const json::Value& config);
 
-  struct NamedSlice {
-    std::string name;  // "dense_1/kernel"
-    Shape shape;
-    int64_t offset;    // in the parameter arena
-    bool trainable;    // false for state the optimizer never trains (moving statistics): no slots
-  };
-  std::vector<NamedSlice> named_params() const;
+  // The weight tensors of these layers, in this order, each layer's in its own order ("dense_1/kernel",
+  // shape, offset in the parameter arena; not trainable: state the optimizer never trains, no slots).
+  std::vector<WeightInfo> tensors_of(const std::vector<int>& layers) const;
+  // Every weight tensor in arena order: what files hold.
+  std::vector<WeightInfo> named_params() const;
 
   // All parameters, as Model::get_weights / set_weights (set_weights checks the count).
   std::vector<float> get_weights() const;

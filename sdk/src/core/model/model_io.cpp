@@ -2,6 +2,7 @@
 // restoring them into a model (the same model, on any replica count).
 #include <algorithm>
 #include <cstdlib>
+#include <numeric>
 
 #include "core/train/train_position.hpp"
 #include "core/model/model_impl.hpp"
@@ -137,16 +138,10 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
   return o;
 }
 
-std::vector<Model::Impl::NamedSlice> Model::Impl::named_params() const {
-  std::vector<NamedSlice> out;
-  for (size_t i = 0; i < net.layers.size(); ++i) {
-    int64_t offset = net.param_offset[i];
-    for (const core::ParamSpec& p : net.layers[i]->params()) {
-      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset, p.trainable});
-      offset += num_elements(p.shape);
-    }
-  }
-  return out;
+std::vector<WeightInfo> Model::Impl::named_params() const {
+  std::vector<int> arena_order(net.layers.size());
+  std::iota(arena_order.begin(), arena_order.end(), 0);
+  return tensors_of(arena_order);
 }
 
 std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order) const {
@@ -154,13 +149,13 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   const std::vector<float> params = host_params(), slot_m = host_slot(&Replica::slot_m),
                            slot_v = host_slot(&Replica::slot_v), slot_ema = host_slot(&Replica::slot_ema);
   std::vector<io::TensorToWrite> tensors;
-  const std::vector<NamedSlice> names = named_params();
-  for (const NamedSlice& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
+  const std::vector<WeightInfo> names = named_params();
+  for (const WeightInfo& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
   // Optimizer slots exist for the weights the optimizer trains only, as in Keras: moving statistics
   // have none (their arena slots stay zero).
   const auto add_slots = [&](const std::vector<float>& slot, const std::string& prefix) {
     if (slot.empty()) return;
-    for (const NamedSlice& p : names)
+    for (const WeightInfo& p : names)
       if (p.trainable) tensors.push_back({prefix + p.name, p.shape, slot.data() + p.offset});
   };
   add_slots(slot_m, first_slot_prefix(optimizer.kind));
@@ -207,7 +202,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
                 to_string(shape));
     f.read(*e, out);
   };
-  for (const NamedSlice& p : named_params()) {
+  for (const WeightInfo& p : named_params()) {
     read(p.name, p.shape, params.data() + p.offset);
     // Files of kx 0.1 also hold (always zero) slots of untrained state: not needed, not read.
     if (!p.trainable) continue;
@@ -233,7 +228,7 @@ WeightsReport Model::Impl::load_weights(const std::string& path, bool skip_misma
   const io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path, io::Checksums::IfPresent);
   std::vector<float> params = host_params();
   WeightsReport report;
-  for (const NamedSlice& p : named_params()) {
+  for (const WeightInfo& p : named_params()) {
     const io::TensorEntry* e = f.find(p.name);
     if (e && e->shape == p.shape) {
       f.read(*e, params.data() + p.offset);
@@ -274,7 +269,7 @@ Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile
     const int64_t slots = (adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0) + (co.optimizer.use_ema ? 1 : 0);
     int64_t bytes = 0, trained = 0;
     for (const io::TensorEntry& e : f.tensors()) bytes += e.end - e.begin;
-    for (const NamedSlice& p : m.impl_->named_params())
+    for (const WeightInfo& p : m.impl_->named_params())
       if (p.trainable) trained += num_elements(p.shape);
     // Slots for the trained weights (kx 0.2 on), or for every weight (kx 0.1).
     const auto f32 = static_cast<int64_t>(sizeof(float));

@@ -6,12 +6,9 @@
 
 namespace kx {
 
-std::vector<WeightInfo> Model::weights() const {
+std::vector<WeightInfo> Model::Impl::tensors_of(const std::vector<int>& layers) const {
   std::vector<WeightInfo> out;
-  const core::Network& net = impl_->net;
-  // Keras's order, which for a functional model is not always the order the layers were added in
-  // (nor the arena's): offsets say where each tensor is.
-  for (const int layer : net.keras_layer_order()) {
+  for (const int layer : layers) {
     const auto i = static_cast<size_t>(layer);
     int64_t offset = net.param_offset[i];
     for (const core::ParamSpec& p : net.layers[i]->params()) {
@@ -21,6 +18,10 @@ std::vector<WeightInfo> Model::weights() const {
   }
   return out;
 }
+
+// Keras's order, which for a functional model is not always the order the layers were added in (nor
+// the arena's): offsets say where each tensor is.
+std::vector<WeightInfo> Model::weights() const { return impl_->tensors_of(impl_->net.keras_layer_order()); }
 
 namespace {
 

@@ -7,10 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "core/model/model_impl.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
-
-#include "core/model/model_impl.hpp"
 #include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
