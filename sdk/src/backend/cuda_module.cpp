@@ -1,7 +1,5 @@
 #include "backend/cuda_module.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -16,10 +14,6 @@ namespace kx::backend {
 namespace {
 
 constexpr const char kModuleFile[] = "libkx_cuda.so";
-
-std::vector<std::string> candidates(const std::string& configured) {
-  return io::module_candidates(kModuleFile, configured);
-}
 
 std::string configured_path() {
   const char* env = std::getenv("KX_CUDA_MODULE");
@@ -42,31 +36,16 @@ const CudaModule& CudaModule::load() {
 
 CudaModule CudaModule::open() {
   CudaModule m;
-  std::string tried;
-  void* handle = nullptr;
-  std::string path;
-  for (const std::string& p : candidates(configured_path())) {
-    // RTLD_NODELETE: the module's CUDA runtime keeps process-wide state and must never be unloaded.
-    handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (handle) {
-      path = p;
-      break;
-    }
-    const char* why = dlerror();
-    tried += "\n  " + p + ": " + (why ? why : "not loadable");
-  }
-  if (!handle) {
-    m.status_ = std::string("no CUDA backend module (") + kModuleFile + ") could be loaded:" + tried;
+  const io::FoundModule found = io::open_module(kModuleFile, configured_path(), module::kModuleEntryName);
+  if (found.path.empty()) {
+    m.status_ = std::string("no CUDA backend module (") + kModuleFile + ") could be loaded:" + found.tried;
     return m;
   }
-  // The handle is released at once: RTLD_NODELETE keeps the module mapped.
-  auto entry = reinterpret_cast<module::ModuleEntry>(dlsym(handle, module::kModuleEntryName));
-  dlclose(handle);
-  if (!entry) {
-    m.status_ = path + " is not a kx backend module (no " + module::kModuleEntryName + ")";
+  if (!found.entry) {
+    m.status_ = found.path + " is not a kx backend module (no " + module::kModuleEntryName + ")";
     return m;
   }
-  return from_table(entry(), path);
+  return from_table(reinterpret_cast<module::ModuleEntry>(found.entry)(), found.path);
 }
 
 CudaModule CudaModule::from_table(const module::ModuleTable* table, const std::string& origin) {

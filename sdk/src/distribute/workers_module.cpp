@@ -1,9 +1,6 @@
 #include "distribute/workers_module.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
-#include <vector>
 
 #include "io/module_search.hpp"
 
@@ -11,11 +8,6 @@ namespace kx::distribute {
 namespace {
 
 constexpr const char kModuleFile[] = "libkx_workers.so";
-
-std::vector<std::string> candidates() {
-  const char* env = std::getenv("KX_WORKERS_MODULE");
-  return io::module_candidates(kModuleFile, env ? env : "");
-}
 
 }  // namespace
 
@@ -25,27 +17,16 @@ const WorkersModule& WorkersModule::instance() {
 }
 
 WorkersModule::WorkersModule() {
-  std::string tried;
-  void* handle = nullptr;
-  std::string path;
-  for (const std::string& p : candidates()) {
-    // RTLD_NODELETE: the engine's threads and sockets live as long as its groups, which may outlive
-    // any handle; the module is never unloaded.
-    handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (handle) {
-      path = p;
-      break;
-    }
-    const char* why = dlerror();
-    tried += "\n  " + p + ": " + (why ? why : "not loadable");
-  }
-  if (!handle) {
+  // The engine's threads and sockets live as long as its groups: the module is never unloaded.
+  const char* env = std::getenv("KX_WORKERS_MODULE");
+  const io::FoundModule found = io::open_module(kModuleFile, env ? env : "", KX_WORKERS_ENTRY_NAME);
+  const std::string& path = found.path;
+  if (path.empty()) {
     status_ = std::string("no multi-worker engine module (") + kModuleFile +
-              ", built when Gloo is found: apt install libgloo-dev) could be loaded:" + tried;
+              ", built when Gloo is found: apt install libgloo-dev) could be loaded:" + found.tried;
     return;
   }
-  auto entry = reinterpret_cast<kx_workers_entry_fn>(dlsym(handle, KX_WORKERS_ENTRY_NAME));
-  dlclose(handle);  // RTLD_NODELETE keeps it mapped
+  auto entry = reinterpret_cast<kx_workers_entry_fn>(found.entry);
   if (!entry) {
     status_ = path + " is not a kx multi-worker module (no " KX_WORKERS_ENTRY_NAME ")";
     return;

@@ -30,4 +30,21 @@ std::vector<std::string> module_candidates(const char* file_name, const std::str
   return paths;
 }
 
+FoundModule open_module(const char* file_name, const std::string& configured, const char* entry_name) {
+  FoundModule found;
+  for (const std::string& p : module_candidates(file_name, configured)) {
+    void* handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!handle) {
+      const char* why = dlerror();
+      found.tried += "\n  " + p + ": " + (why ? why : "not loadable");
+      continue;
+    }
+    found.path = p;
+    found.entry = dlsym(handle, entry_name);
+    dlclose(handle);  // RTLD_NODELETE keeps it mapped
+    break;
+  }
+  return found;
+}
+
 }  // namespace kx::io

@@ -10,4 +10,13 @@ namespace kx::io {
 // itself (a build tree), and the file name alone (the dynamic loader's search path).
 std::vector<std::string> module_candidates(const char* file_name, const std::string& configured);
 
+// The first candidate that loads, opened for good (RTLD_NODELETE: a module keeps process-wide state,
+// a CUDA runtime or an engine's threads, and is never unloaded), and its exported `entry_name`.
+struct FoundModule {
+  std::string path;     // the candidate that loaded; empty when none did
+  void* entry = nullptr;  // its entry function; null when it has none
+  std::string tried;    // when none loaded: each candidate and why, one per line
+};
+FoundModule open_module(const char* file_name, const std::string& configured, const char* entry_name);
+
 }  // namespace kx::io
