@@ -13,6 +13,7 @@
  *     seed=N checkpoints=DIR (written each epoch, resumed from) weights=FILE (raw float32 weights,
  *     written by every worker at the end) timeout_ms=N verbose=N threads=N (of this worker; 0 = every core)
  *     cosine_decay=N (steps of Keras's CosineDecay, a callback the chief runs; 0 = none)
+ *     optimizer=adam|sgd (Keras's defaults; sgd with momentum=0.9)
  */
 #include <kx/kx.h>
 #include <stdio.h>
@@ -87,6 +88,13 @@ int main(int argc, char** argv) {
   kx_compile_options_init(&co, sizeof co);
   co.metrics = KX_METRIC_ACCURACY;
   co.seed = (uint64_t)atol(arg(argc, argv, "seed", "7"));
+  if (strcmp(arg(argc, argv, "optimizer", "adam"), "sgd") == 0) {
+    co.optimizer = KX_OPTIMIZER_SGD;
+    co.momentum = 0.9;
+  } else if (strcmp(arg(argc, argv, "optimizer", "adam"), "adam") != 0) {
+    fprintf(stderr, "optimizer=%s: expected adam or sgd\n", arg(argc, argv, "optimizer", "adam"));
+    return 2;
+  }
   CHECK(kx_model_compile(model, &co));
 
   CHECK(kx_callbacks_create(&callbacks));
