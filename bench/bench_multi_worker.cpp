@@ -1,6 +1,8 @@
 // MultiWorkerMirroredStrategy's cost on one machine: the Fashion-MNIST MLP at global batch 256 and the
-// CNN at 64, as 1 process with 2 threads against 2 worker processes with 1 thread each (TF_CONFIG on
-// loopback, started by this program). Prints ms/step of each and the multi-worker's extra time.
+// CNN at 64, as 1 process with 2 threads against 2 worker processes with 1 thread each (started by
+// this program). Prints ms/step of each and the multi-worker's extra time.
+//
+// The job runs twice: started by TF_CONFIG (Gloo over TCP) and by mpirun (Open MPI carries the tensors).
 //
 //   bench_multi_worker [--steps N] [--data DIR]
 #include <sys/wait.h>
@@ -49,6 +51,61 @@ int run_worker(const std::string& dir, int64_t steps) {
   return 0;
 }
 
+enum class Launcher { TfConfig, Mpirun };
+
+// Runs the 2-worker job (two copies of this program) and returns worker 0's ms/step per case, read
+// back through a pipe; empty when the job failed or cannot be launched.
+std::vector<double> run_job(Launcher launcher, const char* self, const std::string& dir, int64_t steps) {
+  if (launcher == Launcher::Mpirun && std::string(KX_MPIRUN).empty()) return {};
+  char exe[4096] = {};
+  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return {};
+  const std::string ports[2] = {std::to_string(20000 + getpid() % 20000), std::to_string(20001 + getpid() % 20000)};
+  const std::string list = "[\"127.0.0.1:" + ports[0] + "\", \"127.0.0.1:" + ports[1] + "\"]";
+  const std::string s = std::to_string(steps);
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  std::vector<pid_t> children;
+  const int processes = launcher == Launcher::TfConfig ? 2 : 1;  // mpirun starts both workers itself
+  for (int i = 0; i < processes; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      dup2(fds[1], 1);
+      if (launcher == Launcher::TfConfig) {
+        const std::string tf = "{\"cluster\": {\"worker\": " + list + "}, \"task\": {\"type\": \"worker\", \"index\": " +
+                               std::to_string(i) + "}}";
+        setenv("TF_CONFIG", tf.c_str(), 1);
+        execl(exe, self, "--worker", "--steps", s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
+      } else {
+        unsetenv("TF_CONFIG");
+        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        execl(KX_MPIRUN, KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", exe, "--worker", "--steps",
+              s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
+      }
+      _exit(127);
+    }
+    children.push_back(pid);
+  }
+  close(fds[1]);
+  FILE* in = fdopen(fds[0], "r");
+  char line[256];
+  std::vector<double> ms(2, -1);
+  while (in && std::fgets(line, sizeof line, in)) {
+    char name[16];
+    double value = 0;
+    if (std::sscanf(line, "WORKERS %15s %lf", name, &value) == 2) ms[std::string(name) == "CNN" ? 1 : 0] = value;
+  }
+  if (in) std::fclose(in);
+  int failed = 0;
+  for (pid_t pid : children) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  if (failed || ms[0] < 0 || ms[1] < 0) return {};
+  return ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,49 +132,20 @@ int main(int argc, char** argv) {
     one.set_num_threads(2);
     std::vector<double> single;
     for (const Case& c : kCases) single.push_back(time_case(one, c, dir, steps));
-    // The job: two copies of this program, worker 0's figures read back through a pipe.
-    const std::string ports[2] = {std::to_string(20000 + getpid() % 20000), std::to_string(20001 + getpid() % 20000)};
-    const std::string list = "[\"127.0.0.1:" + ports[0] + "\", \"127.0.0.1:" + ports[1] + "\"]";
-    int fds[2];
-    if (pipe(fds) != 0) return 1;
-    std::vector<pid_t> children;
-    for (int i = 0; i < 2; ++i) {
-      const pid_t pid = fork();
-      if (pid == 0) {
-        const std::string tf = "{\"cluster\": {\"worker\": " + list + "}, \"task\": {\"type\": \"worker\", \"index\": " +
-                               std::to_string(i) + "}}";
-        setenv("TF_CONFIG", tf.c_str(), 1);
-        dup2(fds[1], 1);
-        const std::string s = std::to_string(steps);
-        execl("/proc/self/exe", argv[0], "--worker", "--steps", s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
-        _exit(127);
-      }
-      children.push_back(pid);
-    }
-    close(fds[1]);
-    FILE* in = fdopen(fds[0], "r");
-    char line[256];
-    std::vector<double> multi(2, -1);
-    while (in && std::fgets(line, sizeof line, in)) {
-      char name[16];
-      double ms = 0;
-      if (std::sscanf(line, "WORKERS %15s %lf", name, &ms) == 2) multi[std::string(name) == "CNN" ? 1 : 0] = ms;
-    }
-    if (in) std::fclose(in);
-    int failed = 0;
-    for (pid_t pid : children) {
-      int status = 0;
-      waitpid(pid, &status, 0);
-      failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    }
-    if (failed || multi[0] < 0 || multi[1] < 0) {
+    const std::vector<double> tf_config = run_job(Launcher::TfConfig, argv[0], dir, steps);
+    const std::vector<double> mpirun = run_job(Launcher::Mpirun, argv[0], dir, steps);
+    if (tf_config.empty()) {
       std::fprintf(stderr, "bench_multi_worker: the 2-worker job failed (its messages are above)\n");
       return 1;
     }
-    for (size_t i = 0; i < 2; ++i)
-      std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step, 2 workers x 1 thread %.3f ms/step (%+.1f %%)\n",
-                  kCases[i].name, static_cast<long long>(kCases[i].batch), single[i], multi[i],
-                  100.0 * (multi[i] / single[i] - 1));
+    for (size_t i = 0; i < 2; ++i) {
+      std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step; 2 workers x 1 thread: TF_CONFIG (Gloo, TCP) %.3f "
+                  "ms/step (%+.1f %%)",
+                  kCases[i].name, static_cast<long long>(kCases[i].batch), single[i], tf_config[i],
+                  100.0 * (tf_config[i] / single[i] - 1));
+      if (mpirun.empty()) std::printf(", mpirun: not run (no mpirun, or the job failed)\n");
+      else std::printf(", mpirun (Open MPI) %.3f ms/step (%+.1f %%)\n", mpirun[i], 100.0 * (mpirun[i] / single[i] - 1));
+    }
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "bench_multi_worker: %s\n", e.what());

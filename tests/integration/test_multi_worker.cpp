@@ -130,6 +130,42 @@ TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
   EXPECT_EQ(bytes("mpi/w1.bin"), bytes("tf0.bin"));
 }
 
+// Under mpirun MPI carries the tensors and has no timeout of its own: a worker stopped mid-epoch
+// (SIGSTOP) must still fail the chief with KX_E_COMM naming it within the timeout + 5 s, and the job
+// must end (mpirun stops the stopped worker once the chief exits).
+TEST_F(MultiWorkerFit, UnderMpirunAStoppedWorkerFailsTheChiefInTime) {
+  if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin)";
+  const fs::path ckpt = dir_ / "ckpt";
+  // Rank 1 stops itself once the chief has written the first epoch's checkpoint ($$ is the program
+  // after exec); each rank logs to its own file.
+  const std::string script =
+      "log=" + dir_.string() + "/rank$OMPI_COMM_WORLD_RANK.log; "
+      "if [ \"$OMPI_COMM_WORLD_RANK\" = 1 ]; then (while [ ! -e " + (ckpt / "epoch-01.kx").string() +
+      " ]; do sleep 0.02; done; kill -STOP $$) & fi; exec " + KX_MULTI_WORKER_PROGRAM +
+      " verbose=0 threads=1 epochs=6 samples=4800 batch=48 timeout_ms=3000 checkpoints=" + ckpt.string() + " > $log 2>&1";
+  pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", "/bin/sh", "-c", script},
+                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options_without_leak_check()},
+                        dir_ / "mpirun.log"));
+  const Clock::time_point give_up = Clock::now() + milliseconds(120000);
+  while (!fs::exists(ckpt / "epoch-01.kx") && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(20));
+  ASSERT_TRUE(fs::exists(ckpt / "epoch-01.kx")) << read_file(dir_ / "mpirun.log") << read_file(dir_ / "rank0.log");
+  const Clock::time_point stopped = Clock::now();
+  // The chief's log gets its error line when it gives up; mpirun then ends the job.
+  std::string chief;
+  while (Clock::now() < stopped + milliseconds(3000 + 5000)) {
+    chief = read_file(dir_ / "rank0.log");
+    if (chief.find("worker error") != std::string::npos) break;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped).count();
+  std::printf("under mpirun, a stopped worker: the chief failed after %.2f s: %s\n", seconds, chief.c_str());
+  EXPECT_NE(chief.find("KX_E_COMM"), std::string::npos) << chief;
+  EXPECT_NE(chief.find("worker 1"), std::string::npos) << "the message names the worker: " << chief;
+  const std::vector<std::optional<int>> codes = finish(milliseconds(30000));
+  EXPECT_TRUE(codes[0].has_value()) << "mpirun did not end the job: " << read_file(dir_ / "mpirun.log");
+  EXPECT_NE(codes[0], std::optional<int>(0));
+}
+
 // A worker killed (SIGKILL) or stopped (SIGSTOP) mid-epoch: the survivor fails with KX_E_COMM naming it
 // within the timeout + 5 s; started again with the same checkpoint directory, the job finishes with
 // the weights of a run never interrupted.

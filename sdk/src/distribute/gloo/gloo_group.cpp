@@ -14,7 +14,6 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "distribute/gloo/local_address.hpp"
-#include "distribute/gloo/mpi_bootstrap.hpp"
 #include "distribute/gloo/peer_probe.hpp"
 #include "distribute/gloo/tcp_store.hpp"
 #include "distribute/host_port.hpp"
@@ -87,10 +86,14 @@ GlooGroup::GlooGroup(const JoinSpec& spec)
   ignore_sigpipe_if_default();
   std::string host;  // where Gloo's connections are bound, reachable by the other workers
   if (spec.mpi) {
-    // Under mpirun the service takes any free port on that host and announces it over MPI.
+    // Under mpirun MPI knows the workers; the service (which answers the probe that names a worker
+    // at fault) takes any free port on this host and announces it over MPI.
+    mpi_ = std::make_unique<MpiEngine>(rank_, size_);
     host = reachable_host(own_host_name(), workers_on_other_hosts(size_));
     service_ = std::make_unique<RendezvousService>(host, 0, rank_, rank_ == 0);
-    addresses_ = mpi_all_gather(host_port(host, service_->port()), rank_, size_);
+    addresses_ = mpi_->all_gather_records(host_port(host, service_->port()), MpiEngine::Clock::now() + join_timeout_);
+    collective("join", [this] { agree(CallHeader{calls_, static_cast<uint32_t>(CallKind::Join), -1, -1, 0}); });
+    return;
   } else {
     // TF_CONFIG's address is this worker's port on every interface, as TensorFlow's server binds it.
     const distribute::HostPort own = distribute::split_host_port(addresses_[rank_], "worker " + std::to_string(rank_) + "'s address");
@@ -189,6 +192,11 @@ void GlooGroup::set_timeout(std::chrono::milliseconds timeout) {
 
 std::vector<CallHeader> GlooGroup::agree(CallHeader mine) {
   std::vector<CallHeader> all(static_cast<size_t>(size_));
+  if (mpi_) {
+    mpi_->all_gather(&mine, all.data(), sizeof mine, deadline());
+    require_same_calls(all, [this](int r) { return describe_worker(r); });
+    return all;
+  }
   gloo::AllgatherOptions opts(context_);
   opts.setInput(&mine, 1);
   opts.setOutput(all.data(), all.size());
@@ -240,6 +248,7 @@ void GlooGroup::all_reduce_sum(void* data, size_t count, int dtype) {
   collective("all_reduce_sum", [&] {
     agree(CallHeader{calls_, static_cast<uint32_t>(CallKind::AllReduceSum), dtype, -1, count * width});
     if (count == 0) return;
+    if (mpi_) return mpi_->all_reduce_sum(data, count, dtype, deadline());
     gloo::AllreduceOptions opts(context_);
     if (dtype == KX_WORKERS_FLOAT32) {
       opts.setOutput(static_cast<float*>(data), count);
@@ -263,6 +272,7 @@ void GlooGroup::broadcast(void* data, size_t bytes, int root) {
     require(root >= 0 && root < size_, Status::InvalidArgument,
             "broadcast from worker " + std::to_string(root) + ", which is not one of the " + std::to_string(size_));
     if (bytes == 0) return;
+    if (mpi_) return mpi_->broadcast(data, bytes, root, deadline());
     gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(data), bytes);
     opts.setRoot(root);
@@ -287,12 +297,16 @@ void GlooGroup::all_gather(const void* data, size_t bytes, const std::function<v
     if (longest > 0) {
       std::vector<char> own(static_cast<size_t>(longest));
       if (bytes) std::memcpy(own.data(), data, bytes);
-      gloo::AllgatherOptions opts(context_);
-      opts.setInput(own.data(), own.size());
-      opts.setOutput(slots.data(), slots.size());
-      opts.setTag(tag(1));
-      opts.setTimeout(timeout_);
-      gloo::allgather(opts);
+      if (mpi_) {
+        mpi_->all_gather(own.data(), slots.data(), own.size(), deadline());
+      } else {
+        gloo::AllgatherOptions opts(context_);
+        opts.setInput(own.data(), own.size());
+        opts.setOutput(slots.data(), slots.size());
+        opts.setTag(tag(1));
+        opts.setTimeout(timeout_);
+        gloo::allgather(opts);
+      }
     }
     for (int r = 0; r < size_; ++r)
       sink(r, slots.data() + static_cast<size_t>(longest) * static_cast<size_t>(r), static_cast<size_t>(all[r].bytes));

@@ -1,7 +1,8 @@
-// A group of worker processes over Gloo's TCP transport: the engine behind the module's C table.
-// Joining goes through the chief's rendezvous store (TF_CONFIG) or, under mpirun, first swaps the
-// rendezvous addresses over MPI; tensors then travel on Gloo's own connections, with Gloo's ring
-// all-reduce (a reduction order fixed by the ranks) and a timeout on every wait.
+// A group of worker processes: the engine behind the module's C table. Started by TF_CONFIG, workers
+// join through the chief's rendezvous store and tensors travel over Gloo's TCP transport, with Gloo's
+// ring all-reduce (a reduction order fixed by the ranks). Started by mpirun, Open MPI carries them
+// (MpiEngine: shared memory on one host). Either way every wait has a timeout, and every call first
+// checks that all workers make the same call.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -16,12 +17,13 @@
 #include <gloo/transport/device.h>
 
 #include "distribute/gloo/call_agreement.hpp"
+#include "distribute/gloo/mpi_engine.hpp"
 #include "distribute/gloo/rendezvous_service.hpp"
 
 namespace kx::workers {
 
 struct JoinSpec {
-  bool mpi = false;                    // launched by mpirun: addresses are learnt over MPI
+  bool mpi = false;                    // launched by mpirun: MPI carries the tensors
   int rank = 0;
   int size = 2;
   std::vector<std::string> addresses;  // TF_CONFIG's workers in rank order ("host:port")
@@ -53,6 +55,7 @@ class GlooGroup {
   void collective(const char* name, const std::function<void()>& body);
   std::string describe_worker(int rank) const;
   uint32_t tag(int part) const { return static_cast<uint32_t>(calls_ * 2 + static_cast<uint64_t>(part)); }
+  MpiEngine::Clock::time_point deadline() const { return MpiEngine::Clock::now() + timeout_; }
 
   int rank_;
   int size_;
@@ -64,6 +67,7 @@ class GlooGroup {
   std::mutex mutex_;
   // Declared in the order they must be torn down last-to-first: Gloo's connections, then its device
   // (and its event loop thread), then the rendezvous service.
+  std::unique_ptr<MpiEngine> mpi_;  // under mpirun; Gloo's device and context stay unset then
   std::unique_ptr<RendezvousService> service_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "distribute/gloo/gloo_group.hpp"
-#include "distribute/gloo/mpi_bootstrap.hpp"
+#include "distribute/gloo/mpi_engine.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
 
@@ -119,8 +119,8 @@ int32_t all_gather(kx_workers_group* g, const void* data, size_t bytes, kx_worke
 
 const std::string& description() {
   static const std::string text = "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
-                                  "." + std::to_string(GLOO_VERSION_PATCH) + " over TCP; launchers: TF_CONFIG, " +
-                                  mpi_bootstrap_description();
+                                  "." + std::to_string(GLOO_VERSION_PATCH) + " over TCP (TF_CONFIG launches); " +
+                                  MpiEngine::description();
   return text;
 }
 

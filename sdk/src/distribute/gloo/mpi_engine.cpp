@@ -1,0 +1,231 @@
+#include "distribute/gloo/mpi_engine.hpp"
+
+#include <stdexcept>
+
+#include "distribute/workers_module_api.h"
+#include "kx/error.hpp"
+
+#ifdef KX_WORKERS_HAVE_MPI
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#define OMPI_SKIP_MPICXX 1  // the C interface only
+#include <mpi.h>
+#endif
+
+namespace kx::workers {
+
+#ifndef KX_WORKERS_HAVE_MPI
+
+struct MpiEngine::State {};
+
+const char* MpiEngine::description() { return "no mpirun launches (built without Open MPI's mpi.h)"; }
+
+MpiEngine::MpiEngine(int, int) {
+  fail(Status::Unsupported,
+       "this kx was built without MPI (KX_WITH_MPI, libopenmpi-dev): launch the workers with TF_CONFIG instead of mpirun");
+}
+MpiEngine::~MpiEngine() = default;
+std::vector<std::string> MpiEngine::all_gather_records(const std::string&, Clock::time_point) { return {}; }
+void MpiEngine::all_gather(const void*, void*, size_t, Clock::time_point) {}
+void MpiEngine::all_reduce_sum(void*, size_t, int, Clock::time_point) {}
+void MpiEngine::broadcast(void*, size_t, int, Clock::time_point) {}
+
+#else
+
+namespace {
+
+constexpr const char kLibrary[] = "libmpi.so.40";
+constexpr size_t kRecordBytes = 256;
+// MPI counts are ints: larger buffers go in pieces of this many elements.
+constexpr size_t kPiece = size_t{1} << 30;
+
+// The MPI functions used, resolved from the library, with their types taken from mpi.h.
+struct MpiLibrary {
+  decltype(&MPI_Initialized) initialized = nullptr;
+  decltype(&MPI_Finalized) finalized = nullptr;
+  decltype(&MPI_Init_thread) init_thread = nullptr;
+  decltype(&MPI_Finalize) finalize = nullptr;
+  decltype(&MPI_Comm_rank) comm_rank = nullptr;
+  decltype(&MPI_Comm_size) comm_size = nullptr;
+  decltype(&MPI_Comm_dup) comm_dup = nullptr;
+  decltype(&MPI_Comm_free) comm_free = nullptr;
+  decltype(&MPI_Iallgather) iallgather = nullptr;
+  decltype(&MPI_Iallreduce) iallreduce = nullptr;
+  decltype(&MPI_Ibcast) ibcast = nullptr;
+  decltype(&MPI_Test) test = nullptr;
+  // Open MPI's predefined handles are the addresses of its globals.
+  MPI_Comm world = nullptr;
+  MPI_Datatype bytes = nullptr;
+  MPI_Datatype floats = nullptr;
+  MPI_Datatype doubles = nullptr;
+  MPI_Op sum = nullptr;
+};
+
+template <typename T>
+void resolve(void* handle, const char* name, T& out) {
+  out = reinterpret_cast<T>(dlsym(handle, name));
+  require(out != nullptr, Status::Unsupported, std::string(kLibrary) + " has no " + name + ": it is not Open MPI 4 or 5");
+}
+
+const MpiLibrary& library() {
+  // Opened once and never unloaded (MPI lives as long as the process); RTLD_GLOBAL because Open MPI's
+  // own plugins look for libmpi's symbols globally.
+  static const MpiLibrary mpi = [] {
+    void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    if (!handle) {
+      const char* why = dlerror();
+      fail(Status::Unsupported, std::string("launched by mpirun, but ") + kLibrary + " could not be opened (" +
+                                    (why ? why : "?") + "): install Open MPI (openmpi-bin) or launch with TF_CONFIG");
+    }
+    MpiLibrary m;
+    resolve(handle, "MPI_Initialized", m.initialized);
+    resolve(handle, "MPI_Finalized", m.finalized);
+    resolve(handle, "MPI_Init_thread", m.init_thread);
+    resolve(handle, "MPI_Finalize", m.finalize);
+    resolve(handle, "MPI_Comm_rank", m.comm_rank);
+    resolve(handle, "MPI_Comm_size", m.comm_size);
+    resolve(handle, "MPI_Comm_dup", m.comm_dup);
+    resolve(handle, "MPI_Comm_free", m.comm_free);
+    resolve(handle, "MPI_Iallgather", m.iallgather);
+    resolve(handle, "MPI_Iallreduce", m.iallreduce);
+    resolve(handle, "MPI_Ibcast", m.ibcast);
+    resolve(handle, "MPI_Test", m.test);
+    resolve(handle, "ompi_mpi_comm_world", m.world);
+    resolve(handle, "ompi_mpi_byte", m.bytes);
+    resolve(handle, "ompi_mpi_float", m.floats);
+    resolve(handle, "ompi_mpi_double", m.doubles);
+    resolve(handle, "ompi_mpi_op_sum", m.sum);
+    dlclose(handle);  // RTLD_NODELETE keeps it
+    return m;
+  }();
+  return mpi;
+}
+
+// Set once a call missed its deadline: its request can never be cancelled, so MPI_Finalize at exit
+// could wait for it forever. Process-wide because MPI itself is: one initialisation per process.
+std::atomic<bool>& mpi_unusable() {
+  static std::atomic<bool> flag{false};
+  return flag;
+}
+
+void finalize_at_exit() {
+  const MpiLibrary& mpi = library();
+  int initialized = 0, finalized = 0;
+  mpi.initialized(&initialized);
+  mpi.finalized(&finalized);
+  if (initialized && !finalized && !mpi_unusable().load()) mpi.finalize();
+}
+
+void check(int rc, const char* what) {
+  require(rc == MPI_SUCCESS, Status::Comm, std::string(what) + " failed (MPI error " + std::to_string(rc) + ")");
+}
+
+}  // namespace
+
+struct MpiEngine::State {
+  const MpiLibrary& mpi = library();
+  MPI_Comm comm = nullptr;
+
+  // Polls `request` until it completes; past the deadline the engine is given up (see the header).
+  void wait(MPI_Request request, Clock::time_point deadline, const char* what) {
+    int done = 0;
+    for (;;) {
+      check(mpi.test(&request, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      if (Clock::now() >= deadline) {
+        mpi_unusable() = true;
+        // A std::exception, not a kx::Error: the group turns it into Comm after naming the absent workers.
+        throw std::runtime_error(std::string(what) + " did not complete in time");
+      }
+    }
+  }
+};
+
+const char* MpiEngine::description() { return "mpirun (Open MPI's libmpi.so.40, opened at run time)"; }
+
+MpiEngine::MpiEngine(int rank, int size) : state_(std::make_unique<State>()) {
+  const MpiLibrary& mpi = state_->mpi;
+  require(!mpi_unusable().load(), Status::Comm, "MPI is unusable in this process: an earlier call never completed");
+  int initialized = 0, finalized = 0;
+  check(mpi.initialized(&initialized), "MPI_Initialized");
+  check(mpi.finalized(&finalized), "MPI_Finalized");
+  require(!finalized, Status::Misuse,
+          "launched by mpirun, but MPI was already finalised in this process: MPI can be initialised once per process");
+  if (!initialized) {
+    // Calls come from one thread at a time, not always the same one (a replica's thread or the caller's).
+    int provided = 0;
+    check(mpi.init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    std::atexit(&finalize_at_exit);
+  }
+  int mpi_rank = -1, mpi_size = 0;
+  check(mpi.comm_rank(mpi.world, &mpi_rank), "MPI_Comm_rank");
+  check(mpi.comm_size(mpi.world, &mpi_size), "MPI_Comm_size");
+  require(mpi_rank == rank && mpi_size == size, Status::InvalidArgument,
+          "MPI says rank " + std::to_string(mpi_rank) + " of " + std::to_string(mpi_size) + ", the environment rank " +
+              std::to_string(rank) + " of " + std::to_string(size));
+  // A communicator of its own: the program's MPI traffic, if any, never meets kx's.
+  check(mpi.comm_dup(mpi.world, &state_->comm), "MPI_Comm_dup");
+}
+
+MpiEngine::~MpiEngine() {
+  if (state_ && state_->comm && !mpi_unusable().load()) state_->mpi.comm_free(&state_->comm);
+}
+
+std::vector<std::string> MpiEngine::all_gather_records(const std::string& record, Clock::time_point deadline) {
+  require(record.size() < kRecordBytes, Status::Internal, "MPI bootstrap record too long: " + record);
+  std::array<char, kRecordBytes> own{};
+  record.copy(own.data(), record.size());
+  int size = 0;
+  check(state_->mpi.comm_size(state_->comm, &size), "MPI_Comm_size");
+  std::vector<char> all(kRecordBytes * static_cast<size_t>(size));
+  all_gather(own.data(), all.data(), kRecordBytes, deadline);
+  std::vector<std::string> records;
+  for (int i = 0; i < size; ++i) {
+    const char* r = all.data() + kRecordBytes * static_cast<size_t>(i);
+    records.emplace_back(r, strnlen(r, kRecordBytes));
+  }
+  return records;
+}
+
+void MpiEngine::all_gather(const void* in, void* out, size_t bytes, Clock::time_point deadline) {
+  require(bytes <= INT_MAX, Status::InvalidArgument, "an all-gather of " + std::to_string(bytes) + " bytes per worker");
+  MPI_Request request = nullptr;
+  check(state_->mpi.iallgather(in, static_cast<int>(bytes), state_->mpi.bytes, out, static_cast<int>(bytes),
+                               state_->mpi.bytes, state_->comm, &request),
+        "MPI_Iallgather");
+  state_->wait(request, deadline, "MPI_Iallgather");
+}
+
+void MpiEngine::all_reduce_sum(void* data, size_t count, int dtype, Clock::time_point deadline) {
+  const bool f32 = dtype == KX_WORKERS_FLOAT32;
+  const size_t width = f32 ? sizeof(float) : sizeof(double);
+  for (size_t done = 0; done < count; done += kPiece) {
+    const auto n = static_cast<int>(std::min(kPiece, count - done));
+    MPI_Request request = nullptr;
+    check(state_->mpi.iallreduce(MPI_IN_PLACE, static_cast<char*>(data) + done * width, n,
+                                 f32 ? state_->mpi.floats : state_->mpi.doubles, state_->mpi.sum, state_->comm, &request),
+          "MPI_Iallreduce");
+    state_->wait(request, deadline, "MPI_Iallreduce");
+  }
+}
+
+void MpiEngine::broadcast(void* data, size_t bytes, int root, Clock::time_point deadline) {
+  for (size_t done = 0; done < bytes; done += kPiece) {
+    const auto n = static_cast<int>(std::min(kPiece, bytes - done));
+    MPI_Request request = nullptr;
+    check(state_->mpi.ibcast(static_cast<char*>(data) + done, n, state_->mpi.bytes, root, state_->comm, &request),
+          "MPI_Ibcast");
+    state_->wait(request, deadline, "MPI_Ibcast");
+  }
+}
+
+#endif
+
+}  // namespace kx::workers
