@@ -1,5 +1,5 @@
 // The cross-process engine's all-reduce bandwidth: N worker processes on loopback (started by this
-// program with TF_CONFIG, default 2) sum float32 buffers of 1 MiB and 64 MiB; worker 0 prints the
+// program with TF_CONFIG, default 2, then under mpirun when there is one) sum float32 buffers of 1 MiB and 64 MiB; worker 0 prints the
 // median time per call, the algorithm bandwidth (buffer bytes / time) and the bus bandwidth (what each
 // worker moves, 2 (N-1)/N of the buffer, / time), and the latency of a barrier (the per-call
 // agreement alone, which every operation starts with).
@@ -53,7 +53,9 @@ int run_worker(int rounds) {
   const int n = group->size();
   const double barrier_s = seconds_per_call(*group, rounds * 10, [&] { group->barrier(); });
   if (group->rank() == 0) {
-    std::printf("kx multi-worker engine, %d workers on loopback\n", n);
+    const bool mpi = std::getenv("OMPI_COMM_WORLD_RANK") != nullptr;
+    std::printf("kx multi-worker engine, %d workers on one machine, %s\n", n,
+                mpi ? "started by mpirun (Open MPI carries the tensors)" : "started by TF_CONFIG (Gloo over TCP loopback)");
     std::printf("  barrier (the agreement every call starts with): %.1f us\n", barrier_s * 1e6);
   }
   for (const size_t mib : {size_t{1}, size_t{64}}) {
@@ -85,7 +87,6 @@ int free_port() {
 int launch(const char* self, int workers, int rounds) {
   std::string list;
   for (int i = 0; i < workers; ++i) list += (i ? ", \"127.0.0.1:" : "\"127.0.0.1:") + std::to_string(free_port()) + "\"";
-  if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
   std::vector<pid_t> children;
   for (int i = 0; i < workers; ++i) {
     const std::string tf_config = "{\"cluster\": {\"worker\": [" + list + "]}, \"task\": {\"type\": \"worker\", \"index\": " +
@@ -108,6 +109,26 @@ int launch(const char* self, int workers, int rounds) {
   return failed ? 1 : 0;
 }
 
+// The same under mpirun, when there is one.
+int launch_mpirun(const char* self, int workers, int rounds) {
+  if (std::string(KX_MPIRUN).empty()) return 0;
+  char exe[4096] = {};
+  if (readlink(self, exe, sizeof exe - 1) <= 0) return 1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    unsetenv("TF_CONFIG");
+    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    const std::string n = std::to_string(workers), r = std::to_string(rounds);
+    execl(KX_MPIRUN, KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", n.c_str(), exe, "--worker", "--rounds",
+          r.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid) return 1;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,7 +145,10 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return worker ? run_worker(rounds) : launch("/proc/self/exe", std::max(2, workers), rounds);
+    if (worker) return run_worker(rounds);
+    if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
+    const int tcp = launch("/proc/self/exe", std::max(2, workers), rounds);
+    return launch_mpirun("/proc/self/exe", std::max(2, workers), rounds) | tcp;
   } catch (const kx::Error& e) {
     std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
     return 1;
