@@ -19,6 +19,7 @@
 namespace kx::io {
 namespace {
 
+// Written as protobuf writes these proto3 messages: fields in number order, defaults left out.
 // Field numbers of tensorflow/core/util/event.proto and framework/summary.proto.
 namespace event {
 constexpr int kWallTime = 1, kStep = 2, kFileVersion = 3, kSummary = 5;
@@ -41,7 +42,7 @@ double wall_time() {
 ProtoWriter event_header(int64_t step) {
   ProtoWriter e;
   e.float64(event::kWallTime, wall_time());
-  e.varint(event::kStep, step);
+  e.varint_unless_zero(event::kStep, step);
   return e;
 }
 
@@ -134,11 +135,11 @@ void EventFile::histogram(const std::string& tag, const float* values, size_t n,
     ++count[static_cast<size_t>(std::min<std::ptrdiff_t>(above - limit.begin(), bins - 1))];
   }
   ProtoWriter h;
-  h.float64(histo::kMin, lo);
-  h.float64(histo::kMax, hi);
-  h.float64(histo::kNum, static_cast<double>(finite));
-  h.float64(histo::kSum, sum);
-  h.float64(histo::kSumSquares, sum_squares);
+  h.float64_unless_zero(histo::kMin, lo);
+  h.float64_unless_zero(histo::kMax, hi);
+  h.float64_unless_zero(histo::kNum, static_cast<double>(finite));
+  h.float64_unless_zero(histo::kSum, sum);
+  h.float64_unless_zero(histo::kSumSquares, sum_squares);
   h.packed_doubles(histo::kBucketLimit, limit);
   h.packed_doubles(histo::kBucket, count);
   ProtoWriter v;

@@ -52,6 +52,12 @@ void ProtoWriter::float64(int field, double value) {
   fixed64(field, bits);
 }
 
+void ProtoWriter::float64_unless_zero(int field, double value) {
+  uint64_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if (bits != 0) fixed64(field, bits);  // -0.0 is not the default
+}
+
 void ProtoWriter::bytes(int field, std::string_view data) {
   tag(field, kLengthDelimited);
   raw_varint(data.size());

@@ -18,6 +18,11 @@ class ProtoWriter {
   void fixed64(int field, uint64_t bits);
   void float32(int field, float value);   // a `float` field
   void float64(int field, double value);  // a `double` field
+  // proto3 leaves a scalar field out when it holds its default (all bits zero): these write nothing then.
+  void varint_unless_zero(int field, int64_t value) {
+    if (value != 0) varint(field, value);
+  }
+  void float64_unless_zero(int field, double value);
   // string and bytes fields.
   void bytes(int field, std::string_view data);
   void message(int field, const ProtoWriter& nested) { bytes(field, nested.data()); }
