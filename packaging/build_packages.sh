@@ -13,8 +13,9 @@ rm -rf "$build/packages"
 configure -UCMAKE_INSTALL_LIBDIR
 cmake --build "$build"
 (cd "$build" && cpack -G DEB)
-# Only the install paths change: nothing is recompiled.
-configure -DCMAKE_INSTALL_LIBDIR=lib64
+# Only the install paths change: nothing is recompiled. The Python package (python3-kx) follows
+# Debian's layout (/usr/lib/python3/dist-packages) and is built as a .deb only.
+configure -DCMAKE_INSTALL_LIBDIR=lib64 -DKX_PACKAGE_PYTHON=OFF
 (cd "$build" && cpack -G RPM)
-configure -UCMAKE_INSTALL_LIBDIR
+configure -UCMAKE_INSTALL_LIBDIR -DKX_PACKAGE_PYTHON=ON
 ls "$build/packages"/*.deb "$build/packages"/*.rpm

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the packages, installs the .deb files on this machine (as root), compiles the installed C
-# sample against them with pkg-config and with find_package(kx), runs both, and checks what the
-# .rpm files hold and that no package contains a path of the build machine.
+# sample against them with pkg-config and with find_package(kx), runs both, runs the Python sample on
+# the installed python3-kx with /usr/bin/python3 and no environment, and checks what the .rpm files
+# hold and that no package contains a path of the build machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build-pkg
@@ -25,6 +26,8 @@ if ls "$pkgs"/libkx0-cuda_*.deb > /dev/null 2>&1; then
   contents=$(dpkg-deb -c "$pkgs"/libkx0-cuda_*.deb)
   grep -q "kx-0/libkx_cuda.so" <<< "$contents" || fail "libkx0-cuda lacks libkx_cuda.so"
 fi
+grep -q "libkx0 (= $version)" <<< "$(dpkg-deb -f "$pkgs/python3-kx_${version}_all.deb" Depends)" ||
+  fail "python3-kx does not depend on libkx0 (= $version)"
 workers_deb=()
 if ls "$pkgs"/libkx0-workers_*.deb > /dev/null 2>&1; then
   grep -q "kx-0/libkx_workers.so" <<< "$(dpkg-deb -c "$pkgs"/libkx0-workers_*.deb)" || fail "libkx0-workers lacks libkx_workers.so"
@@ -32,7 +35,7 @@ if ls "$pkgs"/libkx0-workers_*.deb > /dev/null 2>&1; then
 fi
 DEBIAN_FRONTEND=noninteractive apt-get install -y --reinstall --allow-downgrades \
   "$pkgs/libkx0_${version}_amd64.deb" "$pkgs/libkx-dev_${version}_amd64.deb" "$pkgs/kx-samples_${version}_amd64.deb" \
-  "${workers_deb[@]}" \
+  "$pkgs/python3-kx_${version}_all.deb" "${workers_deb[@]}" \
   > "$tmp/apt.log" || { cat "$tmp/apt.log"; fail "apt-get install"; }
 test "$(readlink /usr/lib/x86_64-linux-gnu/libkx.so)" = libkx.so.0 || fail "libkx.so does not point at libkx.so.0"
 # Read whole before matching: with pipefail, grep -q closing the pipe early fails objdump (SIGPIPE).
@@ -49,7 +52,15 @@ cmake --build "$tmp/consumer" > /dev/null
 "$tmp/consumer/fashion_mnist" "$data" 1 "$tmp/ckpt-cmake" | tail -2
 # 3. the packaged program
 fashion_mnist_c "$data" 1 "$tmp/ckpt-packaged" | tail -1
-# 4. a multi-worker job on the installed engine module: the installed C sample, two workers on loopback
+# 4. the Python package: Debian's python3 imports kx from python3-kx, which finds libkx.so.0 on the
+# system's library path, with no PYTHONPATH or KX_LIBRARY; then the installed Python sample trains.
+nopy=(env -u PYTHONPATH -u KX_LIBRARY -u LD_LIBRARY_PATH)
+(cd "$tmp" && "${nopy[@]}" /usr/bin/python3 -c 'import kx, importlib.metadata as md; print("python3-kx:", kx.__file__, kx.version(), md.version("kx"))') |
+  tee "$tmp/python.log"
+grep -q "/usr/lib/python3/dist-packages/kx/__init__.py $version $version" "$tmp/python.log" ||
+  fail "python3-kx: import kx did not load the packaged module and library"
+"${nopy[@]}" /usr/bin/python3 /usr/share/kx/samples/python/fashion_mnist.py "$data" "$tmp/ckpt-python" --epochs 1 | tail -1
+# 5. a multi-worker job on the installed engine module: the installed C sample, two workers on loopback
 if ((${#workers_deb[@]})); then
   cc -std=c99 -Wall -o "$tmp/multi_worker" /usr/share/kx/samples/c/multi_worker.c $(pkg-config --cflags --libs kx)
   cluster='"worker": ["127.0.0.1:29611", "127.0.0.1:29612"]'

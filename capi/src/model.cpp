@@ -383,4 +383,13 @@ kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, i
   });
 }
 
+kx_status kx_model_export_onnx(const kx_model* m, const char* path) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_export_onnx");
+    require_arg(path, "path", "kx_model_export_onnx");
+    m->model.export_onnx(path);
+    return KX_OK;
+  });
+}
+
 }  // extern "C"

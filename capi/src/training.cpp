@@ -203,4 +203,14 @@ kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out,
   });
 }
 
+kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_dir, int64_t update_freq,
+                                       int32_t histogram_freq) {
+  return guarded([&] {
+    require_arg(c, "c", "kx_callbacks_add_tensorboard");
+    require_arg(log_dir, "log_dir", "kx_callbacks_add_tensorboard");
+    c->callbacks.add_tensorboard(log_dir, update_freq, histogram_freq);
+    return KX_OK;
+  });
+}
+
 }  // extern "C"

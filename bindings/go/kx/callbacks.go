@@ -155,3 +155,14 @@ func (c *Callbacks) takePanic() interface{} {
 	c.panicked = nil
 	return p
 }
+
+// AddTensorBoard is Keras's TensorBoard: event files under logDir/train and logDir/validation for
+// `tensorboard --logdir logDir`. updateFreq N > 0 logs batch scalars every N batches (0: epochs only);
+// histogramFreq N > 0 logs the weights' histograms every N epochs.
+func (c *Callbacks) AddTensorBoard(logDir string, updateFreq int64, histogramFreq int) error {
+	d := C.CString(logDir)
+	defer C.free(unsafe.Pointer(d))
+	return callErr(func() C.kx_status {
+		return C.kx_callbacks_add_tensorboard(c.p, d, C.int64_t(updateFreq), C.int32_t(histogramFreq))
+	})
+}

@@ -365,3 +365,28 @@ func TestNormalizationFromTheDataAndAMovingAverageOfTheWeights(t *testing.T) {
 		t.Fatalf("accuracy %.3f", acc)
 	}
 }
+
+func TestTensorBoardAndONNXExport(t *testing.T) {
+	m := smallModel(t, 4)
+	defer m.Close()
+	d := dataset(t, 64, 16)
+	defer d.Close()
+	dir := t.TempDir()
+	cb, err := NewCallbacks()
+	must(t, err)
+	defer cb.Close()
+	if err := cb.AddTensorBoard(dir, -1, 0); err == nil {
+		t.Fatal("a negative update frequency was accepted")
+	}
+	must(t, cb.AddTensorBoard(dir, 0, 0))
+	_, err = m.Fit(d, FitOptions{Epochs: 2}, cb)
+	must(t, err)
+	if files, _ := filepath.Glob(filepath.Join(dir, "train", "events.out.tfevents.*")); len(files) != 1 {
+		t.Fatalf("TensorBoard files: %v", files)
+	}
+	path := filepath.Join(dir, "model.onnx")
+	must(t, m.ExportONNX(path))
+	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
+		t.Fatalf("no ONNX file: %v", err)
+	}
+}

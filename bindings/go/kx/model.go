@@ -335,3 +335,11 @@ func (m *Model) Close() {
 		runtime.SetFinalizer(m, nil)
 	}
 }
+
+// ExportONNX writes the model as an ONNX file (opset 13) for inference runtimes; its output equals
+// Predict's.
+func (m *Model) ExportONNX(path string) error {
+	c := C.CString(path)
+	defer C.free(unsafe.Pointer(c))
+	return callErr(func() C.kx_status { return C.kx_model_export_onnx(m.p, c) })
+}

@@ -208,6 +208,18 @@ class Callbacks(_Handle):
         check(lib.kx_callbacks_add_csv_logger(self.handle, path.encode(), 1 if append else 0))
         return self
 
+    def tensorboard(self, log_dir="logs", update_freq="epoch", histogram_freq=0):
+        """Keras's TensorBoard: event files under log_dir/train and log_dir/validation, for
+        `tensorboard --logdir log_dir`. update_freq: "epoch", or N to log "batch_*" scalars every N
+        batches; histogram_freq N > 0: histograms of the weights every N epochs."""
+        if update_freq == "epoch":
+            update_freq = 0
+        elif update_freq == "batch":
+            update_freq = 1
+        check(lib.kx_callbacks_add_tensorboard(self.handle, str(log_dir).encode(), int(update_freq),
+                                               int(histogram_freq)))
+        return self
+
     def terminate_on_nan(self):
         check(lib.kx_callbacks_add_terminate_on_nan(self.handle))
         return self
@@ -506,6 +518,11 @@ class Model(_Handle):
 
     def save(self, path):
         check(lib.kx_model_save(self.handle, str(path).encode()))
+
+    def export_onnx(self, path):
+        """Writes an ONNX file (opset 13) for inference runtimes: input [N, *input_shape] channels last,
+        output "output" equal to predict's."""
+        check(lib.kx_model_export_onnx(self.handle, str(path).encode()))
 
 
 class Sequential(Model):

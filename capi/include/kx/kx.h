@@ -598,6 +598,30 @@ KX_API kx_status kx_model_set_weight(kx_model* m, const char* name, const float*
 KX_API kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
                                        int64_t* skipped);
 
+/* ---- TensorBoard logs and ONNX export ---- */
+
+/* Keras's TensorBoard callback: kx_fit writes TensorBoard event files (TFRecord files of Event
+ * protobufs, read by `tensorboard --logdir <log_dir>`) into log_dir/train and, with validation data,
+ * log_dir/validation, creating the directories; each fit starts new files. At the end of each epoch:
+ * "epoch_loss", "epoch_accuracy" (when compiled with it) and, under train, "epoch_learning_rate", at
+ * step = epoch (0-based, as Keras). update_freq N > 0 adds "batch_loss", "batch_accuracy" (the
+ * epoch's running means) and "batch_learning_rate" every N batches, at step = the global batch count
+ * (0: epochs only). histogram_freq N > 0 adds a histogram of every weight tensor,
+ * "<layer>/<weight>/histogram", every N epochs (0: none). Errors: NULL c or log_dir, an empty
+ * log_dir, negative frequencies; KX_E_IO from kx_fit when a file cannot be created or written. */
+KX_API kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_dir, int64_t update_freq,
+                                              int32_t histogram_freq);
+
+/* Writes the model as an ONNX file for inference (opset 13, IR version 7) that ONNX runtimes run
+ * with the outputs of kx_predict: one input named as the model's input, of shape [N, <input shape>]
+ * (channels last, as kx and Keras hold images) with a symbolic batch N, and one output "output" of
+ * shape [N, <output shape>], probabilities for softmax and sigmoid outputs. Inside, images are NCHW
+ * as ONNX operators want them (a Transpose where kx's channels-last order matters: at the input, at
+ * Flatten and at an image output). Dense is Gemm (MatMul without bias), BatchNormalization uses the
+ * moving statistics, Dropout is left out. Weights are those of now. Written durably (as
+ * kx_model_save). Errors: NULL arguments, KX_E_MISUSE before compile, KX_E_IO. */
+KX_API kx_status kx_model_export_onnx(const kx_model* m, const char* path);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

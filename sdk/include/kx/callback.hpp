@@ -42,8 +42,16 @@ class TrainingControl {
   virtual void set_weights(const std::vector<float>& w) = 0;
   virtual double initial_learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;
+  // The rate of the next step: the compiled one unless a schedule changed it.
+  virtual double learning_rate() const = 0;
   virtual bool has_validation() const = 0;
   virtual bool has_accuracy() const = 0;
+  // Every weight tensor by name ("dense/kernel") with its values, in Keras's model.weights order.
+  struct NamedTensor {
+    std::string name;
+    std::vector<float> values;
+  };
+  virtual std::vector<NamedTensor> named_weights() const = 0;
 };
 
 class Callback {
@@ -87,6 +95,11 @@ class Callbacks {
   void add_early_stopping(const std::string& monitor, int32_t patience, double min_delta, bool restore_best_weights);
   // One CSV row per epoch: epoch,<metrics in name order>. append: keep what the file holds.
   void add_csv_logger(const std::string& path, bool append);
+  // Keras's TensorBoard: event files under log_dir/train and log_dir/validation with the epoch's
+  // "epoch_<metric>" scalars (and "epoch_learning_rate") at step = epoch; update_freq N > 0 adds
+  // "batch_<metric>" scalars every N batches at step = global batch count; histogram_freq N > 0 adds a
+  // histogram of each weight tensor every N epochs. Throws InvalidArgument for a negative frequency.
+  void add_tensorboard(const std::string& log_dir, int64_t update_freq, int32_t histogram_freq);
   // A non-finite batch loss ends fit with Status::Diverged before any callback sees that batch, so the
   // last checkpoint written stays the last good one.
   void add_terminate_on_nan() { terminate_on_nan_ = true; }

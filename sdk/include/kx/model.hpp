@@ -122,6 +122,10 @@ class Model {
   // A model saved by save() or a checkpoint, compiled as it was, on `strategy` (any replica count).
   // Throws Io, Corrupt (damaged or not a kx file).
   static Model load(const Strategy& strategy, const std::string& path);
+  // An ONNX file (opset 13) for inference that runtimes run with predict's outputs (kx.h's
+  // kx_model_export_onnx says what it holds). Throws Misuse before compile, Unsupported for a layer
+  // ONNX export does not know, Io.
+  void export_onnx(const std::string& path) const;
 
   // Returns Status::Ok, or Status::Stopped when a callback stopped training.
   Status fit(Dataset& train, const FitOptions& options, const Callbacks* callbacks, History* history);

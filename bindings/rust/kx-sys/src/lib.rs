@@ -253,6 +253,9 @@ extern "C" {
     pub fn kx_model_weight_offset(m: *const kx_model, index: i64, out_offset: *mut i64) -> kx_status;
     pub fn kx_model_get_weight(m: *const kx_model, name: *const c_char, out: *mut f32, out_len: usize) -> kx_status;
     pub fn kx_model_set_weight(m: *mut kx_model, name: *const c_char, values: *const f32, n: usize) -> kx_status;
+
+    pub fn kx_callbacks_add_tensorboard(c: *mut kx_callbacks, log_dir: *const c_char, update_freq: i64, histogram_freq: i32) -> kx_status;
+    pub fn kx_model_export_onnx(m: *const kx_model, path: *const c_char) -> kx_status;
 }
 
 /// kx_model_load_weights: leave weights that are absent or shaped differently as they are.

@@ -13,6 +13,7 @@ std::shared_ptr<Callback> make_model_checkpoint(const std::string& path_template
 std::shared_ptr<Callback> make_early_stopping(const std::string& monitor, int32_t patience, double min_delta,
                                               bool restore_best_weights);
 std::shared_ptr<Callback> make_csv_logger(const std::string& path, bool append);
+std::shared_ptr<Callback> make_tensorboard(const std::string& log_dir, int64_t update_freq, int32_t histogram_freq);
 std::shared_ptr<Callback> make_step_decay(const StepDecay& s);
 std::shared_ptr<Callback> make_cosine_decay(const CosineDecay& c);
 

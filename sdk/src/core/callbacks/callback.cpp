@@ -41,6 +41,10 @@ void Callbacks::add_early_stopping(const std::string& monitor, int32_t patience,
 
 void Callbacks::add_csv_logger(const std::string& path, bool append) { add(core::make_csv_logger(path, append)); }
 
+void Callbacks::add_tensorboard(const std::string& log_dir, int64_t update_freq, int32_t histogram_freq) {
+  add(core::make_tensorboard(log_dir, update_freq, histogram_freq));
+}
+
 void Callbacks::add_step_decay(const StepDecay& s) { add(core::make_step_decay(s)); }
 
 void Callbacks::add_cosine_decay(const CosineDecay& c) { add(core::make_cosine_decay(c)); }
