@@ -598,6 +598,26 @@ KX_API kx_status kx_model_set_weight(kx_model* m, const char* name, const float*
 KX_API kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
                                        int64_t* skipped);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* A Keras user's first day: model summary, sample and class weights, more callbacks             */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Keras 3's model.summary() text, as Keras prints it to a pipe or an 80-column terminal (its table then
+ * 76 characters wide): the line Model: "sequential" (or "functional"), a table of the layers drawn
+ * with box-drawing characters (layer name and class, output shape with the batch as None, parameter
+ * count; for a model whose layers are not one chain, the input first and a "Connected to" column,
+ * layers in Keras's order), then " Total params: 101,770 (397.54 KB)", " Trainable params: ...",
+ * " Non-trainable params: ...", and once the model has trained, " Optimizer params: ..." (Keras's
+ * optimizer variables: iteration count, learning rate and a slot per trained value for each moment,
+ * counted in the total as Keras does). UTF-8, one '\n' after each line; *out_text is allocated, free
+ * it with kx_free. Available before compile. Errors: NULL m or out_text. */
+KX_API kx_status kx_model_summary(const kx_model* m, char** out_text);
+/* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
+ * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
+ * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
+ * too small for the columns (a column under 4 characters, as Keras refuses). */
+KX_API kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

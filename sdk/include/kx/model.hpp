@@ -97,6 +97,10 @@ class Model {
   const Shape& input_shape() const;
   const Shape& output_shape() const;
   std::string to_json() const;
+  // Keras 3's model.summary() text: the layers' table and the parameter totals. line_length: the
+  // table's width (Keras's line_length); 0 is Keras's default for the layout (88 for a chain of layers,
+  // 108 with the "Connected to" column of other graphs).
+  std::string summary(int line_length = 0) const;
 
   // Every weight as one flat vector, layer after layer in the order they were added (weights() gives
   // each tensor's offset in it).

@@ -51,6 +51,7 @@ class Model::Impl {
   void compile(const CompileOptions& options);
   void require_compiled(const char* what) const;
   std::string to_json() const;
+  std::string summary(int line_length) const;  // as Model::summary
 
   Status fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history);
   EvalResult evaluate(const Dataset& data);
