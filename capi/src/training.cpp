@@ -110,6 +110,7 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
           ev.global_step = e.global_step;
           ev.batch_loss = e.batch_loss;
           ev.batch_accuracy = e.batch_accuracy;
+          ev.learning_rate = e.learning_rate;
           return fn(&ev, user_data) != 0;
         },
         reads_batch_metrics);

@@ -412,6 +412,9 @@ typedef struct kx_event {
    * loss was read for it: always for callbacks that read batch metrics; NaN otherwise. */
   double batch_loss;
   double batch_accuracy;
+  /* The learning rate of the next step: the compiled one, or what a schedule or callback set. (Read it
+   * only when struct_size > offsetof(kx_event, learning_rate): older libraries do not fill it.) */
+  double learning_rate;
 } kx_event;
 
 /* Called on the thread that called kx_fit. Return 0 to go on, non-zero to stop (kx_fit then returns
@@ -617,6 +620,59 @@ KX_API kx_status kx_model_summary(const kx_model* m, char** out_text);
  * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
  * too small for the columns (a column under 4 characters, as Keras refuses). */
 KX_API kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
+
+/* Keras's ReduceLROnPlateau: at the end of each epoch, when monitor ("val_loss" when NULL, "loss",
+ * "accuracy", "val_accuracy") has not improved for patience epochs, the learning rate becomes
+ * max(rate * factor, min_lr) (the rate read as the float32 Keras keeps), as Keras 3 does: mode "auto"
+ * (higher is better for accuracies), min_delta 1e-4, cooldown 0. The epochs' history and progress
+ * line then carry "learning_rate" (the rate of each epoch), as in Keras. Errors: NULL c, an unknown
+ * monitor, factor outside [0, 1), patience < 0, min_lr < 0 or not finite; kx_fit fails with
+ * KX_E_INVALID_ARGUMENT when the monitored value does not exist (no validation data, no accuracy). */
+KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau(kx_callbacks* c, const char* monitor, double factor,
+                                                       int32_t patience, double min_lr);
+typedef enum kx_monitor_mode { KX_MODE_AUTO = 0, KX_MODE_MIN = 1, KX_MODE_MAX = 2 } kx_monitor_mode;
+/* Every setting of ReduceLROnPlateau; a zero field means Keras's default. */
+typedef struct kx_reduce_lr_options {
+  uint32_t struct_size;
+  const char* monitor;   /* default "val_loss" */
+  double factor;         /* default 0.1; in (0, 1) */
+  int32_t patience;      /* default 10 (KX_REDUCE_LR_ZERO_PATIENCE: 0) */
+  kx_monitor_mode mode;  /* default auto */
+  double min_delta;      /* default 1e-4 (KX_REDUCE_LR_ZERO_MIN_DELTA: 0); an improvement beats the best by more */
+  int32_t cooldown;      /* default 0: epochs after a reduction before waiting again */
+  double min_lr;         /* default 0 */
+  uint32_t zero_is_value;
+} kx_reduce_lr_options;
+#define KX_REDUCE_LR_ZERO_PATIENCE 1u
+#define KX_REDUCE_LR_ZERO_MIN_DELTA 2u
+/* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */
+KX_API void kx_reduce_lr_options_init(kx_reduce_lr_options* o, size_t struct_size);
+/* ReduceLROnPlateau with every setting. Errors: those of kx_callbacks_add_reduce_lr_on_plateau, NULL o,
+ * a bad struct_size, an unknown mode, cooldown < 0, min_delta not finite. */
+KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau_options(kx_callbacks* c, const kx_reduce_lr_options* o);
+
+/* A learning-rate schedule of the user's: returns the rate of epoch `epoch` (0-based, initial_epoch
+ * included) from the current rate lr. Called on the thread that called kx_fit. */
+typedef double (*kx_lr_schedule_fn)(int32_t epoch, double lr, void* user_data);
+/* Keras's LearningRateScheduler: at the start of each epoch the rate becomes fn(epoch, lr, user_data),
+ * lr read as Keras's float32 variable. The history and progress line carry "learning_rate". kx_fit
+ * fails with KX_E_INVALID_ARGUMENT when fn returns a negative or non-finite rate. Errors: NULL c or fn. */
+KX_API kx_status kx_callbacks_add_learning_rate_scheduler(kx_callbacks* c, kx_lr_schedule_fn fn, void* user_data);
+
+/* Keras's BackupAndRestore: kx_fit backs the training up into backup_dir (created if missing; keep it
+ * for this use alone) at the end of every epoch: a checkpoint as ModelCheckpoint writes, the previous
+ * backup deleted once the new one is durable. A kx_fit given this callback and finding a backup there
+ * resumes from it, at the exact next batch (before resume_from, which it then ignores), so an
+ * interrupted run ends as an uninterrupted one would. When kx_fit ends without an error (all epochs
+ * done, or a callback stopped it), backup_dir is deleted; after an error or a crash it stays for the
+ * next kx_fit. Backups are checkpoints: a CHECKPOINT_SAVED event follows each. Errors: NULL or empty
+ * backup_dir; from kx_fit, KX_E_IO when the backup cannot be written or deleted, and those of
+ * resume_from (a backup of another model or other data). */
+KX_API kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char* backup_dir);
+/* The same, backing up every every_n_batches global batches instead (Keras's save_freq=N); 0 is every
+ * epoch. Errors: those above, every_n_batches < 0. */
+KX_API kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
+                                                           int64_t every_n_batches);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -136,6 +136,7 @@ class FitControl final : public TrainingControl {
     e.step = step;
     e.steps_per_epoch = steps_;
     e.global_step = model_.optimizer_steps;
+    e.learning_rate = model_.learning_rate;
     return e;
   }
   // Sends e to every callback; true if one asked to stop.
@@ -158,6 +159,7 @@ class FitControl final : public TrainingControl {
   // Whether a callback replaced weights since the last call.
   bool take_weights_changed() { return std::exchange(weights_changed_, false); }
   double initial_learning_rate() const override { return model_.optimizer.learning_rate.value_or(0); }
+  double learning_rate() const override { return model_.learning_rate; }
   void set_learning_rate(double lr) override {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
     model_.learning_rate = lr;
@@ -218,7 +220,11 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     return share_chief_decision(stop, control.take_weights_changed(), failure);
   };
   learning_rate = optimizer.learning_rate.value_or(0);
-  const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
+  // BackupAndRestore's backup of an interrupted fit comes before any other starting point.
+  FitOptions from = o;
+  if (cb)
+    if (std::string backup = cb->backup_to_resume(); !backup.empty()) from.resume_from = backup;
+  const core::FitStart start = core::start_of_fit(*this, from, steps, pass_steps, control.order, bar);
   align_workers_at_start(start);
   BatchStream batches(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
@@ -294,6 +300,12 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         history->record("val_loss", r.loss);
         if (accuracy) history->record("val_accuracy", r.accuracy);
       }
+    }
+    if (cb && cb->logs_learning_rate()) {
+      // Keras's learning-rate callbacks log the rate of the epoch (its float32 variable) at its end.
+      const double lr = static_cast<float>(learning_rate);
+      m.emplace_back("learning_rate", lr);
+      if (history) history->record("learning_rate", lr);
     }
     if (history) history->finish_epoch(epoch);
     bar.end_epoch(m);
