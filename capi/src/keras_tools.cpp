@@ -90,3 +90,14 @@ kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char* backu
     return KX_OK;
   });
 }
+
+kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_evaluate_verbose");
+    require_arg(d, "d", "kx_evaluate_verbose");
+    const kx::EvalResult r = m->model.evaluate(d->dataset, verbose);
+    if (loss) *loss = r.loss;
+    if (accuracy) *accuracy = r.accuracy;
+    return KX_OK;
+  });
+}

@@ -139,6 +139,10 @@ kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_cal
     f.validation_steps = opt.validation_steps;
     f.verbose = opt.verbose;
     if (opt.resume_from) f.resume_from = opt.resume_from;
+    f.validation_split = opt.validation_split;
+    kx::require(opt.class_weight != nullptr || opt.n_class_weight == 0, kx::Status::InvalidArgument,
+                "kx_fit: n_class_weight is " + std::to_string(opt.n_class_weight) + " but class_weight is NULL");
+    if (opt.class_weight) f.class_weight.assign(opt.class_weight, opt.class_weight + opt.n_class_weight);
     auto history = std::make_unique<kx_history>();
     const kx::Status s = m->model.fit(train->dataset, f, cb ? &cb->callbacks : nullptr, &history->history);
     if (out) *out = history.release();

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "core/callbacks/progress_bar.hpp"
 #include "core/model/summary_table.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
@@ -268,6 +269,68 @@ TEST(BackupAndRestore, RefusesAnEmptyDirectory) {
   Callbacks cbs;
   EXPECT_THROW(cbs.add_backup_and_restore("", 0), Error);
   EXPECT_THROW(cbs.add_backup_and_restore("x", -1), Error);
+}
+
+// Keras 3's Progbar lines, from progbar.py's formats (the issue's sample: " 1563/1563
+// ━━━━━━━━━━━━━━━━━━━━ 7s 4ms/step - loss: … - val_loss: …").
+TEST(ProgressBar, LinesAsKeras3PrintsThem) {
+  using core::ProgressBar;
+  const std::string full = "━━━━━━━━━━━━━━━━━━━━";
+  const core::Metrics m = {{"accuracy", 0.88841}, {"loss", 0.38304}, {"val_accuracy", 0.9574}, {"val_loss", 0.1361},
+                           {"learning_rate", 1e-4}};
+  // The end of an epoch: the time taken rounded (7.5 s is "8s"), 4 decimals, e-notation at 1e-3 and below.
+  EXPECT_EQ(ProgressBar::format_line(1, false, 1563, 1563, 7.5, 0.0044, m),
+            "1563/1563 " + full + " 8s 4ms/step - accuracy: 0.8884 - loss: 0.3830 - val_accuracy: 0.9574 - "
+            "val_loss: 0.1361 - learning_rate: 1.0000e-04");
+  // Python's {:.0f} rounds halves to even: 6.5 s is "6s", 0.5 ms/step "500us/step".
+  EXPECT_EQ(ProgressBar::format_line(2, false, 60, 60, 6.5, 0.0005, {{"loss", 0.25}}),
+            "60/60 - 6s - 500us/step - loss: 0.2500");
+  // verbose 2 compares the value itself with 1e-3: a negative loss prints in e-notation there only.
+  EXPECT_EQ(ProgressBar::format_line(2, false, 3, 3, 1, 1.5, {{"loss", -0.5}}), "3/3 - 1s - 2s/step - loss: -5.0000e-01");
+  EXPECT_EQ(ProgressBar::format_line(1, false, 3, 3, 1, 1.5, {{"loss", -0.5}}),
+            "3/3 " + full + " 1s 2s/step - loss: -0.5000");
+  // While running: the count padded to the total's digits, the time left truncated, "m:ss", "h:mm:ss".
+  EXPECT_EQ(ProgressBar::format_line(1, false, 7, 100, 1, 0.7, {}), "  7/100 ━" + std::string(19, ' ') + " 1:05 700ms/step");
+  EXPECT_EQ(ProgressBar::format_line(1, false, 1, 10, 1, 500, {}), " 1/10 ━━" + std::string(18, ' ') + " 1:15:00 500s/step");
+  EXPECT_EQ(ProgressBar::format_line(1, false, 1, 10, 1, 0.0059, {}), " 1/10 ━━" + std::string(18, ' ') + " 0s 6ms/step");
+  // On a terminal, Keras's colours: bold count and time, green done, white to do.
+  EXPECT_EQ(ProgressBar::format_line(1, true, 1, 2, 1, 1, {}),
+            "\x1b[1m1/2\x1b[0m \x1b[32m━━━━━━━━━━\x1b[0m\x1b[37m━━━━━━━━━━\x1b[0m \x1b[1m1s\x1b[0m 1s/step");
+}
+
+// validation_split holds out the last int(floor(n * (1 - split))) .. n samples in storage order, as
+// Keras 3's train_validation_split, shuffled or not: fit with it equals fit on take(split_at) with
+// skip(split_at) as validation data. 0.56 of 25 is a case where float64 matters: Python's
+// int(math.floor(25 * (1.0 - 0.56))) is 10 (the product is 10.999999999999998), not the exact 11.
+TEST(ValidationSplit, HoldsOutTheLastSamplesAsKeras) {
+  const double split = 0.56;
+  const int64_t n = 25;
+  const int64_t split_at = 10;
+  const Toy t = toy(n, 5);
+  Dataset all = Dataset::from_arrays(t.x.data(), DType::F32, {n, 5}, t.y.data(), DType::F32, {n});
+  all.shuffle(n, 9);
+  all.batch(16, false);
+  Model a = small_model(), b = small_model();
+  FitOptions fo;
+  fo.epochs = 2;
+  fo.validation_split = split;
+  History ha, hb;
+  ASSERT_EQ(a.fit(all, fo, nullptr, &ha), Status::Ok);
+  Dataset first = all.take(split_at), last = all.skip(split_at);
+  FitOptions explicit_split;
+  explicit_split.epochs = 2;
+  explicit_split.validation = &last;
+  ASSERT_EQ(b.fit(first, explicit_split, nullptr, &hb), Status::Ok);
+  EXPECT_EQ(a.get_weights(), b.get_weights());
+  EXPECT_EQ(ha.get("val_loss", 1), hb.get("val_loss", 1));
+  EXPECT_EQ(ha.get("val_accuracy", 1), b.evaluate(last).accuracy);
+  // Either part empty: Keras's error.
+  fo.validation_split = 1e-17;  // 1.0 - 1e-17 == 1.0: nothing held out
+  EXPECT_THROW(a.fit(all, fo, nullptr, nullptr), Error);
+  fo.validation_split = 0.99;  // floor(0.25): nothing to train on
+  EXPECT_THROW(a.fit(all, fo, nullptr, nullptr), Error);
+  fo.validation_split = 1.0;
+  EXPECT_THROW(a.fit(all, fo, nullptr, nullptr), Error);
 }
 
 }  // namespace

@@ -475,6 +475,19 @@ typedef struct kx_fit_options {
   const char* resume_from;    /* checkpoint file, or a directory: its newest checkpoint that loads
                                  cleanly (damaged files are skipped, and said so with verbose > 0).
                                  Nothing there: training starts fresh (and says so). */
+  /* Keras's validation_split, in [0, 1): without `validation`, the last fraction of train (in storage
+   * order, before any shuffle) is held out and evaluated after each epoch. The first
+   * floor(n * (1.0 - validation_split)) samples (in float64, as Keras 3) train, the rest validate;
+   * kx_fit fails with KX_E_INVALID_ARGUMENT when either part would be empty. Ignored when
+   * `validation` is given (as Keras). 0: none. */
+  double validation_split;
+  /* Keras's class_weight: class_weight[c] weighs the loss of each training sample of class c, for c <
+   * n_class_weight (other classes weigh 1, as Keras's dict.get(c, 1.0)); the class of a sample is its
+   * label (sparse), the argmax of its one-hot target, or its rounded target with one output. See
+   * kx_dataset_set_sample_weights for how weights enter the loss and metrics. Copied during the call.
+   * NULL: none. */
+  const float* class_weight;
+  size_t n_class_weight;
 } kx_fit_options;
 
 KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
@@ -673,6 +686,12 @@ KX_API kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char
  * epoch. Errors: those above, every_n_batches < 0. */
 KX_API kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
                                                            int64_t every_n_batches);
+
+/* kx_evaluate with Keras's progress output on stdout: verbose 1 a bar (redrawn on a terminal, one line
+ * at the end otherwise), "313/313 ━━━━━━━━━━━━━━━━━━━━ 1s 2ms/step - accuracy: 0.8765 - loss: 0.3456",
+ * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
+ * verbose outside 0..2. */
+KX_API kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -184,6 +184,26 @@ class FitControl final : public TrainingControl {
 
 Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   require_compiled("fit");
+  require(o.class_weight.empty(), Status::Unsupported, "class_weight is not supported by this build of kx yet");
+  require(o.validation_split >= 0 && o.validation_split < 1, Status::InvalidArgument,
+          "validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
+  if (o.validation_split > 0 && !o.validation) {
+    // Keras 3's train_validation_split (keras/src/trainers/data_adapters/array_slicing.py): split_at =
+    // int(floor(n * (1.0 - validation_split))) in float64; the first split_at samples train, the rest
+    // validate, before shuffling; a split that leaves either part empty is an error. (Validation data
+    // given as well wins, as in Keras.)
+    const int64_t n = train.num_samples();
+    const auto split_at = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
+    require(split_at > 0 && split_at < n, Status::InvalidArgument,
+            "the training data has " + std::to_string(n) + " samples, too few to hold out validation_split = " +
+                std::to_string(o.validation_split) + " of them and train on the rest");
+    Dataset training_part = train.take(split_at);
+    Dataset held_out = train.skip(split_at);
+    FitOptions inner = o;
+    inner.validation_split = 0;
+    inner.validation = &held_out;
+    return fit(training_part, inner, cb, history);
+  }
   require(o.epochs > 0, Status::InvalidArgument, "epochs must be positive, got " + std::to_string(o.epochs));
   require(o.initial_epoch >= 0, Status::InvalidArgument, "initial_epoch must be >= 0");
   require(o.steps_per_epoch >= 0, Status::InvalidArgument, "steps_per_epoch must be >= 0");
@@ -244,6 +264,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const BatchStream::Batch batch = batches.next();
       steps_.run(*this, batch.idx, batch.rows);
+      bar.step_done(step + 1);
       if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);
       // The loss sums are this process's replicas': they saw its share of the batch.
       const int64_t rows_here = local_rows(batch.rows);
