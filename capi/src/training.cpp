@@ -91,11 +91,12 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
   return guarded([&] {
     require_arg(c, "c", "kx_callbacks_add_function_flags");
     kx::require(fn != nullptr, kx::Status::InvalidArgument, "kx_callbacks_add_function_flags: fn is NULL");
-    kx::require((flags & ~KX_CALLBACK_NO_BATCH_METRICS) == 0, kx::Status::InvalidArgument,
+    kx::require((flags & ~(KX_CALLBACK_NO_BATCH_METRICS | KX_CALLBACK_MAY_FAIL)) == 0, kx::Status::InvalidArgument,
                 "kx_callbacks_add_function_flags: unknown flags " + std::to_string(flags));
     const bool reads_batch_metrics = (flags & KX_CALLBACK_NO_BATCH_METRICS) == 0;
+    const bool may_fail = (flags & KX_CALLBACK_MAY_FAIL) != 0;
     c->callbacks.add(
-        [fn, user_data](const kx::Event& e) {
+        [fn, user_data, may_fail](const kx::Event& e) {
           kx_event ev;
           ev.struct_size = sizeof ev;
           ev.kind = static_cast<kx_event_kind>(e.kind);
@@ -111,7 +112,13 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
           ev.batch_loss = e.batch_loss;
           ev.batch_accuracy = e.batch_accuracy;
           ev.learning_rate = e.learning_rate;
-          return fn(&ev, user_data) != 0;
+          const int32_t r = fn(&ev, user_data);
+          if (may_fail && r < 0) {
+            const bool known = std::string(kx_status_name(r)) != "KX_UNKNOWN_STATUS";
+            throw kx::Error(static_cast<kx::Status>(known ? r : KX_E_INTERNAL),
+                            std::string("a callback failed the fit: it returned ") + std::to_string(r));
+          }
+          return r != 0;
         },
         reads_batch_metrics);
     return KX_OK;

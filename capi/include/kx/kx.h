@@ -456,7 +456,12 @@ KX_API kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_st
 KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
 /* fn does not read the loss or accuracy of BATCH_END events (it acts on epochs, or counts steps). */
 #define KX_CALLBACK_NO_BATCH_METRICS 1u
-/* As kx_callbacks_add_function, with flags (0 or KX_CALLBACK_NO_BATCH_METRICS). On a GPU each step
+/* fn may fail kx_fit, as an exception in a Keras callback does: a negative return value (a KX_E_* code;
+ * other negative values mean KX_E_INTERNAL) makes kx_fit fail with it at once, without the
+ * TRAIN_END event, so that BackupAndRestore keeps its backup for the next kx_fit. Without this flag
+ * every non-zero value stops training (KX_STOPPED). */
+#define KX_CALLBACK_MAY_FAIL 2u
+/* As kx_callbacks_add_function, with flags (0, KX_CALLBACK_NO_BATCH_METRICS, KX_CALLBACK_MAY_FAIL). On a GPU each step
  * runs ahead of the host and kx_fit reads its loss from the device only when something needs it: the
  * progress bar when it redraws, the end of an epoch, TerminateOnNaN, or a function callback, unless
  * added with KX_CALLBACK_NO_BATCH_METRICS. Such a function's BATCH_END events carry the latest values
