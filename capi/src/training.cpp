@@ -91,11 +91,12 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
   return guarded([&] {
     require_arg(c, "c", "kx_callbacks_add_function_flags");
     kx::require(fn != nullptr, kx::Status::InvalidArgument, "kx_callbacks_add_function_flags: fn is NULL");
-    kx::require((flags & ~KX_CALLBACK_NO_BATCH_METRICS) == 0, kx::Status::InvalidArgument,
+    kx::require((flags & ~(KX_CALLBACK_NO_BATCH_METRICS | KX_CALLBACK_MAY_FAIL)) == 0, kx::Status::InvalidArgument,
                 "kx_callbacks_add_function_flags: unknown flags " + std::to_string(flags));
     const bool reads_batch_metrics = (flags & KX_CALLBACK_NO_BATCH_METRICS) == 0;
+    const bool may_fail = (flags & KX_CALLBACK_MAY_FAIL) != 0;
     c->callbacks.add(
-        [fn, user_data](const kx::Event& e) {
+        [fn, user_data, may_fail](const kx::Event& e) {
           kx_event ev;
           ev.struct_size = sizeof ev;
           ev.kind = static_cast<kx_event_kind>(e.kind);
@@ -110,7 +111,14 @@ kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, vo
           ev.global_step = e.global_step;
           ev.batch_loss = e.batch_loss;
           ev.batch_accuracy = e.batch_accuracy;
-          return fn(&ev, user_data) != 0;
+          ev.learning_rate = e.learning_rate;
+          const int32_t r = fn(&ev, user_data);
+          if (may_fail && r < 0) {
+            const bool known = std::string(kx_status_name(r)) != "KX_UNKNOWN_STATUS";
+            throw kx::Error(static_cast<kx::Status>(known ? r : KX_E_INTERNAL),
+                            std::string("a callback failed the fit: it returned ") + std::to_string(r));
+          }
+          return r != 0;
         },
         reads_batch_metrics);
     return KX_OK;
@@ -138,6 +146,10 @@ kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_cal
     f.validation_steps = opt.validation_steps;
     f.verbose = opt.verbose;
     if (opt.resume_from) f.resume_from = opt.resume_from;
+    f.validation_split = opt.validation_split;
+    kx::require(opt.class_weight != nullptr || opt.n_class_weight == 0, kx::Status::InvalidArgument,
+                "kx_fit: n_class_weight is " + std::to_string(opt.n_class_weight) + " but class_weight is NULL");
+    if (opt.class_weight) f.class_weight.assign(opt.class_weight, opt.class_weight + opt.n_class_weight);
     auto history = std::make_unique<kx_history>();
     const kx::Status s = m->model.fit(train->dataset, f, cb ? &cb->callbacks : nullptr, &history->history);
     if (out) *out = history.release();

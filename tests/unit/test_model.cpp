@@ -394,13 +394,13 @@ TEST(Model, NormalizationKeepsItsStatisticsThroughJsonWeightsAndTraining) {
 
 TEST(ProgressBar, FormatsLinesAsKerasDoes) {
   const core::Metrics m = {{"accuracy", 0.88841}, {"loss", 0.38304}, {"val_accuracy", 0.9574}, {"val_loss", 0.1361}};
-  EXPECT_EQ(core::ProgressBar::format_line(1, false, 1563, 1563, 7.2, m),
+  EXPECT_EQ(core::ProgressBar::format_line(1, false, 1563, 1563, 7.2, 7.2 / 1563, m),
             "1563/1563 \u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501\u2501"
             "\u2501\u2501\u2501\u2501 7s 5ms/step - accuracy: 0.8884 - loss: 0.3830 - val_accuracy: 0.9574 - "
             "val_loss: 0.1361");
-  EXPECT_EQ(core::ProgressBar::format_line(2, false, 100, 100, 0.05, {{"loss", 1.0}}),
+  EXPECT_EQ(core::ProgressBar::format_line(2, false, 100, 100, 0.05, 0.05 / 100, {{"loss", 1.0}}),
             "100/100 - 0s - 500us/step - loss: 1.0000");
-  const std::string running = core::ProgressBar::format_line(1, false, 5, 100, 1.0, {{"loss", 1.0}});
+  const std::string running = core::ProgressBar::format_line(1, false, 5, 100, 1.0, 0.2, {{"loss", 1.0}});
   EXPECT_EQ(running, "  5/100 \u2501" + std::string(19, ' ') + " 19s 200ms/step - loss: 1.0000");  // 1 of 20 done
 }
 

@@ -13,6 +13,7 @@ C handles on close() (or as context managers), and when garbage-collected.
 """
 import ctypes
 import math
+import shutil
 
 import numpy as np
 
@@ -168,7 +169,7 @@ class History:
         self.history = {}
         try:
             epochs = lib.kx_history_epochs(handle)
-            for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+            for name in ("loss", "accuracy", "val_loss", "val_accuracy", "learning_rate"):
                 v = ctypes.c_double()
                 if epochs <= 0 or lib.kx_history_get(handle, name.encode(), 0, ctypes.byref(v)) != _capi.OK:
                     continue  # not recorded by this fit
@@ -224,6 +225,46 @@ class Callbacks(_Handle):
         check(lib.kx_callbacks_add_terminate_on_nan(self.handle))
         return self
 
+    _MODES = {"auto": 0, "min": 1, "max": 2}
+
+    def reduce_lr_on_plateau(self, monitor="val_loss", factor=0.1, patience=10, mode="auto", min_delta=1e-4,
+                             cooldown=0, min_lr=0.0):
+        """Keras's ReduceLROnPlateau, with its defaults; the history then has "learning_rate"."""
+        o = _capi.ReduceLrOptions()
+        lib.kx_reduce_lr_options_init(ctypes.byref(o), ctypes.sizeof(o))
+        o.monitor, o.factor, o.patience = monitor.encode(), factor, patience
+        o.mode = _lookup(self._MODES, mode, "mode")
+        o.min_delta, o.cooldown, o.min_lr = min_delta, cooldown, min_lr
+        o.zero_is_value = ((_capi.REDUCE_LR_ZERO_PATIENCE if patience == 0 else 0) |
+                           (_capi.REDUCE_LR_ZERO_MIN_DELTA if min_delta == 0 else 0))
+        if factor == 0:
+            raise Error(-1, "ReduceLROnPlateau: factor must be in (0, 1)")
+        check(lib.kx_callbacks_add_reduce_lr_on_plateau_options(self.handle, ctypes.byref(o)))
+        return self
+
+    def learning_rate_scheduler(self, schedule):
+        """Keras's LearningRateScheduler: schedule(epoch, lr) -> the epoch's rate, at each epoch's start.
+        An exception in it stops fit, which raises it again."""
+        def trampoline(epoch, lr, _user):
+            if self.pending_error is not None:
+                return math.nan
+            try:
+                return float(schedule(epoch, lr))
+            except BaseException as e:  # never unwinds through C: kx_fit fails, and fit raises e
+                self.pending_error = e
+                return math.nan
+        c_fn = _capi.LR_SCHEDULE(trampoline)
+        self._functions.append(c_fn)
+        check(lib.kx_callbacks_add_learning_rate_scheduler(self.handle, c_fn, None))
+        return self
+
+    def backup_and_restore(self, backup_dir, save_freq="epoch"):
+        """Keras's BackupAndRestore: a backup in backup_dir every epoch (or every save_freq batches);
+        a fit with this callback resumes from it; a fit that ends without an error deletes it."""
+        every = 0 if save_freq == "epoch" else int(save_freq)
+        check(lib.kx_callbacks_add_backup_and_restore_every(self.handle, str(backup_dir).encode(), every))
+        return self
+
     _KINDS = ["train_begin", "epoch_begin", "batch_end", "epoch_end", "train_end", "checkpoint_saved"]
 
     def add(self, fn, reads_batch_metrics=True):
@@ -240,15 +281,15 @@ class Callbacks(_Handle):
                      "val_loss": ev.val_loss, "val_accuracy": ev.val_accuracy,
                      "path": ev.path.decode() if ev.path else None, "steps_per_epoch": ev.steps_per_epoch,
                      "global_step": ev.global_step, "batch_loss": ev.batch_loss,
-                     "batch_accuracy": ev.batch_accuracy}
+                     "batch_accuracy": ev.batch_accuracy, "learning_rate": ev.learning_rate}
             try:
                 return 1 if fn(event) else 0
-            except BaseException as e:  # never unwinds through C: stop, and fit raises it
+            except BaseException as e:  # never unwinds through C: fails kx_fit (as Keras), which raises it
                 self.pending_error = e
-                return 1
+                return -100  # KX_E_INTERNAL
         c_fn = _capi.CALLBACK(trampoline)
         self._functions.append(c_fn)
-        flags = 0 if reads_batch_metrics else _capi.CALLBACK_NO_BATCH_METRICS
+        flags = _capi.CALLBACK_MAY_FAIL | (0 if reads_batch_metrics else _capi.CALLBACK_NO_BATCH_METRICS)
         check(lib.kx_callbacks_add_function_flags(self.handle, c_fn, None, flags))
         return self
 
@@ -476,14 +517,25 @@ class Model(_Handle):
         check(lib.kx_model_set_weights(self.handle, w.ctypes.data_as(P_FLOAT), w.size))
 
     def fit(self, train, epochs=1, initial_epoch=0, steps_per_epoch=0, validation=None, validation_steps=0,
-            verbose=0, callbacks=None, resume_from=None):
-        """Trains; returns a History (history.stopped is True when a callback stopped training)."""
+            verbose=0, callbacks=None, resume_from=None, validation_split=0.0, class_weight=None):
+        """Trains; returns a History (history.stopped is True when a callback stopped training).
+        validation_split: Keras's, the last fraction of train (before shuffling) validates.
+        class_weight: {class: weight}, as Keras's."""
         o = _capi.FitOptions()
         lib.kx_fit_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.epochs, o.initial_epoch, o.steps_per_epoch = epochs, initial_epoch, steps_per_epoch
         o.validation = validation.handle if validation is not None else None
         o.validation_steps, o.verbose = validation_steps, verbose
         o.resume_from = str(resume_from).encode() if resume_from else None
+        o.validation_split = validation_split
+        if class_weight:
+            classes = [int(c) for c in class_weight]
+            if min(classes) < 0:
+                raise Error(-1, f"class_weight has a negative class {min(classes)}")
+            weights = np.ones(max(classes) + 1, np.float32)  # classes not given weigh 1, as Keras
+            for c, w in class_weight.items():
+                weights[int(c)] = w
+            o.class_weight, o.n_class_weight = weights.ctypes.data_as(P_FLOAT), weights.size
         out = ctypes.c_void_p()
         cb = callbacks.handle if callbacks is not None else None
         if callbacks is not None:
@@ -499,11 +551,27 @@ class Model(_Handle):
         history.stopped = status == _capi.STOPPED
         return history
 
-    def evaluate(self, data):
-        """(loss, accuracy) over the dataset; accuracy is NaN without the metric."""
+    def evaluate(self, data, verbose=0):
+        """(loss, accuracy) over the dataset; accuracy is NaN without the metric. verbose 1 or 2:
+        Keras's progress bar."""
         loss, acc = ctypes.c_double(), ctypes.c_double()
-        check(lib.kx_evaluate(self.handle, data.handle, ctypes.byref(loss), ctypes.byref(acc)))
+        check(lib.kx_evaluate_verbose(self.handle, data.handle, verbose, ctypes.byref(loss), ctypes.byref(acc)))
         return loss.value, acc.value
+
+    def summary(self, line_length=None, print_fn=None):
+        """Prints Keras 3's model.summary() table (print_fn(text) instead of print when given). The
+        width is Keras's: line_length, else its default (88, or 108 with a "Connected to" column) capped
+        at the terminal's width minus 4."""
+        if line_length is None:
+            default = 108 if '"class_name": "Functional"' in self.to_json().replace('":"', '": "') else 88
+            line_length = min(default, shutil.get_terminal_size().columns - 4)
+        out = ctypes.c_void_p()
+        check(lib.kx_model_summary_width(self.handle, int(line_length), ctypes.byref(out)))
+        text = _capi.take_string(out)
+        if print_fn is not None:
+            print_fn(text)
+        else:
+            print(text, end="")
 
     def predict(self, x):
         """The model's outputs (probabilities for softmax/sigmoid outputs), one row per sample."""

@@ -39,18 +39,30 @@ class CompileOptions(ctypes.Structure):
 class FitOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("epochs", c_int32), ("initial_epoch", c_int32),
                 ("steps_per_epoch", c_int64), ("validation", c_void_p), ("validation_steps", c_int64),
-                ("verbose", c_int32), ("resume_from", c_char_p)]
+                ("verbose", c_int32), ("resume_from", c_char_p), ("validation_split", c_double),
+                ("class_weight", P(c_float)), ("n_class_weight", c_size_t)]
 
 
 class Event(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("kind", c_int32), ("epoch", c_int32), ("step", c_int64),
                 ("loss", c_double), ("accuracy", c_double), ("val_loss", c_double), ("val_accuracy", c_double),
                 ("path", c_char_p), ("steps_per_epoch", c_int64), ("global_step", c_int64),
-                ("batch_loss", c_double), ("batch_accuracy", c_double)]
+                ("batch_loss", c_double), ("batch_accuracy", c_double), ("learning_rate", c_double)]
+
+
+class ReduceLrOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32), ("monitor", c_char_p), ("factor", c_double), ("patience", c_int32),
+                ("mode", c_int32), ("min_delta", c_double), ("cooldown", c_int32), ("min_lr", c_double),
+                ("zero_is_value", c_uint32)]
+
+
+REDUCE_LR_ZERO_PATIENCE, REDUCE_LR_ZERO_MIN_DELTA = 1, 2
+LR_SCHEDULE = ctypes.CFUNCTYPE(c_double, c_int32, c_double, c_void_p)
 
 
 CALLBACK = ctypes.CFUNCTYPE(c_int32, P(Event), c_void_p)
 CALLBACK_NO_BATCH_METRICS = 1  # KX_CALLBACK_NO_BATCH_METRICS
+CALLBACK_MAY_FAIL = 2  # KX_CALLBACK_MAY_FAIL
 LAYER_NO_BIAS = 1  # KX_LAYER_NO_BIAS
 
 _SIGNATURES = {
@@ -144,6 +156,12 @@ _SIGNATURES = {
     "kx_model_get_trainable": (c_int32, [c_void_p, c_char_p, P(c_int32)]),
     "kx_model_num_trainable_params": (c_int64, [c_void_p]),
     "kx_model_load_weights": (c_int32, [c_void_p, c_char_p, c_uint32, P(c_int64), P(c_int64)]),
+    "kx_model_summary_width": (c_int32, [c_void_p, c_int32, P(c_void_p)]),
+    "kx_reduce_lr_options_init": (None, [P(ReduceLrOptions), c_size_t]),
+    "kx_callbacks_add_reduce_lr_on_plateau_options": (c_int32, [c_void_p, P(ReduceLrOptions)]),
+    "kx_callbacks_add_learning_rate_scheduler": (c_int32, [c_void_p, LR_SCHEDULE, c_void_p]),
+    "kx_callbacks_add_backup_and_restore_every": (c_int32, [c_void_p, c_char_p, c_int64]),
+    "kx_evaluate_verbose": (c_int32, [c_void_p, c_void_p, c_int32, P(c_double), P(c_double)]),
 }
 
 for _name, (_res, _args) in _SIGNATURES.items():

@@ -293,3 +293,101 @@ class Errors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class FirstDay(unittest.TestCase):
+    """Issue 20: summary(), validation_split, ReduceLROnPlateau, LearningRateScheduler, BackupAndRestore."""
+
+    MLP_SUMMARY = (
+        'Model: "sequential"\n'
+        "┏━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┓\n"
+        "┃ Layer (type)                    ┃ Output Shape           ┃       Param # ┃\n"
+        "┡━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━┩\n"
+        "│ flatten (Flatten)               │ (None, 784)            │             0 │\n"
+        "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+        "│ dense (Dense)                   │ (None, 128)            │       100,480 │\n"
+        "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+        "│ dropout (Dropout)               │ (None, 128)            │             0 │\n"
+        "├─────────────────────────────────┼────────────────────────┼───────────────┤\n"
+        "│ dense_1 (Dense)                 │ (None, 10)             │         1,290 │\n"
+        "└─────────────────────────────────┴────────────────────────┴───────────────┘\n"
+        " Total params: 101,770 (397.54 KB)\n"
+        " Trainable params: 101,770 (397.54 KB)\n"
+        " Non-trainable params: 0 (0.00 B)\n")
+
+    def test_summary_is_keras_table(self):
+        m = kx.Sequential(kx.Strategy.mirrored(["cpu"]), input_shape=(28, 28))
+        m.add_flatten().add_dense(128, "relu").add_dropout(0.2).add_dense(10, "softmax")
+        lines = []
+        m.summary(line_length=76, print_fn=lines.append)
+        self.assertEqual(lines, [self.MLP_SUMMARY])
+        self.assertEqual(m.num_params, 101770)
+        lines.clear()
+        m.summary(print_fn=lines.append)  # Keras's default width, at most the terminal's - 4
+        self.assertIn("│ dense (Dense) ", lines[0])
+
+    def test_validation_split_holds_out_the_last_samples(self):
+        x, y = blobs(100)
+        with small_model() as a, small_model() as b:
+            ha = a.fit(kx.Dataset.from_arrays(x, y).shuffle(100, seed=1).batch(16), epochs=2, validation_split=0.25)
+            held_out = kx.Dataset.from_arrays(x[75:], y[75:])
+            hb = b.fit(kx.Dataset.from_arrays(x[:75], y[:75]).shuffle(75, seed=1).batch(16), epochs=2,
+                       validation=held_out)
+            self.assertEqual(ha.history["val_loss"], hb.history["val_loss"])
+            self.assertEqual(ha.history["loss"], hb.history["loss"])
+
+    def test_reduce_lr_on_plateau_and_scheduler_set_the_rate(self):
+        x, y = blobs(64)
+        data = kx.Dataset.from_arrays(x, y).batch(32)
+        with small_model() as m:
+            # After the first epoch the loss never improves by min_delta 10: with patience 1 the rate
+            # halves at the end of epochs 2 and 3; each epoch logs the rate it trained with (Keras logs
+            # before reducing).
+            cbs = kx.Callbacks().reduce_lr_on_plateau(monitor="loss", factor=0.5, patience=1, min_delta=10.0)
+            h = m.fit(data, epochs=4, callbacks=cbs)
+            lr = float(np.float32(0.01))
+            half = float(np.float32(lr * 0.5))
+            self.assertEqual(h.history["learning_rate"], [lr, lr, half, float(np.float32(half * 0.5))])
+        with small_model() as m:
+            seen = []
+
+            def schedule(epoch, lr):
+                seen.append((epoch, lr))
+                return 0.001 * (epoch + 1)
+            h = m.fit(data, epochs=2, callbacks=kx.Callbacks().learning_rate_scheduler(schedule))
+            self.assertEqual(seen, [(0, float(np.float32(0.01))), (1, float(np.float32(0.001)))])
+            self.assertEqual(h.history["learning_rate"], [float(np.float32(0.001)), float(np.float32(0.002))])
+
+            def broken(epoch, lr):
+                raise KeyError("no rate")
+            with self.assertRaises(KeyError):
+                m.fit(data, epochs=1, callbacks=kx.Callbacks().learning_rate_scheduler(broken))
+
+    def test_backup_and_restore_resumes_an_interrupted_fit(self):
+        x, y = blobs(96)
+        with tempfile.TemporaryDirectory() as tmp, small_model() as straight, small_model() as m:
+            def data():
+                return kx.Dataset.from_arrays(x, y).shuffle(96, seed=2).batch(32)
+            straight.fit(data(), epochs=4)
+            backup = os.path.join(tmp, "backup")
+
+            def interrupt(event):
+                if event["kind"] == "epoch_begin" and event["epoch"] == 2:
+                    raise RuntimeError("interrupted")
+            with self.assertRaises(RuntimeError):
+                m.fit(data(), epochs=4, callbacks=kx.Callbacks().backup_and_restore(backup).add(interrupt))
+            self.assertTrue(os.path.isdir(backup))
+            h = m.fit(data(), epochs=4, callbacks=kx.Callbacks().backup_and_restore(backup))
+            self.assertEqual(len(h.history["loss"]), 2)  # epochs 3 and 4 only
+            self.assertFalse(os.path.exists(backup))
+            for a, b in zip(m.get_weights(), straight.get_weights()):
+                np.testing.assert_array_equal(a, b)
+
+    def test_evaluate_shows_keras_bar_and_class_weight_is_not_there_yet(self):
+        x, y = blobs(64)
+        with small_model() as m:
+            data = kx.Dataset.from_arrays(x, y).batch(32)
+            self.assertEqual(m.evaluate(data, verbose=2), m.evaluate(data))
+            with self.assertRaises(kx.Error) as e:
+                m.fit(data, class_weight={0: 2.0})
+            self.assertEqual(e.exception.name, "KX_E_UNSUPPORTED")

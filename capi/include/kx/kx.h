@@ -412,6 +412,9 @@ typedef struct kx_event {
    * loss was read for it: always for callbacks that read batch metrics; NaN otherwise. */
   double batch_loss;
   double batch_accuracy;
+  /* The learning rate of the next step: the compiled one, or what a schedule or callback set. (Read it
+   * only when struct_size > offsetof(kx_event, learning_rate): older libraries do not fill it.) */
+  double learning_rate;
 } kx_event;
 
 /* Called on the thread that called kx_fit. Return 0 to go on, non-zero to stop (kx_fit then returns
@@ -453,7 +456,12 @@ KX_API kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_st
 KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
 /* fn does not read the loss or accuracy of BATCH_END events (it acts on epochs, or counts steps). */
 #define KX_CALLBACK_NO_BATCH_METRICS 1u
-/* As kx_callbacks_add_function, with flags (0 or KX_CALLBACK_NO_BATCH_METRICS). On a GPU each step
+/* fn may fail kx_fit, as an exception in a Keras callback does: a negative return value (a KX_E_* code;
+ * other negative values mean KX_E_INTERNAL) makes kx_fit fail with it at once, without the
+ * TRAIN_END event, so that BackupAndRestore keeps its backup for the next kx_fit. Without this flag
+ * every non-zero value stops training (KX_STOPPED). */
+#define KX_CALLBACK_MAY_FAIL 2u
+/* As kx_callbacks_add_function, with flags (0, KX_CALLBACK_NO_BATCH_METRICS, KX_CALLBACK_MAY_FAIL). On a GPU each step
  * runs ahead of the host and kx_fit reads its loss from the device only when something needs it: the
  * progress bar when it redraws, the end of an epoch, TerminateOnNaN, or a function callback, unless
  * added with KX_CALLBACK_NO_BATCH_METRICS. Such a function's BATCH_END events carry the latest values
@@ -472,6 +480,19 @@ typedef struct kx_fit_options {
   const char* resume_from;    /* checkpoint file, or a directory: its newest checkpoint that loads
                                  cleanly (damaged files are skipped, and said so with verbose > 0).
                                  Nothing there: training starts fresh (and says so). */
+  /* Keras's validation_split, in [0, 1): without `validation`, the last fraction of train (in storage
+   * order, before any shuffle) is held out and evaluated after each epoch. The first
+   * floor(n * (1.0 - validation_split)) samples (in float64, as Keras 3) train, the rest validate;
+   * kx_fit fails with KX_E_INVALID_ARGUMENT when either part would be empty. Ignored when
+   * `validation` is given (as Keras). 0: none. */
+  double validation_split;
+  /* Keras's class_weight: class_weight[c] weighs the loss of each training sample of class c, for c <
+   * n_class_weight (other classes weigh 1, as Keras's dict.get(c, 1.0)); the class of a sample is its
+   * label (sparse), the argmax of its one-hot target, or its rounded target with one output. See
+   * kx_dataset_set_sample_weights for how weights enter the loss and metrics. Copied during the call.
+   * NULL: none. */
+  const float* class_weight;
+  size_t n_class_weight;
 } kx_fit_options;
 
 KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
@@ -621,6 +642,84 @@ KX_API kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_d
  * moving statistics, Dropout is left out. Weights are those of now. Written durably (as
  * kx_model_save). Errors: NULL arguments, KX_E_MISUSE before compile, KX_E_IO. */
 KX_API kx_status kx_model_export_onnx(const kx_model* m, const char* path);
+/* ---------------------------------------------------------------------------------------------- */
+/* A Keras user's first day: model summary, sample and class weights, more callbacks             */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* Keras 3's model.summary() text, as Keras prints it to a pipe or an 80-column terminal (its table then
+ * 76 characters wide): the line Model: "sequential" (or "functional"), a table of the layers drawn
+ * with box-drawing characters (layer name and class, output shape with the batch as None, parameter
+ * count; for a model whose layers are not one chain, the input first and a "Connected to" column,
+ * layers in Keras's order), then " Total params: 101,770 (397.54 KB)", " Trainable params: ...",
+ * " Non-trainable params: ...", and once the model has trained, " Optimizer params: ..." (Keras's
+ * optimizer variables: iteration count, learning rate and a slot per trained value for each moment,
+ * counted in the total as Keras does). UTF-8, one '\n' after each line; *out_text is allocated, free
+ * it with kx_free. Available before compile. Errors: NULL m or out_text. */
+KX_API kx_status kx_model_summary(const kx_model* m, char** out_text);
+/* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
+ * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
+ * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
+ * too small for the columns (a column under 4 characters, as Keras refuses). */
+KX_API kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
+
+/* Keras's ReduceLROnPlateau: at the end of each epoch, when monitor ("val_loss" when NULL, "loss",
+ * "accuracy", "val_accuracy") has not improved for patience epochs, the learning rate becomes
+ * max(rate * factor, min_lr) (the rate read as the float32 Keras keeps), as Keras 3 does: mode "auto"
+ * (higher is better for accuracies), min_delta 1e-4, cooldown 0. The epochs' history and progress
+ * line then carry "learning_rate" (the rate of each epoch), as in Keras. Errors: NULL c, an unknown
+ * monitor, factor outside [0, 1), patience < 0, min_lr < 0 or not finite; kx_fit fails with
+ * KX_E_INVALID_ARGUMENT when the monitored value does not exist (no validation data, no accuracy). */
+KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau(kx_callbacks* c, const char* monitor, double factor,
+                                                       int32_t patience, double min_lr);
+typedef enum kx_monitor_mode { KX_MODE_AUTO = 0, KX_MODE_MIN = 1, KX_MODE_MAX = 2 } kx_monitor_mode;
+/* Every setting of ReduceLROnPlateau; a zero field means Keras's default. */
+typedef struct kx_reduce_lr_options {
+  uint32_t struct_size;
+  const char* monitor;   /* default "val_loss" */
+  double factor;         /* default 0.1; in (0, 1) */
+  int32_t patience;      /* default 10 (KX_REDUCE_LR_ZERO_PATIENCE: 0) */
+  kx_monitor_mode mode;  /* default auto */
+  double min_delta;      /* default 1e-4 (KX_REDUCE_LR_ZERO_MIN_DELTA: 0); an improvement beats the best by more */
+  int32_t cooldown;      /* default 0: epochs after a reduction before waiting again */
+  double min_lr;         /* default 0 */
+  uint32_t zero_is_value;
+} kx_reduce_lr_options;
+#define KX_REDUCE_LR_ZERO_PATIENCE 1u
+#define KX_REDUCE_LR_ZERO_MIN_DELTA 2u
+/* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */
+KX_API void kx_reduce_lr_options_init(kx_reduce_lr_options* o, size_t struct_size);
+/* ReduceLROnPlateau with every setting. Errors: those of kx_callbacks_add_reduce_lr_on_plateau, NULL o,
+ * a bad struct_size, an unknown mode, cooldown < 0, min_delta not finite. */
+KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau_options(kx_callbacks* c, const kx_reduce_lr_options* o);
+
+/* A learning-rate schedule of the user's: returns the rate of epoch `epoch` (0-based, initial_epoch
+ * included) from the current rate lr. Called on the thread that called kx_fit. */
+typedef double (*kx_lr_schedule_fn)(int32_t epoch, double lr, void* user_data);
+/* Keras's LearningRateScheduler: at the start of each epoch the rate becomes fn(epoch, lr, user_data),
+ * lr read as Keras's float32 variable. The history and progress line carry "learning_rate". kx_fit
+ * fails with KX_E_INVALID_ARGUMENT when fn returns a negative or non-finite rate. Errors: NULL c or fn. */
+KX_API kx_status kx_callbacks_add_learning_rate_scheduler(kx_callbacks* c, kx_lr_schedule_fn fn, void* user_data);
+
+/* Keras's BackupAndRestore: kx_fit backs the training up into backup_dir (created if missing; keep it
+ * for this use alone) at the end of every epoch: a checkpoint as ModelCheckpoint writes, the previous
+ * backup deleted once the new one is durable. A kx_fit given this callback and finding a backup there
+ * resumes from it, at the exact next batch (before resume_from, which it then ignores), so an
+ * interrupted run ends as an uninterrupted one would. When kx_fit ends without an error (all epochs
+ * done, or a callback stopped it), backup_dir is deleted; after an error or a crash it stays for the
+ * next kx_fit. Backups are checkpoints: a CHECKPOINT_SAVED event follows each. Errors: NULL or empty
+ * backup_dir; from kx_fit, KX_E_IO when the backup cannot be written or deleted, and those of
+ * resume_from (a backup of another model or other data). */
+KX_API kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char* backup_dir);
+/* The same, backing up every every_n_batches global batches instead (Keras's save_freq=N); 0 is every
+ * epoch. Errors: those above, every_n_batches < 0. */
+KX_API kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
+                                                           int64_t every_n_batches);
+
+/* kx_evaluate with Keras's progress output on stdout: verbose 1 a bar (redrawn on a terminal, one line
+ * at the end otherwise), "313/313 ━━━━━━━━━━━━━━━━━━━━ 1s 2ms/step - accuracy: 0.8765 - loss: 0.3456",
+ * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
+ * verbose outside 0..2. */
+KX_API kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
 
 #ifdef __cplusplus
 } /* extern "C" */

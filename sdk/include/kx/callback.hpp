@@ -29,6 +29,8 @@ struct Event {
   // step's loss was read for the event (callbacks that read batch metrics); NaN otherwise.
   double batch_loss = NAN;
   double batch_accuracy = NAN;
+  // The learning rate of the next step (the compiled rate, or what a schedule or callback set).
+  double learning_rate = NAN;
 };
 
 // What a built-in callback may do to the fit it watches. Only valid during on_event.
@@ -41,6 +43,8 @@ class TrainingControl {
   virtual std::vector<float> get_weights() const = 0;
   virtual void set_weights(const std::vector<float>& w) = 0;
   virtual double initial_learning_rate() const = 0;
+  // The rate of the next step.
+  virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;
   // The rate of the next step: the compiled one unless a schedule changed it.
   virtual double learning_rate() const = 0;
@@ -64,6 +68,12 @@ class Callback {
   // A callback that acts on epochs, or on steps without their metrics, returns false; BatchEnd events
   // then carry the latest loss read, which may be some steps old.
   virtual bool reads_batch_metrics() const { return true; }
+  // Whether the epoch's logs carry "learning_rate" (history, progress bar), as Keras's learning-rate
+  // callbacks add it.
+  virtual bool logs_learning_rate() const { return false; }
+  // A checkpoint (file or directory) fit should resume from before anything else: BackupAndRestore's
+  // backup of an interrupted fit. Empty for none.
+  virtual std::string backup_to_resume() const { return {}; }
 };
 
 // Returns true to stop training.
@@ -78,6 +88,22 @@ struct CosineDecay {
   int64_t decay_steps = 1000;  // lr = initial * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha)
   double alpha = 0.0;
 };
+
+// Keras's ReduceLROnPlateau, with its defaults.
+struct ReduceLrOnPlateau {
+  enum class Mode { Auto = 0, Min = 1, Max = 2 };  // Auto: Max when the monitor's name has "acc"
+  std::string monitor = "val_loss";                // loss, accuracy, val_loss or val_accuracy
+  double factor = 0.1;                             // new rate = rate * factor, in [0, 1)
+  int32_t patience = 10;                           // epochs without improvement before a reduction
+  Mode mode = Mode::Auto;
+  double min_delta = 1e-4;                         // an improvement beats the best by more than this
+  int32_t cooldown = 0;                            // epochs after a reduction before counting again
+  double min_lr = 0;                               // the rate never goes below it
+};
+
+// Keras's LearningRateScheduler: the rate of epoch `epoch` (0-based, counting initial_epoch) from the
+// current one (as float32, as Keras reads its variable).
+using LearningRateFn = std::function<double(int32_t epoch, double lr)>;
 
 class Callbacks {
  public:
@@ -105,6 +131,13 @@ class Callbacks {
   void add_terminate_on_nan() { terminate_on_nan_ = true; }
   void add_step_decay(const StepDecay& s);
   void add_cosine_decay(const CosineDecay& c);
+  void add_reduce_lr_on_plateau(const ReduceLrOnPlateau& r);
+  void add_learning_rate_scheduler(LearningRateFn fn);
+  // Keras's BackupAndRestore: a checkpoint in backup_dir at each epoch's end (every_n_batches 0) or
+  // every N global batches, the older one deleted once the new one is durable; a fit with this
+  // callback resumes from it (at the next batch), and a fit that completes (or a callback stops)
+  // deletes backup_dir.
+  void add_backup_and_restore(const std::string& backup_dir, int64_t every_n_batches = 0);
 
   // Calls every callback in order; true if any asked to stop.
   bool dispatch(const Event& e, TrainingControl& control) const;
@@ -112,6 +145,9 @@ class Callbacks {
   // True when a callback reads BatchEnd metrics (Callback::reads_batch_metrics), or TerminateOnNaN is on.
   bool reads_batch_metrics() const;
   bool terminate_on_nan() const { return terminate_on_nan_; }
+  // Callback::logs_learning_rate of any callback; the first non-empty Callback::backup_to_resume.
+  bool logs_learning_rate() const;
+  std::string backup_to_resume() const;
 
  private:
   std::vector<std::shared_ptr<Callback>> callbacks_;

@@ -32,6 +32,12 @@ struct FitOptions {
   int64_t validation_steps = 0;  // 0: the whole validation set
   int32_t verbose = 0;           // 0 silent, 1 progress bar, 2 a line per epoch
   std::string resume_from;
+  // Keras's validation_split: without `validation`, the last fraction of the training data (in storage
+  // order, before any shuffle) is held out and evaluated after each epoch; [0, 1), 0 = none.
+  double validation_split = 0;
+  // Keras's class_weight: the loss of a training sample of class c weighs class_weight[c] (classes
+  // beyond the vector weigh 1). Empty: none.
+  std::vector<float> class_weight;
 };
 
 struct EvalResult {
@@ -97,6 +103,10 @@ class Model {
   const Shape& input_shape() const;
   const Shape& output_shape() const;
   std::string to_json() const;
+  // Keras 3's model.summary() text: the layers' table and the parameter totals. line_length: the
+  // table's width (Keras's line_length); 0 is Keras's default for the layout (88 for a chain of layers,
+  // 108 with the "Connected to" column of other graphs).
+  std::string summary(int line_length = 0) const;
 
   // Every weight as one flat vector, layer after layer in the order they were added (weights() gives
   // each tensor's offset in it).
@@ -129,7 +139,8 @@ class Model {
 
   // Returns Status::Ok, or Status::Stopped when a callback stopped training.
   Status fit(Dataset& train, const FitOptions& options, const Callbacks* callbacks, History* history);
-  EvalResult evaluate(const Dataset& data);
+  // verbose 1 or 2: Keras's progress bar on stdout (the chief's).
+  EvalResult evaluate(const Dataset& data, int verbose = 0);
   // Keras's train_on_batch: one optimizer step on these n samples as one global batch (split across
   // the replicas), exactly the step fit takes on that batch; returns the batch's loss and accuracy
   // (NaN without the metric), as computed before the update. x: n samples of the input shape; y: n

@@ -6,6 +6,7 @@ use std::os::raw::{c_char, c_void};
 
 pub type kx_status = i32;
 pub const KX_CALLBACK_NO_BATCH_METRICS: u32 = 1;
+pub const KX_CALLBACK_MAY_FAIL: u32 = 2;
 pub const KX_LAYER_NO_BIAS: u32 = 1;
 pub const KX_OK: kx_status = 0;
 pub const KX_STOPPED: kx_status = 1;
@@ -128,6 +129,9 @@ pub struct kx_fit_options {
     pub validation_steps: i64,
     pub verbose: i32,
     pub resume_from: *const c_char,
+    pub validation_split: f64,
+    pub class_weight: *const f32,
+    pub n_class_weight: usize,
 }
 
 #[repr(C)]
@@ -146,6 +150,7 @@ pub struct kx_event {
     pub global_step: i64,
     pub batch_loss: f64,
     pub batch_accuracy: f64,
+    pub learning_rate: f64,
 }
 
 pub type kx_callback_fn = Option<unsafe extern "C" fn(ev: *const kx_event, user_data: *mut c_void) -> i32>;
@@ -256,7 +261,37 @@ extern "C" {
 
     pub fn kx_callbacks_add_tensorboard(c: *mut kx_callbacks, log_dir: *const c_char, update_freq: i64, histogram_freq: i32) -> kx_status;
     pub fn kx_model_export_onnx(m: *const kx_model, path: *const c_char) -> kx_status;
+    pub fn kx_model_summary(m: *const kx_model, out_text: *mut *mut c_char) -> kx_status;
+    pub fn kx_model_summary_width(m: *const kx_model, line_length: i32, out_text: *mut *mut c_char) -> kx_status;
+    pub fn kx_callbacks_add_reduce_lr_on_plateau(c: *mut kx_callbacks, monitor: *const c_char, factor: f64, patience: i32, min_lr: f64) -> kx_status;
+    pub fn kx_reduce_lr_options_init(o: *mut kx_reduce_lr_options, struct_size: usize);
+    pub fn kx_callbacks_add_reduce_lr_on_plateau_options(c: *mut kx_callbacks, o: *const kx_reduce_lr_options) -> kx_status;
+    pub fn kx_callbacks_add_learning_rate_scheduler(c: *mut kx_callbacks, fn_: kx_lr_schedule_fn, user_data: *mut c_void) -> kx_status;
+    pub fn kx_callbacks_add_backup_and_restore(c: *mut kx_callbacks, backup_dir: *const c_char) -> kx_status;
+    pub fn kx_callbacks_add_backup_and_restore_every(c: *mut kx_callbacks, backup_dir: *const c_char, every_n_batches: i64) -> kx_status;
+    pub fn kx_evaluate_verbose(m: *mut kx_model, d: *mut kx_dataset, verbose: i32, loss: *mut f64, accuracy: *mut f64) -> kx_status;
 }
+
+pub type kx_monitor_mode = i32;
+pub const KX_MODE_AUTO: kx_monitor_mode = 0;
+pub const KX_MODE_MIN: kx_monitor_mode = 1;
+pub const KX_MODE_MAX: kx_monitor_mode = 2;
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct kx_reduce_lr_options {
+    pub struct_size: u32,
+    pub monitor: *const c_char,
+    pub factor: f64,
+    pub patience: i32,
+    pub mode: kx_monitor_mode,
+    pub min_delta: f64,
+    pub cooldown: i32,
+    pub min_lr: f64,
+    pub zero_is_value: u32,
+}
+pub const KX_REDUCE_LR_ZERO_PATIENCE: u32 = 1;
+pub const KX_REDUCE_LR_ZERO_MIN_DELTA: u32 = 2;
+pub type kx_lr_schedule_fn = Option<unsafe extern "C" fn(epoch: i32, lr: f64, user_data: *mut c_void) -> f64>;
 
 /// kx_model_load_weights: leave weights that are absent or shaped differently as they are.
 pub const KX_LOAD_WEIGHTS_SKIP_MISMATCH: u32 = 1;

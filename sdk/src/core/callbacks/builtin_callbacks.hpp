@@ -16,5 +16,8 @@ std::shared_ptr<Callback> make_csv_logger(const std::string& path, bool append);
 std::shared_ptr<Callback> make_tensorboard(const std::string& log_dir, int64_t update_freq, int32_t histogram_freq);
 std::shared_ptr<Callback> make_step_decay(const StepDecay& s);
 std::shared_ptr<Callback> make_cosine_decay(const CosineDecay& c);
+std::shared_ptr<Callback> make_reduce_lr_on_plateau(const ReduceLrOnPlateau& r);
+std::shared_ptr<Callback> make_learning_rate_scheduler(LearningRateFn fn);
+std::shared_ptr<Callback> make_backup_and_restore(const std::string& backup_dir, int64_t every_n_batches);
 
 }  // namespace kx::core

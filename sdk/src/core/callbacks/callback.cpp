@@ -49,6 +49,28 @@ void Callbacks::add_step_decay(const StepDecay& s) { add(core::make_step_decay(s
 
 void Callbacks::add_cosine_decay(const CosineDecay& c) { add(core::make_cosine_decay(c)); }
 
+void Callbacks::add_reduce_lr_on_plateau(const ReduceLrOnPlateau& r) { add(core::make_reduce_lr_on_plateau(r)); }
+
+void Callbacks::add_learning_rate_scheduler(LearningRateFn fn) {
+  add(core::make_learning_rate_scheduler(std::move(fn)));
+}
+
+void Callbacks::add_backup_and_restore(const std::string& backup_dir, int64_t every_n_batches) {
+  add(core::make_backup_and_restore(backup_dir, every_n_batches));
+}
+
+bool Callbacks::logs_learning_rate() const {
+  for (const auto& cb : callbacks_)
+    if (cb->logs_learning_rate()) return true;
+  return false;
+}
+
+std::string Callbacks::backup_to_resume() const {
+  for (const auto& cb : callbacks_)
+    if (std::string from = cb->backup_to_resume(); !from.empty()) return from;
+  return {};
+}
+
 bool Callbacks::dispatch(const Event& e, TrainingControl& control) const {
   bool stop = false;
   for (const auto& cb : callbacks_) stop = cb->on_event(e, control) || stop;  // every callback sees every event

@@ -305,7 +305,7 @@ void Model::set_weights(const std::vector<float>& w) { impl_->set_weights(w); }
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   return impl_->fit(train, o, cb, history);
 }
-EvalResult Model::evaluate(const Dataset& data) { return impl_->evaluate(data); }
+EvalResult Model::evaluate(const Dataset& data, int verbose) { return impl_->evaluate(data, verbose); }
 
 std::vector<float> Model::predict(const float* x, int64_t n) {
   require(n >= 0, Status::InvalidArgument, "predict needs n >= 0");

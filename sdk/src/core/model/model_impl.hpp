@@ -18,6 +18,7 @@
 namespace kx {
 
 namespace core {
+class ProgressBar;
 struct FitStart;
 struct TrainPosition;
 struct DataOrder;
@@ -51,9 +52,10 @@ class Model::Impl {
   void compile(const CompileOptions& options);
   void require_compiled(const char* what) const;
   std::string to_json() const;
+  std::string summary(int line_length) const;  // as Model::summary
 
   Status fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history);
-  EvalResult evaluate(const Dataset& data);
+  EvalResult evaluate(const Dataset& data, int verbose = 0);
   EvalResult train_on_batch(const float* x, const float* y, int64_t n);
   EvalResult test_on_batch(const float* x, const float* y, int64_t n);
   void predict(const float* x, int64_t n, float* out);
@@ -138,8 +140,8 @@ class Model::Impl {
   backend::LossSums take_loss_sums();
 
  private:
-  // evaluate() without check_dataset, for data that fit has already checked.
-  EvalResult evaluate_checked(const Dataset& data);
+  // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
+  EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
   // Points every replica's feed at the dataset's samples and labels (see core::ReplicaFeed::stage).
   void stage_dataset(const Dataset& data);
   // Step plans for global batches of up to global_rows rows.

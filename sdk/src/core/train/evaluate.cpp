@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
 #include "core/train/step_runner.hpp"
 #include "kx/error.hpp"
@@ -18,18 +19,36 @@ backend::LossSums Model::Impl::take_loss_sums() {
   return total;
 }
 
-EvalResult Model::Impl::evaluate(const Dataset& data) {
+EvalResult Model::Impl::evaluate(const Dataset& data, int verbose) {
   require_compiled("evaluate");
+  require(verbose >= 0 && verbose <= 2, Status::InvalidArgument, "verbose must be 0, 1 or 2");
   check_dataset(data, "evaluation");
-  return evaluate_checked(data);
+  // Keras's evaluate shows its bar on the chief alone, without an epoch line.
+  core::ProgressBar bar(strategy.worker_index() == 0 ? verbose : 0, stdout);
+  return evaluate_checked(data, verbose > 0 ? &bar : nullptr);
 }
 
-EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
+EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar* bar) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   reserve_plans(batch);
   stage_dataset(data);
   take_loss_sums();  // nothing left over from a call that failed
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
+  const int64_t batches = (data.num_samples() + batch - 1) / batch;
+  if (bar) bar->begin(batches);
+  backend::LossSums sums;
+  int64_t seen = 0, read = 0;
+  core::Metrics m;
+  // The running means of what was read, as the bar shows them.
+  const auto read_sums = [&] {
+    const backend::LossSums s = take_loss_sums();
+    sums.loss += s.loss;
+    sums.correct += s.correct;
+    read = seen;
+    m.clear();
+    if (options.accuracy) m.emplace_back("accuracy", sums.correct / static_cast<double>(read));
+    m.emplace_back("loss", sums.loss / static_cast<double>(read));
+  };
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
     for_each_replica([&](int k) {
@@ -40,11 +59,28 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data) {
       core::replica_forward_loss(*this, r, part, false, 0.0f);
       r.feed.release();
     });
+    seen += local_rows(rows);
+    if (bar) {
+      const int64_t step = first / batch + 1;
+      bar->step_done(step);
+      if (bar->due(step)) {
+        read_sums();
+        bar->update(step, m);
+      }
+    }
   }
+  read_sums();
   // Each worker evaluated its share of every batch: the sums are the workers' together.
-  const backend::LossSums sums = sum_across_workers(take_loss_sums(), nullptr);
+  sums = sum_across_workers(sums, nullptr);
   const double n = static_cast<double>(data.num_samples());
-  return {sums.loss / n, sums.correct / n};
+  const EvalResult result{sums.loss / n, sums.correct / n};
+  if (bar) {
+    m.clear();
+    if (options.accuracy) m.emplace_back("accuracy", result.accuracy);
+    m.emplace_back("loss", result.loss);
+    bar->end_epoch(m);
+  }
+  return result;
 }
 
 void Model::Impl::predict(const float* x, int64_t n, float* out) {

@@ -136,6 +136,7 @@ class FitControl final : public TrainingControl {
     e.step = step;
     e.steps_per_epoch = steps_;
     e.global_step = model_.optimizer_steps;
+    e.learning_rate = model_.learning_rate;
     return e;
   }
   // Sends e to every callback; true if one asked to stop.
@@ -158,6 +159,7 @@ class FitControl final : public TrainingControl {
   // Whether a callback replaced weights since the last call.
   bool take_weights_changed() { return std::exchange(weights_changed_, false); }
   double initial_learning_rate() const override { return model_.optimizer.learning_rate.value_or(0); }
+  double learning_rate() const override { return model_.learning_rate; }
   void set_learning_rate(double lr) override {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
     model_.learning_rate = lr;
@@ -192,6 +194,26 @@ class FitControl final : public TrainingControl {
 
 Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   require_compiled("fit");
+  require(o.class_weight.empty(), Status::Unsupported, "class_weight is not supported by this build of kx yet");
+  require(o.validation_split >= 0 && o.validation_split < 1, Status::InvalidArgument,
+          "validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
+  if (o.validation_split > 0 && !o.validation) {
+    // Keras 3's train_validation_split (keras/src/trainers/data_adapters/array_slicing.py): split_at =
+    // int(floor(n * (1.0 - validation_split))) in float64; the first split_at samples train, the rest
+    // validate, before shuffling; a split that leaves either part empty is an error. (Validation data
+    // given as well wins, as in Keras.)
+    const int64_t n = train.num_samples();
+    const auto split_at = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - o.validation_split)));
+    require(split_at > 0 && split_at < n, Status::InvalidArgument,
+            "the training data has " + std::to_string(n) + " samples, too few to hold out validation_split = " +
+                std::to_string(o.validation_split) + " of them and train on the rest");
+    Dataset training_part = train.take(split_at);
+    Dataset held_out = train.skip(split_at);
+    FitOptions inner = o;
+    inner.validation_split = 0;
+    inner.validation = &held_out;
+    return fit(training_part, inner, cb, history);
+  }
   require(o.epochs > 0, Status::InvalidArgument, "epochs must be positive, got " + std::to_string(o.epochs));
   require(o.initial_epoch >= 0, Status::InvalidArgument, "initial_epoch must be >= 0");
   require(o.steps_per_epoch >= 0, Status::InvalidArgument, "steps_per_epoch must be >= 0");
@@ -228,7 +250,11 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     return share_chief_decision(stop, control.take_weights_changed(), failure);
   };
   learning_rate = optimizer.learning_rate.value_or(0);
-  const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
+  // BackupAndRestore's backup of an interrupted fit comes before any other starting point.
+  FitOptions from = o;
+  if (cb)
+    if (std::string backup = cb->backup_to_resume(); !backup.empty()) from.resume_from = backup;
+  const core::FitStart start = core::start_of_fit(*this, from, steps, pass_steps, control.order, bar);
   align_workers_at_start(start);
   BatchStream batches(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
@@ -248,6 +274,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const BatchStream::Batch batch = batches.next();
       steps_.run(*this, batch.idx, batch.rows);
+      bar.step_done(step + 1);
       if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);
       // The loss sums are this process's replicas': they saw its share of the batch.
       const int64_t rows_here = local_rows(batch.rows);
@@ -304,6 +331,12 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         history->record("val_loss", r.loss);
         if (accuracy) history->record("val_accuracy", r.accuracy);
       }
+    }
+    if (cb && cb->logs_learning_rate()) {
+      // Keras's learning-rate callbacks log the rate of the epoch (its float32 variable) at its end.
+      const double lr = static_cast<float>(learning_rate);
+      m.emplace_back("learning_rate", lr);
+      if (history) history->record("learning_rate", lr);
     }
     if (history) history->finish_epoch(epoch);
     bar.end_epoch(m);
