@@ -103,6 +103,7 @@ class RateOnly final : public TrainingControl {
   void set_learning_rate(double lr) override { lr_ = lr; }
   bool has_validation() const override { return true; }
   bool has_accuracy() const override { return true; }
+  std::vector<NamedTensor> named_weights() const override { return {}; }
 
  private:
   double lr_;

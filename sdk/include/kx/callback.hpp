@@ -43,11 +43,9 @@ class TrainingControl {
   virtual std::vector<float> get_weights() const = 0;
   virtual void set_weights(const std::vector<float>& w) = 0;
   virtual double initial_learning_rate() const = 0;
-  // The rate of the next step.
+  // The rate of the next step: the compiled one unless a schedule or callback changed it.
   virtual double learning_rate() const = 0;
   virtual void set_learning_rate(double lr) = 0;
-  // The rate of the next step: the compiled one unless a schedule changed it.
-  virtual double learning_rate() const = 0;
   virtual bool has_validation() const = 0;
   virtual bool has_accuracy() const = 0;
   // Every weight tensor by name ("dense/kernel") with its values, in Keras's model.weights order.

@@ -164,7 +164,6 @@ class FitControl final : public TrainingControl {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
     model_.learning_rate = lr;
   }
-  double learning_rate() const override { return model_.learning_rate; }
   std::vector<NamedTensor> named_weights() const override {
     const std::vector<float> all = model_.get_weights();
     std::vector<NamedTensor> out;
