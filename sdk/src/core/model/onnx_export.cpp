@@ -168,11 +168,10 @@ class OnnxExporter {
         return set_output(i, name, nchw_layout);
       }
       case LayerKind::Activation: {
+        // "linear" returns its input's value: the layer's output is that value (as Dropout's).
         const bool nchw_layout = prefers_nchw(x);
         const std::string input = nchw_layout ? nchw(x) : plain(x);
-        graph_.add_node("Identity", {activation(spec.activation, input, name + "/act", nchw_layout ? 1 : rank(x) - 1)},
-                        {name});
-        return set_output(i, name, nchw_layout);
+        return set_output(i, activation(spec.activation, input, name, nchw_layout ? 1 : rank(x) - 1), nchw_layout);
       }
       case LayerKind::Dropout:  // identity at inference: the layer's output is its input's value
         plain_[static_cast<size_t>(i) + 1] = plain_[static_cast<size_t>(x)];

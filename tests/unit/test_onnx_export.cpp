@@ -1,0 +1,114 @@
+// ONNX export from C++ (run under the sanitizers too): a functional model with every layer kind is
+// written, and a small protobuf reader here finds its graph, the op types and one initializer per
+// weight (and per constant). tests/python/test_onnx_export.py runs such files in OpenCV.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "kx/kx.hpp"
+
+namespace kx {
+namespace {
+
+// The length-delimited fields of a message, by field number (other wire types skipped).
+std::multimap<int, std::string> fields(const std::string& m) {
+  std::multimap<int, std::string> out;
+  size_t i = 0;
+  auto varint = [&] {
+    uint64_t v = 0;
+    for (int shift = 0; i < m.size(); shift += 7) {
+      const auto b = static_cast<unsigned char>(m[i++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+    }
+    return v;
+  };
+  while (i < m.size()) {
+    const uint64_t tag = varint();
+    switch (tag & 7) {
+      case 0: varint(); break;
+      case 1: i += 8; break;
+      case 5: i += 4; break;
+      case 2: {
+        const uint64_t n = varint();
+        EXPECT_LE(i + n, m.size()) << "a field runs past its message";
+        out.emplace(static_cast<int>(tag >> 3), m.substr(i, n));
+        i += n;
+        break;
+      }
+      default: ADD_FAILURE() << "wire type " << (tag & 7); return out;
+    }
+  }
+  EXPECT_EQ(i, m.size());
+  return out;
+}
+
+LayerSpec spec(LayerKind kind, const char* name) {
+  LayerSpec s;
+  s.kind = kind;
+  s.name = name;
+  return s;
+}
+
+TEST(OnnxExport, EveryLayerKindBecomesNodesAndInitializers) {
+  Model m = Model::functional(Strategy::default_strategy(), {8, 8, 3}, "image");
+  LayerSpec pad = spec(LayerKind::ZeroPadding2D, "pad");
+  pad.pad_top = pad.pad_left = 1;
+  m.add(pad, {"image"});
+  LayerSpec conv = spec(LayerKind::Conv2D, "conv");
+  conv.filters = 4, conv.kernel_h = conv.kernel_w = 3, conv.padding = Padding::Same, conv.activation = Activation::Relu;
+  m.add(conv, {"pad"});
+  m.add(spec(LayerKind::BatchNormalization, "bn"), {"conv"});
+  m.add(spec(LayerKind::Add, "sum"), {"conv", "bn"});
+  m.add(spec(LayerKind::Concatenate, "cat"), {"sum", "bn"});
+  LayerSpec act = spec(LayerKind::Activation, "act");
+  act.activation = Activation::Sigmoid;
+  m.add(act, {"cat"});
+  m.add(spec(LayerKind::MaxPooling2D, "max"), {"act"});
+  m.add(spec(LayerKind::AveragePooling2D, "avg"), {"max"});
+  m.add(spec(LayerKind::GlobalAveragePooling2D, "gap"), {"avg"});
+  LayerSpec norm = spec(LayerKind::Normalization, "norm");
+  norm.mean = {0.5f};
+  norm.variance = {2.0f};
+  m.add(norm, {"gap"});
+  LayerSpec drop = spec(LayerKind::Dropout, "drop");
+  drop.rate = 0.5f;
+  m.add(drop, {"norm"});
+  m.add(spec(LayerKind::Flatten, "flat"), {"drop"});
+  LayerSpec out = spec(LayerKind::Dense, "out");
+  out.units = 3, out.activation = Activation::Softmax;
+  m.add(out, {"flat"});
+  const auto path = std::filesystem::temp_directory_path() / "kx_unit_export.onnx";
+  EXPECT_THROW(m.export_onnx(path.string()), Error);  // before compile
+  m.compile({});
+  m.export_onnx(path.string());
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << f.rdbuf();
+  std::filesystem::remove(path);
+
+  const auto model = fields(bytes.str());
+  ASSERT_EQ(model.count(7), 1u);  // graph
+  const auto graph = fields(model.find(7)->second);
+  std::multiset<std::string> ops;
+  for (auto [it, end] = graph.equal_range(1); it != end; ++it) ops.insert(fields(it->second).find(4)->second);
+  EXPECT_EQ(ops.count("BatchNormalization"), 2u);  // bn, and norm's statistics in the same form
+  for (const char* op : {"Pad", "Conv", "Relu", "Add", "Concat", "Sigmoid", "MaxPool",
+                         "AveragePool", "GlobalAveragePool", "Flatten", "Gemm", "Softmax", "Identity"})
+    EXPECT_EQ(ops.count(op), 1u) << op;
+  EXPECT_EQ(ops.count("Transpose"), 1u);  // in; nothing after the pooling needs kx's order back
+  EXPECT_EQ(ops.count("Dropout"), 0u);
+  // conv kernel+bias, bn 4, norm 4 (as a BatchNormalization), dense kernel+bias, the pads.
+  EXPECT_EQ(graph.count(5), 2u + 4u + 4u + 2u + 1u);
+  EXPECT_EQ(fields(graph.find(11)->second).find(1)->second, "image");   // the input's name
+  EXPECT_EQ(fields(graph.find(12)->second).find(1)->second, "output");
+}
+
+}  // namespace
+}  // namespace kx
