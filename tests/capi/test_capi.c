@@ -315,7 +315,7 @@ static void test_training(kx_strategy* s) {
   kx_callbacks_destroy(NULL);
   EXPECT_OK(kx_callbacks_create(&cb));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function(cb, NULL, NULL));
-  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function_flags(cb, stop_after_three_batches, NULL, 4u));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function_flags(cb, stop_after_three_batches, NULL, 4u)); /* a flag kx does not know */
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function_flags(NULL, stop_after_three_batches, NULL, 0));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_function_flags(cb, NULL, NULL, KX_CALLBACK_NO_BATCH_METRICS));
   EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_callbacks_add_model_checkpoint(cb, NULL, 0, 0));

@@ -142,12 +142,213 @@ static void test_summary(kx_strategy* s) {
   kx_model_destroy(mlp);
 }
 
+/* ---- fit options and callbacks ------------------------------------------------------------------ */
+
+#define N 48
+#define IN 4
+
+static float g_x[N * IN], g_y[N];
+
+static void make_data(void) {
+  int i;
+  unsigned s = 12345u;
+  for (i = 0; i < N * IN; ++i) {
+    s = s * 1103515245u + 12345u;
+    g_x[i] = (float)((s >> 8) & 0xffff) / 65535.0f - 0.5f;
+  }
+  for (i = 0; i < N; ++i) g_y[i] = g_x[i * IN] > 0 ? 1.0f : 0.0f;
+}
+
+static kx_dataset* data_range(int first, int n, int shuffle) {
+  const int64_t xs[] = {n, IN}, ys[] = {n};
+  kx_dataset* d = NULL;
+  EXPECT_OK(kx_dataset_from_arrays(g_x + first * IN, KX_DTYPE_F32, xs, 2, g_y + first, KX_DTYPE_F32, ys, 1, &d));
+  if (d && shuffle) EXPECT_OK(kx_dataset_shuffle(d, n, 5));
+  if (d) EXPECT_OK(kx_dataset_batch(d, 8, 0));
+  return d;
+}
+
+static kx_model* tiny(kx_strategy* s) {
+  const int64_t shape[] = {IN};
+  kx_model* m = NULL;
+  kx_compile_options co;
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  if (!m) return NULL;
+  EXPECT_OK(kx_model_add_dense(m, 6, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  kx_compile_options_init(&co, sizeof co);
+  co.optimizer = KX_OPTIMIZER_SGD;
+  co.learning_rate = 0.1;
+  co.metrics = KX_METRIC_ACCURACY;
+  EXPECT_OK(kx_model_compile(m, &co));
+  return m;
+}
+
+static int same_weights(kx_model* a, kx_model* b) {
+  static float wa[64], wb[64];
+  const int64_t n = kx_model_num_params(a);
+  if (n > 64 || kx_model_get_weights(a, wa, 64) != KX_OK || kx_model_get_weights(b, wb, 64) != KX_OK) return 0;
+  return memcmp(wa, wb, sizeof(float) * (size_t)n) == 0;
+}
+
+/* Keras 3: split_at = int(floor(n * (1.0 - split))): 0.3 of 48 holds out the last 15 (33.6 -> 33). */
+static void test_validation_split(kx_strategy* s) {
+  kx_model *a = tiny(s), *b = tiny(s);
+  kx_dataset *all = data_range(0, N, 1), *first = data_range(0, 33, 1), *last = data_range(33, N - 33, 0);
+  kx_history *ha = NULL, *hb = NULL;
+  kx_fit_options o;
+  double va = 0, vb = 1;
+  if (!a || !b || !all || !first || !last) return;
+  kx_fit_options_init(&o, sizeof o);
+  o.epochs = 2;
+  o.validation_split = 0.3;
+  EXPECT_OK(kx_fit(a, all, &o, NULL, &ha));
+  kx_fit_options_init(&o, sizeof o);
+  o.epochs = 2;
+  o.validation = last;
+  EXPECT_OK(kx_fit(b, first, &o, NULL, &hb));
+  EXPECT_OK(kx_history_get(ha, "val_loss", 1, &va));
+  EXPECT_OK(kx_history_get(hb, "val_loss", 1, &vb));
+  EXPECT(va == vb);
+  EXPECT(same_weights(a, b));
+  kx_fit_options_init(&o, sizeof o);
+  o.validation_split = 1.5;
+  EXPECT(kx_fit(a, all, &o, NULL, NULL) == KX_E_INVALID_ARGUMENT);
+  kx_history_destroy(ha);
+  kx_history_destroy(hb);
+  kx_dataset_destroy(all);
+  kx_dataset_destroy(first);
+  kx_dataset_destroy(last);
+  kx_model_destroy(a);
+  kx_model_destroy(b);
+}
+
+static double halve_after_first(int32_t epoch, double lr, void* user_data) {
+  ++*(int*)user_data;
+  return epoch == 0 ? lr : lr * 0.5;
+}
+
+static void test_learning_rate_callbacks(kx_strategy* s) {
+  kx_model* m = tiny(s);
+  kx_dataset* d = data_range(0, N, 0);
+  kx_callbacks* c = NULL;
+  kx_history* h = NULL;
+  kx_fit_options o;
+  kx_reduce_lr_options r;
+  int calls = 0;
+  double lr = 0;
+  const double lr0 = (double)(float)0.1;
+  if (!m || !d) return;
+  EXPECT_OK(kx_callbacks_create(&c));
+  EXPECT_OK(kx_callbacks_add_learning_rate_scheduler(c, halve_after_first, &calls));
+  kx_fit_options_init(&o, sizeof o);
+  o.epochs = 3;
+  EXPECT_OK(kx_fit(m, d, &o, c, &h));
+  EXPECT(calls == 3);
+  EXPECT_OK(kx_history_get(h, "learning_rate", 0, &lr));
+  EXPECT(lr == lr0);
+  EXPECT_OK(kx_history_get(h, "learning_rate", 2, &lr));
+  EXPECT(lr == (double)(float)((double)(float)(lr0 * 0.5) * 0.5));
+  kx_history_destroy(h);
+  kx_callbacks_destroy(c);
+
+  /* ReduceLROnPlateau on "loss" with min_delta 10 (never improves after the first epoch), patience 1,
+   * cooldown 2: the rate halves at the end of epoch 2 (index 1); epoch 3 cools down (2 -> 1); epoch 4
+   * counts down to 0 and, out of cooldown, waits 1 = patience: halves again. Each epoch logs the rate
+   * it trained with. */
+  EXPECT_OK(kx_callbacks_create(&c));
+  kx_reduce_lr_options_init(&r, sizeof r);
+  r.monitor = "loss";
+  r.factor = 0.5;
+  r.patience = 1;
+  r.min_delta = 10;
+  r.cooldown = 2;
+  EXPECT_OK(kx_callbacks_add_reduce_lr_on_plateau_options(c, &r));
+  kx_fit_options_init(&o, sizeof o);
+  o.epochs = 5;
+  EXPECT_OK(kx_fit(m, d, &o, c, &h));
+  {
+    const double half = (double)(float)(lr0 * 0.5), quarter = (double)(float)(half * 0.5);
+    const double want[5] = {lr0, lr0, half, half, quarter};
+    int e;
+    for (e = 0; e < 5; ++e) {
+      EXPECT_OK(kx_history_get(h, "learning_rate", e, &lr));
+      EXPECT(lr == want[e]);
+    }
+  }
+  kx_history_destroy(h);
+  EXPECT(kx_callbacks_add_reduce_lr_on_plateau(c, "val_los", 0.5, 1, 0) == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_callbacks_add_reduce_lr_on_plateau(c, NULL, 1.0, 1, 0) == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_callbacks_add_learning_rate_scheduler(c, NULL, NULL) == KX_E_INVALID_ARGUMENT);
+  r.mode = (kx_monitor_mode)7;
+  EXPECT(kx_callbacks_add_reduce_lr_on_plateau_options(c, &r) == KX_E_INVALID_ARGUMENT);
+  kx_callbacks_destroy(c);
+  /* val_loss without validation data: the fit says so. */
+  EXPECT_OK(kx_callbacks_create(&c));
+  EXPECT_OK(kx_callbacks_add_reduce_lr_on_plateau(c, NULL, 0.5, 1, 0));
+  EXPECT(kx_fit(m, d, NULL, c, NULL) == KX_E_INVALID_ARGUMENT);
+  kx_callbacks_destroy(c);
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+}
+
+static int32_t fail_at_epoch_2(const kx_event* ev, void* user_data) {
+  (void)user_data;
+  return ev->kind == KX_EVENT_EPOCH_BEGIN && ev->epoch == 2 ? KX_E_IO : 0;
+}
+
+static int dir_exists(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Keras's example: a fit of 5 epochs fails as epoch 3 begins; a new fit with the same callback runs
+ * epochs 3 to 5 only and ends bitwise where an uninterrupted fit ends; the backup is gone after. */
+static void test_backup_and_restore(kx_strategy* s) {
+  kx_model *straight = tiny(s), *m = tiny(s);
+  kx_dataset* d = data_range(0, N, 1);
+  kx_callbacks *c = NULL, *again = NULL;
+  kx_history* h = NULL;
+  kx_fit_options o;
+  char dir[512];
+  if (!straight || !m || !d) return;
+  snprintf(dir, sizeof dir, "%s/backup", g_dir);
+  kx_fit_options_init(&o, sizeof o);
+  o.epochs = 5;
+  EXPECT_OK(kx_fit(straight, d, &o, NULL, NULL));
+  EXPECT_OK(kx_callbacks_create(&c));
+  EXPECT_OK(kx_callbacks_add_backup_and_restore(c, dir));
+  EXPECT_OK(kx_callbacks_add_function_flags(c, fail_at_epoch_2, NULL, KX_CALLBACK_MAY_FAIL));
+  EXPECT(kx_fit(m, d, &o, c, NULL) == KX_E_IO);
+  EXPECT(dir_exists(dir));
+  EXPECT_OK(kx_callbacks_create(&again));
+  EXPECT_OK(kx_callbacks_add_backup_and_restore(again, dir));
+  EXPECT_OK(kx_fit(m, d, &o, again, &h));
+  EXPECT(kx_history_epochs(h) == 3);
+  EXPECT(same_weights(m, straight));
+  EXPECT(!dir_exists(dir));
+  EXPECT(kx_callbacks_add_backup_and_restore(again, "") == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_callbacks_add_backup_and_restore_every(again, dir, -1) == KX_E_INVALID_ARGUMENT);
+  EXPECT(kx_callbacks_add_backup_and_restore(again, NULL) == KX_E_INVALID_ARGUMENT);
+  kx_history_destroy(h);
+  kx_callbacks_destroy(c);
+  kx_callbacks_destroy(again);
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+  kx_model_destroy(straight);
+}
+
 int main(int argc, char** argv) {
   kx_strategy* s = NULL;
   if (argc > 1) g_dir = argv[1];
+  mkdir(g_dir, 0755);
   EXPECT_OK(kx_strategy_create_mirrored(NULL, 0, &s));
   if (!s) return 1;
   test_summary(s);
+  make_data();
+  test_validation_split(s);
+  test_learning_rate_callbacks(s);
+  test_backup_and_restore(s);
   kx_strategy_destroy(s);
   printf("%d checks, %d failures\n", g_checks, g_failures);
   return g_failures ? 1 : 0;

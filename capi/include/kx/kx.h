@@ -488,9 +488,8 @@ typedef struct kx_fit_options {
   double validation_split;
   /* Keras's class_weight: class_weight[c] weighs the loss of each training sample of class c, for c <
    * n_class_weight (other classes weigh 1, as Keras's dict.get(c, 1.0)); the class of a sample is its
-   * label (sparse), the argmax of its one-hot target, or its rounded target with one output. See
-   * kx_dataset_set_sample_weights for how weights enter the loss and metrics. Copied during the call.
-   * NULL: none. */
+   * label (sparse), the argmax of its one-hot target, or its rounded target with one output.
+   * NOT YET IMPLEMENTED: kx_fit returns KX_E_UNSUPPORTED when class_weight is set. NULL: none. */
   const float* class_weight;
   size_t n_class_weight;
 } kx_fit_options;
