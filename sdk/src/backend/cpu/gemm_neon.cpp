@@ -1,5 +1,5 @@
-// AArch64 NEON (ASIMD) register-tile kernel for the blocked GEMM driver. Every AArch64 CPU has ASIMD
-// with fused multiply-add, so on aarch64 it is always chosen over the portable loops. The driver's
+// AArch64 NEON (ASIMD) register-tile kernel for the blocked GEMM driver, chosen over the portable loops
+// when the kernel reports ASIMD (every AArch64 Linux CPU does; the check costs nothing). The driver's
 // 8 x 32 tile needs 64 vectors, more than the 32 NEON registers: it is computed as column chunks of
 // up to 12 (8 rows x 3 vectors = 24 accumulators, B's 3 vectors and A's broadcasts in the rest); the
 // last columns that do not fill a vector go to the portable kernel.
@@ -7,8 +7,7 @@
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
-
-#include <algorithm>
+#include <sys/auxv.h>
 
 namespace kx::backend::cpu {
 namespace {
@@ -86,7 +85,7 @@ void tile_any(const Tile& t) {
 
 }  // namespace
 
-TileKernel tile_neon() { return &tile_any; }
+TileKernel tile_neon() { return (getauxval(AT_HWCAP) & HWCAP_ASIMD) ? &tile_any : nullptr; }
 
 }  // namespace kx::backend::cpu
 
