@@ -86,10 +86,10 @@ int main(int argc, char** argv) {
 
   Dl_info where;
   const char* library = dladdr((void*)&kx_version_string, &where) && where.dli_fname ? where.dli_fname : "?";
-  printf("since_launch_ms=%.1f first_step_ms=%.1f strategy_ms=%.1f compile_ms=%.1f step_ms=%.1f peak_rss_kb=%ld cuda_devices=%d "
-         "loss=%.4f libkx=%s\n",
-         since_launch, stepped - start, strategy_done - start, compiled - strategy_done, stepped - compiled, status_kb("VmHWM"),
-         kx_device_count(KX_DEVICE_CUDA), loss, library);
+  printf("since_launch_ms=%.1f first_step_ms=%.1f strategy_ms=%.1f compile_ms=%.1f step_ms=%.1f ", since_launch,
+         stepped - start, strategy_done - start, compiled - strategy_done, stepped - compiled);
+  printf("peak_rss_kb=%ld cuda_devices=%d loss=%.4f libkx=%s\n", status_kb("VmHWM"), kx_device_count(KX_DEVICE_CUDA),
+         loss, library);
   if (show_status) {
     char* text = NULL;
     if (kx_device_status(KX_DEVICE_CUDA, &text) == KX_OK) printf("cuda: %s\n", text);

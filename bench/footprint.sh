@@ -43,7 +43,7 @@ else
 fi
 
 # Median of one key over the runs' lines.
-median() { grep -o "$1=[0-9.]*" | cut -d= -f2 | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+median() { grep -oE "(^| )$1=[0-9.]+" | cut -d= -f2 | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 run() {
   local label=$1 module_path=$2 lines
   lines=$(for ((i = 0; i < runs; i++)); do
