@@ -16,3 +16,6 @@ if [[ -f build/libkx_workers.so ]]; then
   ./build/bench/bench_allreduce
   ./build/bench/bench_multi_worker --steps 100
 fi
+# The edge footprint: library sizes, and the tiny MLP's first step and peak RSS with the CUDA module
+# present and hidden.
+bench/footprint.sh --build build

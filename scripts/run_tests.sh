@@ -23,3 +23,7 @@ bash packaging/test_packages.sh
 
 # The ABI guard: libkx against the committed baseline abi/libkx.abi (libabigail).
 bash abi/check_abi.sh
+
+# The aarch64 cross build (cmake/aarch64-linux-gnu.cmake): the CPU suite but its longest trainings under
+# qemu-user, there with the NEON GEMM, and the arm64 .deb packages checked with dpkg-deb.
+bash scripts/run_aarch64_tests.sh build-aarch64

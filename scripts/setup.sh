@@ -8,6 +8,10 @@ packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev l
   python3-numpy clang libclang-rt-14-dev libomp-14-dev rpm golang-go cargo abigail-tools
   libgloo-dev openmpi-bin libopenmpi-dev
   protobuf-compiler python3-protobuf python3-onnx python3-opencv python3-venv python3-pip python3-setuptools)
+# The aarch64 cross build and its tests under emulation (scripts/run_aarch64_tests.sh): the cross
+# compiler, qemu-user, and the target's zlib and GoogleTest as Debian arm64 (multiarch) packages.
+packages+=(g++-aarch64-linux-gnu qemu-user-static zlib1g-dev:arm64 libgtest-dev:arm64)
+dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -111,22 +111,45 @@ TEST(Gemm, TheBiasGradientBesideAProductIsTheColumnSumOfB) {
 
 TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas); }
 
+// A SIMD tile kernel against the portable loops on every tile shape the driver hands out (the NEON
+// kernel cuts a tile into column chunks of 12, 8 and 4 and leaves the rest to the portable loops).
+void check_tile_kernel(backend::cpu::TileKernel fast) {
+  for (int rows = 1; rows <= backend::cpu::kTileRows; ++rows)
+    for (int cols : {1, 3, 4, 5, 8, 11, 12, 13, 16, 17, 20, 24, 27, 28, 31, 32})
+      for (float beta : {0.0f, 1.0f}) {
+        const int64_t K = 23, lda = K, ldb = 40, ldc = 40;
+        const auto A = test::random_floats(rows * lda, rows * 100 + cols);
+        const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
+        const auto bias = test::random_floats(32, 3);
+        auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
+        backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, beta, bias.data(), true};
+        backend::cpu::tile_portable(t);
+        t.C = C2.data();
+        fast(t);
+        for (size_t i = 0; i < C1.size(); ++i)
+          ASSERT_NEAR(C1[i], C2[i], 1e-5) << rows << "x" << cols << " beta " << beta << " at " << i;
+      }
+}
+
 TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {
   const backend::cpu::TileKernel fast = backend::cpu::tile_avx512();
   if (!fast) GTEST_SKIP() << "no AVX-512 on this CPU";
-  for (int rows = 1; rows <= backend::cpu::kTileRows; ++rows)
-    for (int cols : {1, 5, 16, 17, 31, 32}) {
-      const int64_t K = 23, lda = K, ldb = 40, ldc = 40;
-      const auto A = test::random_floats(rows * lda, rows * 100 + cols);
-      const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
-      const auto bias = test::random_floats(32, 3);
-      auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
-      backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, 1.0f, bias.data(), true};
-      backend::cpu::tile_portable(t);
-      t.C = C2.data();
-      fast(t);
-      for (size_t i = 0; i < C1.size(); ++i) ASSERT_NEAR(C1[i], C2[i], 1e-5) << rows << "x" << cols << " at " << i;
-    }
+  check_tile_kernel(fast);
+}
+
+TEST(Gemm, PortableTileKernelMatchesNeonTileKernel) {
+  const backend::cpu::TileKernel fast = backend::cpu::tile_neon();
+  if (!fast) GTEST_SKIP() << "not an AArch64 build";
+  check_tile_kernel(fast);
+}
+
+// On AArch64 the built-in GEMM is the NEON kernel (the float64 checks above then test it).
+TEST(Gemm, TheBuiltinKernelIsNeonOnAarch64) {
+#if defined(__aarch64__)
+  EXPECT_EQ(backend::make_cpu_backend(1, CpuGemm::Builtin)->gemm_kernel_name(), "builtin neon");
+#else
+  GTEST_SKIP() << "not an AArch64 build";
+#endif
 }
 
 }  // namespace

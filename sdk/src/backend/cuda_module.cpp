@@ -6,6 +6,7 @@
 #include <mutex>
 #include <vector>
 
+#include "backend/cuda_driver_probe.hpp"
 #include "backend/module/module_backend.hpp"
 #include "kx/error.hpp"
 #include "io/module_search.hpp"
@@ -30,13 +31,19 @@ const CudaModule& CudaModule::load() {
   const std::lock_guard<std::mutex> lock(mutex);
   const std::string key = configured_path();
   auto it = found.find(key);
-  if (it == found.end()) it = found.emplace(key, open()).first;
+  if (it == found.end()) it = found.emplace(key, open(kCudaDriverLibrary, key)).first;
   return it->second;
 }
 
-CudaModule CudaModule::open() {
+CudaModule CudaModule::open(const char* driver_library, const std::string& configured) {
   CudaModule m;
-  const io::FoundModule found = io::open_module(kModuleFile, configured_path(), module::kModuleEntryName);
+  const DriverProbe driver = probe_cuda_driver(driver_library);
+  if (driver.devices == 0) {
+    m.status_ = "no CUDA device: " + driver.why + "; the CUDA backend module (" +
+                (configured.empty() ? std::string(kModuleFile) : configured) + ") was not loaded";
+    return m;
+  }
+  const io::FoundModule found = io::open_module(kModuleFile, configured, module::kModuleEntryName);
   if (found.path.empty()) {
     m.status_ = std::string("no CUDA backend module (") + kModuleFile + ") could be loaded:" + found.tried;
     return m;

@@ -14,12 +14,16 @@ namespace kx::backend {
 
 class CudaModule {
  public:
-  // Looks for the module: $KX_CUDA_MODULE if set, else next to the code of libkx (its kx-MAJOR/
+  // Asks the CUDA driver (libcuda.so.1) for GPUs first and, only when there is one, looks for the
+  // module: $KX_CUDA_MODULE if set, else next to the code of libkx (its kx-MAJOR/
   // subdirectory, then the directory itself), else the dynamic loader's search path. Never throws:
   // a module that is missing or unusable gives a CudaModule with no devices and says why in status().
   // The search runs once per process (for each value of $KX_CUDA_MODULE); the module stays loaded for
   // the life of the process (its CUDA runtime must not be unloaded).
   static const CudaModule& load();
+  // What load() does, with the driver library to ask first (tests give a fake): the module is looked
+  // for only when the driver reports a GPU, else the status says what is missing.
+  static CudaModule open(const char* driver_library, const std::string& configured);
   // The module whose entry returned `table`, checked against this libkx; origin says where it came from.
   static CudaModule from_table(const module::ModuleTable* table, const std::string& origin);
 
@@ -33,8 +37,6 @@ class CudaModule {
   std::unique_ptr<distribute::Collective> create_collective(const std::vector<Backend*>& replicas) const;
 
  private:
-  static CudaModule open();
-
   const module::ModuleTable* table_ = nullptr;
   int device_count_ = 0;
   std::string status_;

@@ -42,6 +42,7 @@ class CpuBackend final : public Backend {
     }
     if (!tile_) tile_ = tile_avx512();
     if (tile_) dot_ = dot_avx512();
+    if (!tile_) tile_ = tile_neon();
     if (!tile_) tile_ = &tile_portable;
   }
 
@@ -80,7 +81,8 @@ class CpuBackend final : public Backend {
 
   std::string gemm_kernel_name() const override {
     if (use_blas_) return std::string("cblas (") + cblas_core_name() + ")";
-    return tile_ == &tile_portable ? "builtin portable" : "builtin avx512";
+    if (tile_ == &tile_portable) return "builtin portable";
+    return tile_ == tile_neon() ? "builtin neon" : "builtin avx512";
   }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,

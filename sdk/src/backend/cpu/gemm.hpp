@@ -68,6 +68,8 @@ void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuf
 void tile_portable(const Tile& t);
 // Null when this build or this CPU has no AVX-512.
 TileKernel tile_avx512();
+// Null when this build is not for AArch64 (where every CPU has NEON).
+TileKernel tile_neon();
 
 bool cblas_available();
 // C = op(A) op(B) + beta C through CBLAS (no epilogue); only when cblas_available().
