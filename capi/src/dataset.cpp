@@ -18,7 +18,7 @@ kx::Shape checked_shape(const int64_t* shape, size_t rank, const char* name, con
 
 kx::DType checked_dtype(const kx_dtype& t, const char* name, const char* function) {
   const int32_t v = kx::capi::enum_value(t);
-  kx::require(v >= KX_DTYPE_F32 && v <= KX_DTYPE_U8, kx::Status::InvalidArgument,
+  kx::require(v >= KX_DTYPE_F32 && v <= KX_DTYPE_F64, kx::Status::InvalidArgument,
               std::string(function) + ": unknown " + name + " dtype " + std::to_string(v));
   return static_cast<kx::DType>(v);
 }
@@ -122,5 +122,24 @@ int64_t kx_dataset_num_samples(const kx_dataset* d) {
 }
 
 void kx_dataset_destroy(kx_dataset* d) { std::unique_ptr<kx_dataset> owned(d); }
+
+kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(x_path, "x_path", "kx_dataset_from_npy");
+    require_arg(y_path, "y_path", "kx_dataset_from_npy");
+    require_arg(out, "out", "kx_dataset_from_npy");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_npy(x_path, y_path)}), out);
+  });
+}
+
+kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(path, "path", "kx_dataset_from_csv");
+    require_arg(label_column, "label_column", "kx_dataset_from_csv");
+    require_arg(out, "out", "kx_dataset_from_csv");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_csv(path, label_column)}),
+                              out);
+  });
+}
 
 }  // extern "C"

@@ -336,7 +336,13 @@ KX_API void kx_model_destroy(kx_model* m);
 
 typedef struct kx_dataset kx_dataset;
 
-typedef enum kx_dtype { KX_DTYPE_F32 = 0, KX_DTYPE_I32 = 1, KX_DTYPE_I64 = 2, KX_DTYPE_U8 = 3 } kx_dtype;
+typedef enum kx_dtype {
+  KX_DTYPE_F32 = 0,
+  KX_DTYPE_I32 = 1,
+  KX_DTYPE_I64 = 2,
+  KX_DTYPE_U8 = 3,
+  KX_DTYPE_F64 = 4 /* converted to float32, rounded to nearest */
+} kx_dtype;
 
 /* A dataset of (x, y) pairs, copied from the caller's arrays (row-major, shape[0] = samples; x and y
  * must have the same number of samples). u8 x is scaled to [0, 1]; other x and all y are converted to
@@ -378,6 +384,22 @@ KX_API kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, fl
 /* Samples in d; -1 for NULL. */
 KX_API int64_t kx_dataset_num_samples(const kx_dataset* d);
 KX_API void kx_dataset_destroy(kx_dataset* d);
+
+/* ---- Data from files: numpy, CSV, image folders (the data pipeline) ---- */
+
+/* x and y from numpy .npy files (format versions 1, 2 and 3; little-endian float32 '<f4', float64
+ * '<f8', uint8 '|u1', int32 '<i4', int64 '<i8'; C order; shape[0] = samples in both), converted as
+ * kx_dataset_from_arrays converts (u8 x scaled to [0, 1]). Both files are read whole into memory.
+ * Errors: KX_E_IO (cannot open/read); KX_E_INVALID_ARGUMENT naming the file and why for another dtype,
+ * big-endian data, Fortran order, a 0-d array or sample counts that differ; KX_E_CORRUPT for a file
+ * that is not .npy or is truncated. */
+KX_API kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out);
+/* A CSV file: a header row naming the columns, then one sample per line, every cell a finite number
+ * (cells may be double-quoted; blank lines are skipped). The column named label_column is y (one
+ * scalar per sample), every other column is x, in file order, as float32. Errors: KX_E_IO;
+ * KX_E_INVALID_ARGUMENT for a bad cell (the message names the line, counting the header as line 1,
+ * and the column by number and name), a row of another width, no such column, or no data rows. */
+KX_API kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Callbacks, fit, evaluate, predict                                                              */

@@ -18,9 +18,9 @@ struct DatasetStorage {
   int64_t samples = 0;
 };
 
-enum class DType { F32 = 0, I32 = 1, I64 = 2, U8 = 3 };
+enum class DType { F32 = 0, I32 = 1, I64 = 2, U8 = 3, F64 = 4 };
 // How many element types there are: a new one goes last, and is named here.
-inline constexpr int kDTypeCount = static_cast<int>(DType::U8) + 1;
+inline constexpr int kDTypeCount = static_cast<int>(DType::F64) + 1;
 constexpr bool is_valid(DType t) { return static_cast<int>(t) >= 0 && static_cast<int>(t) < kDTypeCount; }
 
 // What Keras's Normalization.adapt() finds: the mean and the (biased) variance of x.
@@ -37,6 +37,10 @@ class Dataset {
                              const Shape& y_shape);
   // IDX image and label files (optionally gzip-compressed), images scaled to [0, 1].
   static Dataset from_idx(const std::string& images_path, const std::string& labels_path);
+  // numpy .npy files (versions 1-3, little-endian f4/f8/u1/i4/i8, C order), converted as from_arrays.
+  static Dataset from_npy(const std::string& x_path, const std::string& y_path);
+  // A CSV file with a header row and numeric cells: label_column (by name) is y, the others x in order.
+  static Dataset from_csv(const std::string& path, const std::string& label_column);
 
   Dataset take(int64_t n) const;
   Dataset skip(int64_t n) const;

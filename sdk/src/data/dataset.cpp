@@ -36,6 +36,11 @@ void convert(const void* src, DType t, int64_t n, Dst* dst, bool scale_u8, const
       for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
       return;
     }
+    case DType::F64: {  // rounded to the nearest float32
+      const double* s = static_cast<const double*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
     case DType::U8: {
       const uint8_t* s = static_cast<const uint8_t*>(src);
       const float k = scale_u8 ? 1.0f / 255.0f : 1.0f;
