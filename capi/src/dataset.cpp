@@ -143,3 +143,45 @@ kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dat
 }
 
 }  // extern "C"
+
+extern "C" {
+
+kx_status kx_dataset_from_image_directory(const char* dir, int64_t height, int64_t width, int64_t channels,
+                                          kx_dataset** out) {
+  return guarded([&] {
+    require_arg(dir, "dir", "kx_dataset_from_image_directory");
+    require_arg(out, "out", "kx_dataset_from_image_directory");
+    return kx::capi::hand_out(
+        std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_image_directory(dir, height, width, channels)}),
+        out);
+  });
+}
+
+int64_t kx_dataset_num_classes(const kx_dataset* d) {
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    require_arg(d, "d", "kx_dataset_num_classes");
+    return static_cast<int64_t>(d->dataset.storage().class_names.size());
+  });
+}
+
+kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_class_name");
+    require_arg(name, "name", "kx_dataset_class_name");
+    const std::vector<std::string>& names = d->dataset.storage().class_names;
+    kx::require(i >= 0 && i < static_cast<int64_t>(names.size()), kx::Status::InvalidArgument,
+                "kx_dataset_class_name: class " + std::to_string(i) + " is not in [0, " + std::to_string(names.size()) +
+                    ")");
+    *name = names[static_cast<size_t>(i)].c_str();
+    return KX_OK;
+  });
+}
+
+int64_t kx_dataset_num_skipped(const kx_dataset* d) {
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    require_arg(d, "d", "kx_dataset_num_skipped");
+    return d->dataset.storage().skipped;
+  });
+}
+
+}  // extern "C"
