@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/model/model_impl.hpp"
 #include "data/sample_cache.hpp"
 #include "data_files.hpp"
 #include "kx/kx.hpp"
@@ -86,7 +87,9 @@ TEST(DataPipeline, PrefetchAndCacheDecodeEachSampleAsOftenAsTheyShould) {
           ASSERT_GE(source->reads(i), 3) << i;
         }
       }
-      if (!cached) EXPECT_LE(source->total(), 3 * n + (prefetch + 1) * 8);
+      if (!cached) {
+        EXPECT_LE(source->total(), 3 * n + (prefetch + 1) * 8);
+      }
     }
   }
 }
@@ -116,6 +119,45 @@ TEST(DataPipeline, ADecodedDatasetTrainsExactlyAsTheSameSamplesInMemory) {
   m.set_weights(in_memory);
   Dataset arrays = Dataset::from_arrays(x.data(), DType::F32, {n, 6}, y.data(), DType::F32, {n});
   EXPECT_EQ(m.evaluate(d).loss, m.evaluate(arrays).loss);
+}
+
+// Worker w of a multi-worker job (global replicas replica_offset.. of total_replicas) decodes only its
+// replicas' rows of each global batch: together the workers decode each sample of a batch once.
+TEST(DataPipeline, EachWorkerDecodesOnlyItsShareOfEachGlobalBatch) {
+  const int64_t n = 37, batch = 10;
+  auto source = std::make_shared<CountingSource>(n, 4);
+  Dataset d = Dataset::from_source(source, {4}, labels(n, 2), {});
+  d.batch(batch, false);
+  d.shuffle(n, 5);
+  d.prefetch(2);
+  const int workers = 3;
+  for (int w = 0; w < workers; ++w) {
+    Model::Impl impl(Strategy::default_strategy(), {4});
+    LayerSpec dense;
+    dense.kind = LayerKind::Dense;
+    dense.units = 2;
+    impl.add(dense, {});
+    impl.compile(CompileOptions{});
+    impl.total_replicas = workers;
+    impl.replica_offset = w;
+    const std::unique_ptr<core::BatchDecoder> decoder = impl.training_decoder(d, 0, 0);
+    ASSERT_NE(decoder, nullptr);
+    const std::vector<int64_t> order = d.order(0);
+    for (int64_t b = 0; b < d.batches_per_pass(); ++b) {
+      const int64_t rows = std::min(batch, n - b * batch);
+      const core::Slice mine = core::replica_slice(w, workers, rows);
+      const core::DecodedRows& got = decoder->next();
+      EXPECT_EQ(got.first, mine.first);
+      ASSERT_EQ(got.rows, mine.rows);
+      for (int64_t i = 0; i < got.rows; ++i) {  // the rows are those samples, decoded
+        std::vector<float> want(4);
+        source->read(order[static_cast<size_t>(b * batch + mine.first + i)], want.data());
+        EXPECT_EQ(std::vector<float>(got.x.begin() + i * 4, got.x.begin() + (i + 1) * 4), want);
+      }
+    }
+  }
+  // Each worker decoded its rows (and those of at most a few batches ahead), the checks' reads aside.
+  EXPECT_LE(source->total(), 2 * n + 2 * (2 + 1) * batch);
 }
 
 TEST(DataPipeline, AFileCacheIsReusedByTheNextRunOnlyWhenItMatches) {
