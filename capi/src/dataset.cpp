@@ -177,6 +177,22 @@ kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** nam
   });
 }
 
+kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_random_flip");
+    d->dataset.random_flip(seed);
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_random_crop");
+    d->dataset.random_crop(height, width, seed);
+    return KX_OK;
+  });
+}
+
 int64_t kx_dataset_num_skipped(const kx_dataset* d) {
   return kx::capi::guarded_value<int64_t>(-1, [&] {
     require_arg(d, "d", "kx_dataset_num_skipped");

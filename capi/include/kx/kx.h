@@ -427,6 +427,18 @@ KX_API int64_t kx_dataset_num_classes(const kx_dataset* d);
 KX_API kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name);
 /* Files an image-folder dataset skipped because they did not decode (0 for others; -1 for NULL). */
 KX_API int64_t kx_dataset_num_skipped(const kx_dataset* d);
+/* Augmentation as dataset maps over image samples (height, width, channels), Keras's
+ * RandomFlip("horizontal", seed=seed) and RandomCrop(height, width, seed=seed): applied to each
+ * sample as kx_fit and kx_evaluate read it (after kx_dataset_cache), drawn from (seed, the pass over
+ * the data, the sample's index) alone, so the same seed gives the same samples in every run, with or
+ * without prefetch, and a fit resumed mid-epoch sees what the uninterrupted one saw. The flip mirrors
+ * left-right with probability 1/2; the crop takes a height x width window at a uniform position (the
+ * samples' shape becomes height x width x channels). Both also apply in kx_evaluate (unlike Keras's
+ * layers, which do nothing at inference): evaluate a dataset without them. A dataset with maps is
+ * decoded batch by batch as an image folder is (kx_dataset_prefetch applies). Errors: NULL d, samples
+ * that are not images, a crop larger than the images or not positive. */
+KX_API kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed);
+KX_API kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Callbacks, fit, evaluate, predict                                                              */
