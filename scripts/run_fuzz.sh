@@ -10,7 +10,11 @@ data_seconds=${FUZZ_DATA_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_FUZZ=ON \
   -DKX_BUILD_TESTS=OFF -DKX_BUILD_SAMPLES=OFF -DKX_BUILD_BENCH=OFF -DKX_WITH_CUDA=OFF
 data_targets=(fuzz_npy_reader fuzz_csv_reader)
-cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}"
+# The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
+if cmake --build build-fuzz --target help | grep -q 'fuzz_image_reader'; then images=1; else images=0; fi
+if ((images)); then data_targets+=(fuzz_image_reader); fi
+cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}" \
+  $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
 rm -rf "$corpus" && mkdir -p "$corpus"
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_seed_writer "$corpus"
@@ -19,8 +23,9 @@ ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/tests/fuzz/fuzz_checkpoint_loader -max_
   -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$corpus"
 
 # Seeds for the data readers: numpy's own .npy files of each dtype and version, a few CSV tables.
-mkdir -p "$corpus-npy" "$corpus-csv"
-rm -f "$corpus-npy"/* "$corpus-csv"/*
+mkdir -p "$corpus-npy" "$corpus-csv" "$corpus-image_reader"
+rm -f "$corpus-npy"/* "$corpus-csv"/* "$corpus-image_reader"/*
+if ((images)); then ./build-fuzz/tests/fuzz/fuzz_image_seed_writer "$corpus-image_reader"; fi
 /usr/bin/python3 - "$corpus-npy" "$corpus-csv" <<'PY'
 import sys, numpy as np
 npy, csv = sys.argv[1], sys.argv[2]
