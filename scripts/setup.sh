@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev libopenblas-dev dataset-fashion-mnist
   python3-numpy clang libclang-rt-14-dev libomp-14-dev rpm golang-go cargo abigail-tools
-  libgloo-dev openmpi-bin libopenmpi-dev)
+  libgloo-dev openmpi-bin libopenmpi-dev libjpeg62-turbo-dev libpng-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
