@@ -1,6 +1,6 @@
 # Resolution of the AUTO|ON|OFF options and the search for CBLAS.
 
-foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_GLOO KX_WITH_BLAS)
+foreach(opt KX_WITH_CUDA KX_WITH_NCCL KX_WITH_CUDNN KX_WITH_MPI KX_WITH_GLOO KX_WITH_BLAS KX_WITH_IMAGES)
   string(TOUPPER "${${opt}}" _v)
   if(NOT _v MATCHES "^(AUTO|ON|OFF)$")
     message(FATAL_ERROR "${opt} must be AUTO, ON or OFF (got '${${opt}}')")
@@ -79,3 +79,19 @@ function(kx_use_runtime_library target name header soname status_var)
   endif()
   set(${status_var} "${status}" PARENT_SCOPE)
 endfunction()
+
+# The image decoders of kx_dataset_from_image_directory: Debian's libjpeg62-turbo-dev and libpng-dev.
+# AUTO uses them when both are found; without them the function fails with KX_E_UNSUPPORTED.
+macro(kx_find_image_decoders)
+  set(KX_HAVE_IMAGES OFF)
+  if(NOT KX_WITH_IMAGES STREQUAL "OFF")
+    find_package(JPEG)
+    find_package(PNG)
+    if(JPEG_FOUND AND PNG_FOUND)
+      set(KX_HAVE_IMAGES ON)
+    elseif(KX_WITH_IMAGES STREQUAL "ON")
+      message(FATAL_ERROR "KX_WITH_IMAGES=ON but libjpeg or libpng was not found "
+                          "(install libjpeg62-turbo-dev and libpng-dev)")
+    endif()
+  endif()
+endmacro()

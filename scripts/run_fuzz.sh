@@ -1,15 +1,44 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build-fuzz/), writes a seed corpus of valid kx files and
-# fuzzes the checkpoint loader for FUZZ_SECONDS (default 60). Needs the packages of scripts/setup.sh.
+# fuzzes the checkpoint loader for FUZZ_SECONDS (default 60), then each data reader (.npy, CSV,
+# images) for FUZZ_DATA_SECONDS (default 20) from seeds numpy and the test image writer make.
+# Needs the packages of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
+data_seconds=${FUZZ_DATA_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_FUZZ=ON \
   -DKX_BUILD_TESTS=OFF -DKX_BUILD_SAMPLES=OFF -DKX_BUILD_BENCH=OFF -DKX_WITH_CUDA=OFF
-cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer
+data_targets=(fuzz_npy_reader fuzz_csv_reader)
+# The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
+if cmake --build build-fuzz --target help | grep -q 'fuzz_image_reader'; then images=1; else images=0; fi
+if ((images)); then data_targets+=(fuzz_image_reader); fi
+cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}" \
+  $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
 rm -rf "$corpus" && mkdir -p "$corpus"
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_seed_writer "$corpus"
 echo "fuzzing the checkpoint loader for ${seconds}s from $(ls "$corpus" | wc -l) seeds"
 ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/tests/fuzz/fuzz_checkpoint_loader -max_total_time="$seconds" \
   -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$corpus"
+
+# Seeds for the data readers: numpy's own .npy files of each dtype and version, a few CSV tables.
+mkdir -p "$corpus-npy" "$corpus-csv" "$corpus-image_reader"
+rm -f "$corpus-npy"/* "$corpus-csv"/* "$corpus-image_reader"/*
+if ((images)); then ./build-fuzz/tests/fuzz/fuzz_image_seed_writer "$corpus-image_reader"; fi
+/usr/bin/python3 - "$corpus-npy" "$corpus-csv" <<'PY'
+import sys, numpy as np
+npy, csv = sys.argv[1], sys.argv[2]
+for i, t in enumerate(['<f4', '<f8', '|u1', '<i4', '<i8']):
+    for v in [(1, 0), (2, 0), (3, 0)]:
+        with open(f'{npy}/seed-{i}-{v[0]}.npy', 'wb') as f:
+            np.lib.format.write_array(f, np.arange(12).reshape(3, 2, 2).astype(t), version=v)
+open(f'{csv}/seed-0.csv', 'w').write('a,b,label\n1,2.5,0\n-3e2,"4",1\n')
+open(f'{csv}/seed-1.csv', 'w').write('"x ""1""",y\r\n+1,.5\r\n\r\n7,8\r\n')
+PY
+for t in "${data_targets[@]}"; do
+  case $t in fuzz_npy_reader) c="$corpus-npy" ;; fuzz_csv_reader) c="$corpus-csv" ;; *) c="$corpus-${t#fuzz_}" ;; esac
+  echo "fuzzing ${t#fuzz_} for ${data_seconds}s from $(ls "$c" | wc -l) seeds"
+  ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$data_seconds" -rss_limit_mb=2048 \
+    -timeout=10 -print_final_stats=1 "$c"
+done

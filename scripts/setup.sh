@@ -12,6 +12,8 @@ packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev l
 # compiler, qemu-user, and the target's zlib and GoogleTest as Debian arm64 (multiarch) packages.
 packages+=(g++-aarch64-linux-gnu qemu-user-static zlib1g-dev:arm64 libgtest-dev:arm64)
 dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+# The image decoders of kx_dataset_from_image_directory.
+packages+=(libjpeg62-turbo-dev libpng-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -18,7 +18,7 @@ kx::Shape checked_shape(const int64_t* shape, size_t rank, const char* name, con
 
 kx::DType checked_dtype(const kx_dtype& t, const char* name, const char* function) {
   const int32_t v = kx::capi::enum_value(t);
-  kx::require(v >= KX_DTYPE_F32 && v <= KX_DTYPE_U8, kx::Status::InvalidArgument,
+  kx::require(v >= KX_DTYPE_F32 && v <= KX_DTYPE_F64, kx::Status::InvalidArgument,
               std::string(function) + ": unknown " + name + " dtype " + std::to_string(v));
   return static_cast<kx::DType>(v);
 }
@@ -122,5 +122,82 @@ int64_t kx_dataset_num_samples(const kx_dataset* d) {
 }
 
 void kx_dataset_destroy(kx_dataset* d) { std::unique_ptr<kx_dataset> owned(d); }
+
+kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(x_path, "x_path", "kx_dataset_from_npy");
+    require_arg(y_path, "y_path", "kx_dataset_from_npy");
+    require_arg(out, "out", "kx_dataset_from_npy");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_npy(x_path, y_path)}), out);
+  });
+}
+
+kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out) {
+  return guarded([&] {
+    require_arg(path, "path", "kx_dataset_from_csv");
+    require_arg(label_column, "label_column", "kx_dataset_from_csv");
+    require_arg(out, "out", "kx_dataset_from_csv");
+    return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_csv(path, label_column)}),
+                              out);
+  });
+}
+
+}  // extern "C"
+
+extern "C" {
+
+kx_status kx_dataset_from_image_directory(const char* dir, int64_t height, int64_t width, int64_t channels,
+                                          kx_dataset** out) {
+  return guarded([&] {
+    require_arg(dir, "dir", "kx_dataset_from_image_directory");
+    require_arg(out, "out", "kx_dataset_from_image_directory");
+    return kx::capi::hand_out(
+        std::make_unique<kx_dataset>(kx_dataset{kx::Dataset::from_image_directory(dir, height, width, channels)}),
+        out);
+  });
+}
+
+int64_t kx_dataset_num_classes(const kx_dataset* d) {
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    require_arg(d, "d", "kx_dataset_num_classes");
+    return static_cast<int64_t>(d->dataset.storage().class_names.size());
+  });
+}
+
+kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_class_name");
+    require_arg(name, "name", "kx_dataset_class_name");
+    const std::vector<std::string>& names = d->dataset.storage().class_names;
+    kx::require(i >= 0 && i < static_cast<int64_t>(names.size()), kx::Status::InvalidArgument,
+                "kx_dataset_class_name: class " + std::to_string(i) + " is not in [0, " + std::to_string(names.size()) +
+                    ")");
+    *name = names[static_cast<size_t>(i)].c_str();
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_random_flip");
+    d->dataset.random_flip(seed);
+    return KX_OK;
+  });
+}
+
+kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed) {
+  return guarded([&] {
+    require_arg(d, "d", "kx_dataset_random_crop");
+    d->dataset.random_crop(height, width, seed);
+    return KX_OK;
+  });
+}
+
+int64_t kx_dataset_num_skipped(const kx_dataset* d) {
+  return kx::capi::guarded_value<int64_t>(-1, [&] {
+    require_arg(d, "d", "kx_dataset_num_skipped");
+    return d->dataset.storage().skipped;
+  });
+}
 
 }  // extern "C"

@@ -24,13 +24,16 @@ c_int64 = ctypes.c_int64
 P_FLOAT = ctypes.POINTER(ctypes.c_float)
 
 __all__ = ["Error", "Strategy", "Model", "Sequential", "Dataset", "Callbacks", "History", "load_model",
+           "image_dataset_from_directory",
            "version", "device_count", "device_status", "status_name"]
 
 _ACTIVATIONS = {None: 0, "linear": 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "softmax": 4}
 _LOSSES = {"sparse_categorical_crossentropy": 0, "categorical_crossentropy": 1, "binary_crossentropy": 2,
            "mean_squared_error": 3, "mse": 3}
 _OPTIMIZERS = {"adam": 0, "sgd": 1}
-_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.uint8): 3}
+# The dtypes kx reads directly (kx_dtype): their arrays reach kx without a conversion copy.
+_DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.uint8): 3,
+           np.dtype(np.float64): 4}
 _DEVICE_KINDS = {"cpu": 0, "cuda": 1}
 
 
@@ -300,8 +303,9 @@ class Dataset(_Handle):
 
     @classmethod
     def from_arrays(cls, x, y):
-        """Copies numpy arrays (shape[0] = samples): x float32/int32/int64/uint8 (uint8 is scaled to
-        [0, 1]), y the labels (class indices, one-hot rows or targets). Other dtypes become float32."""
+        """Copies numpy arrays (shape[0] = samples): x float32/float64/int32/int64/uint8 (uint8 is
+        scaled to [0, 1]), y the labels (class indices, one-hot rows or targets). Arrays of those dtypes
+        in C order are read where they are (kx makes its one float32 copy); others are converted first."""
         x, y = cls._prepare(x), cls._prepare(y)
         if y.ndim == 1:
             y = y.reshape(-1, 1)
@@ -325,6 +329,65 @@ class Dataset(_Handle):
         out = ctypes.c_void_p()
         check(lib.kx_dataset_from_idx(str(images_path).encode(), str(labels_path).encode(), ctypes.byref(out)))
         return cls(out.value)
+
+    @classmethod
+    def from_npy(cls, x_path, y_path):
+        """numpy .npy files (as np.save writes them): float32/float64/uint8/int32/int64, C order."""
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_from_npy(str(x_path).encode(), str(y_path).encode(), ctypes.byref(out)))
+        return cls(out.value)
+
+    @classmethod
+    def from_csv(cls, path, label_column):
+        """A CSV file with a header row: the column named label_column is y, the others x."""
+        out = ctypes.c_void_p()
+        check(lib.kx_dataset_from_csv(str(path).encode(), str(label_column).encode(), ctypes.byref(out)))
+        return cls(out.value)
+
+    @classmethod
+    def from_image_directory(cls, directory, image_size=(256, 256), channels=3):
+        """One subfolder per class (labels in sorted order), JPEG and PNG files decoded batch by batch,
+        resized bilinearly to image_size and scaled to [0, 1]. See image_dataset_from_directory."""
+        out = ctypes.c_void_p()
+        height, width = image_size
+        check(lib.kx_dataset_from_image_directory(str(directory).encode(), height, width, channels,
+                                                  ctypes.byref(out)))
+        return cls(out.value)
+
+    @property
+    def class_names(self):
+        """An image folder's class names, label i = class_names[i] ([] for other datasets)."""
+        names = []
+        for i in range(lib.kx_dataset_num_classes(self.handle)):
+            name = ctypes.c_char_p()
+            check(lib.kx_dataset_class_name(self.handle, i, ctypes.byref(name)))
+            names.append(name.value.decode())
+        return names
+
+    @property
+    def num_skipped(self):
+        """Files of an image folder left out because they did not decode."""
+        return lib.kx_dataset_num_skipped(self.handle)
+
+    def cache(self, filename=None):
+        """tf.data's cache: decoded samples kept in memory (None) or in a file reused by later runs."""
+        check(lib.kx_dataset_cache(self.handle, None if filename is None else str(filename).encode()))
+        return self
+
+    def prefetch(self, buffer_size):
+        """Batches decoded ahead of the step on a background thread."""
+        check(lib.kx_dataset_prefetch(self.handle, buffer_size))
+        return self
+
+    def random_flip(self, seed=0):
+        """Keras's RandomFlip("horizontal", seed=seed) on every image sample as it is read."""
+        check(lib.kx_dataset_random_flip(self.handle, seed))
+        return self
+
+    def random_crop(self, height, width, seed=0):
+        """Keras's RandomCrop(height, width, seed=seed) on every image sample as it is read."""
+        check(lib.kx_dataset_random_crop(self.handle, height, width, seed))
+        return self
 
     def take(self, n):
         out = ctypes.c_void_p()
@@ -354,6 +417,22 @@ class Dataset(_Handle):
 
     def __len__(self):
         return lib.kx_dataset_num_samples(self.handle)
+
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int", color_mode="rgb",
+                                 batch_size=32, image_size=(256, 256), shuffle=True, seed=None):
+    """Keras's keras.utils.image_dataset_from_directory for what kx supports (inferred integer labels,
+    color_mode "grayscale"/"rgb"/"rgba"). Unlike Keras, pixels are scaled to [0, 1]; batch_size None
+    leaves kx's default (32)."""
+    if labels != "inferred" or label_mode != "int":
+        raise Error(-7, "kx infers integer labels from the folders (labels='inferred', label_mode='int')")
+    channels = _lookup({"grayscale": 1, "rgb": 3, "rgba": 4}, color_mode, "color_mode")
+    d = Dataset.from_image_directory(directory, image_size, channels)
+    if shuffle:
+        d.shuffle(len(d), 0 if seed is None else seed)
+    if batch_size is not None:
+        d.batch(batch_size)
+    return d
 
 
 class Model(_Handle):

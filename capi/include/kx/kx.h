@@ -336,7 +336,13 @@ KX_API void kx_model_destroy(kx_model* m);
 
 typedef struct kx_dataset kx_dataset;
 
-typedef enum kx_dtype { KX_DTYPE_F32 = 0, KX_DTYPE_I32 = 1, KX_DTYPE_I64 = 2, KX_DTYPE_U8 = 3 } kx_dtype;
+typedef enum kx_dtype {
+  KX_DTYPE_F32 = 0,
+  KX_DTYPE_I32 = 1,
+  KX_DTYPE_I64 = 2,
+  KX_DTYPE_U8 = 3,
+  KX_DTYPE_F64 = 4 /* converted to float32, rounded to nearest */
+} kx_dtype;
 
 /* A dataset of (x, y) pairs, copied from the caller's arrays (row-major, shape[0] = samples; x and y
  * must have the same number of samples). u8 x is scaled to [0, 1]; other x and all y are converted to
@@ -362,13 +368,20 @@ KX_API kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t
 /* Groups samples into batches of global_batch_size (split across replicas by kx_fit). The last
  * partial batch is kept unless drop_remainder is non-zero. Without this call, kx_fit uses 32. */
 KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder);
-/* Does nothing yet beyond checking its arguments: datasets of this version are held in memory as
- * float32 once created, so they are already cached (a file cache comes with the data pipeline). Checks
- * that path, if given, is not empty. Errors: NULL d. */
+/* tf.data's cache for datasets decoded from files (kx_dataset_from_image_directory): each sample is
+ * kept after its first decode and read from there afterwards (before the maps: augmentation still
+ * varies per epoch). path_or_null NULL keeps them in memory (the whole decoded dataset: only for data
+ * that fits); a path keeps them in that file, which a later run (or dataset) reuses when its header
+ * says it holds every sample of the same files (paths, sizes, modification times) decoded at the same
+ * size, and rewrites otherwise. Workers of a multi-worker job need one path each. Datasets held in
+ * memory are cached already: nothing to do. Errors: NULL d, an empty path, KX_E_IO (cannot create). */
 KX_API kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
-/* Batches to prepare ahead of the step (0 = none). Does nothing yet beyond checking its arguments:
- * in-memory datasets need no decoding, and on a GPU the next batch's copy already overlaps the step.
- * Errors: NULL d, negative batches. */
+/* Batches to prepare ahead of the step (0 = none, the default): a decoded dataset (image folder, or
+ * one with maps) is decoded on a background thread that many batches ahead of kx_fit's step (and of
+ * kx_evaluate's), so decoding overlaps training; memory holds at most batches + 2 decoded batches.
+ * The batches are the same with or without it. A decoding error fails kx_fit at the batch it belongs
+ * to, naming the file. In-memory datasets need no decoding (on a GPU the next batch's copy already
+ * overlaps the step): nothing to do. Errors: NULL d, negative batches. */
 KX_API kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
 /* What Keras's Normalization.adapt() computes, for kx_model_add_normalization: the mean and the
  * biased variance of d's x over all of d's samples and every position of a sample, per channel (n =
@@ -378,6 +391,54 @@ KX_API kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, fl
 /* Samples in d; -1 for NULL. */
 KX_API int64_t kx_dataset_num_samples(const kx_dataset* d);
 KX_API void kx_dataset_destroy(kx_dataset* d);
+
+/* ---- Data from files: numpy, CSV, image folders (the data pipeline) ---- */
+
+/* x and y from numpy .npy files (format versions 1, 2 and 3; little-endian float32 '<f4', float64
+ * '<f8', uint8 '|u1', int32 '<i4', int64 '<i8'; C order; shape[0] = samples in both), converted as
+ * kx_dataset_from_arrays converts (u8 x scaled to [0, 1]). Both files are read whole into memory.
+ * Errors: KX_E_IO (cannot open/read); KX_E_INVALID_ARGUMENT naming the file and why for another dtype,
+ * big-endian data, Fortran order, a 0-d array or sample counts that differ; KX_E_CORRUPT for a file
+ * that is not .npy or is truncated. */
+KX_API kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out);
+/* A CSV file: a header row naming the columns, then one sample per line, every cell a finite number
+ * (cells may be double-quoted; blank lines are skipped). The column named label_column is y (one
+ * scalar per sample), every other column is x, in file order, as float32. Errors: KX_E_IO;
+ * KX_E_INVALID_ARGUMENT for a bad cell (the message names the line, counting the header as line 1,
+ * and the column by number and name), a row of another width, no such column, or no data rows. */
+KX_API kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out);
+/* Keras's image_dataset_from_directory (labels "inferred", label_mode "int", no shuffle here: call
+ * kx_dataset_shuffle): each subfolder of dir is a class, labels 0, 1, ... in sorted folder-name order;
+ * its .jpg/.jpeg/.png files (searched recursively, case-insensitive extensions, sorted by path) are the
+ * samples, class by class. Pixels are decoded by libjpeg-turbo and libpng when a batch needs them
+ * (never the whole folder at once), converted to `channels` (1 grayscale, 3 RGB, 4 RGBA; the
+ * libraries' own conversions, alpha dropped), resized to height x width with tf.image.resize's
+ * bilinear interpolation (half-pixel centers, antialias=False) and scaled to [0, 1] (unlike Keras,
+ * which leaves 0..255 to a Rescaling layer). Each file's header is read now: a file whose header does
+ * not decode is skipped with a warning on stderr naming it (kx_dataset_num_skipped counts them); a
+ * file that fails later, in the middle of its data, fails kx_fit with KX_E_CORRUPT naming it.
+ * Errors: KX_E_INVALID_ARGUMENT (bad size or channels, no class folders, no decodable images),
+ * KX_E_IO (dir missing or unreadable), KX_E_UNSUPPORTED (kx built without libjpeg/libpng). */
+KX_API kx_status kx_dataset_from_image_directory(const char* dir, int64_t height, int64_t width, int64_t channels,
+                                                 kx_dataset** out);
+/* The classes of an image-folder dataset (0 for other datasets; -1 for NULL), and the name of class i
+ * (its folder's name; *name is owned by d and valid until d is destroyed). Errors: NULL, i out of range. */
+KX_API int64_t kx_dataset_num_classes(const kx_dataset* d);
+KX_API kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name);
+/* Files an image-folder dataset skipped because they did not decode (0 for others; -1 for NULL). */
+KX_API int64_t kx_dataset_num_skipped(const kx_dataset* d);
+/* Augmentation as dataset maps over image samples (height, width, channels), Keras's
+ * RandomFlip("horizontal", seed=seed) and RandomCrop(height, width, seed=seed): applied to each
+ * sample as kx_fit and kx_evaluate read it (after kx_dataset_cache), drawn from (seed, the pass over
+ * the data, the sample's index) alone, so the same seed gives the same samples in every run, with or
+ * without prefetch, and a fit resumed mid-epoch sees what the uninterrupted one saw. The flip mirrors
+ * left-right with probability 1/2; the crop takes a height x width window at a uniform position (the
+ * samples' shape becomes height x width x channels). Both also apply in kx_evaluate (unlike Keras's
+ * layers, which do nothing at inference): evaluate a dataset without them. A dataset with maps is
+ * decoded batch by batch as an image folder is (kx_dataset_prefetch applies). Errors: NULL d, samples
+ * that are not images, a crop larger than the images or not positive. */
+KX_API kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed);
+KX_API kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Callbacks, fit, evaluate, predict                                                              */

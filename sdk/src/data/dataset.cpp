@@ -1,11 +1,13 @@
 // Datasets: conversion of the caller's arrays to float32, and the take/skip/shuffle/batch pipeline.
 #include "kx/dataset.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
 #include "backend/seed_mix.hpp"
+#include "data/sample_cache.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
@@ -36,6 +38,11 @@ void convert(const void* src, DType t, int64_t n, Dst* dst, bool scale_u8, const
       for (int64_t i = 0; i < n; ++i) dst[i] = s[i];
       return;
     }
+    case DType::F64: {  // rounded to the nearest float32
+      const double* s = static_cast<const double*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(s[i]);
+      return;
+    }
     case DType::U8: {
       const uint8_t* s = static_cast<const uint8_t*>(src);
       const float k = scale_u8 ? 1.0f / 255.0f : 1.0f;
@@ -59,7 +66,8 @@ void convert(const void* src, DType t, int64_t n, Dst* dst, bool scale_u8, const
 
 }  // namespace
 
-Dataset::Dataset(std::shared_ptr<const DatasetStorage> s) : storage_(std::move(s)), count_(storage_->samples) {}
+Dataset::Dataset(std::shared_ptr<const DatasetStorage> s)
+    : storage_(std::move(s)), count_(storage_->samples), x_shape_(storage_->x_shape) {}
 
 Dataset Dataset::from_arrays(const void* x, DType x_dtype, const Shape& x_shape, const void* y, DType y_dtype,
                              const Shape& y_shape) {
@@ -78,6 +86,24 @@ Dataset Dataset::from_arrays(const void* x, DType x_dtype, const Shape& x_shape,
   s->y.resize(static_cast<size_t>(ny));
   convert(x, x_dtype, nx, s->x.data(), true, "x");
   convert(y, y_dtype, ny, s->y.data(), false, "y");
+  return Dataset(std::move(s));
+}
+
+Dataset Dataset::from_source(std::shared_ptr<const SampleSource> source, const Shape& x_shape, std::vector<float> y,
+                             const Shape& y_shape) {
+  require(source != nullptr, Status::InvalidArgument, "the sample source is null");
+  Shape one_sample{1};
+  one_sample.insert(one_sample.end(), x_shape.begin(), x_shape.end());
+  checked_elements(one_sample, "x");
+  const int64_t per_label = num_elements(y_shape);
+  require(per_label > 0 && !y.empty() && y.size() % static_cast<size_t>(per_label) == 0, Status::InvalidArgument,
+          "labels do not divide into samples of shape " + to_string(y_shape));
+  auto s = std::make_shared<DatasetStorage>();
+  s->samples = static_cast<int64_t>(y.size()) / per_label;
+  s->x_shape = x_shape;
+  s->y_shape = y_shape;
+  s->y = std::move(y);
+  s->source = std::move(source);
   return Dataset(std::move(s));
 }
 
@@ -115,6 +141,48 @@ void Dataset::prefetch(int32_t batches) {
   prefetch_ = batches;
 }
 
+void Dataset::cache(const std::string& path) {
+  if (!storage_->source) return;  // the samples are in memory already
+  cache_ = std::make_shared<SampleCache>(path, storage_->source->identity(), storage_->samples,
+                                         num_elements(storage_->x_shape));
+}
+
+void Dataset::map(std::shared_ptr<const SampleMap> m) {
+  require(m != nullptr, Status::InvalidArgument, "map is null");
+  x_shape_ = m->output_shape(x_shape_);
+  maps_.push_back(std::move(m));
+}
+
+void Dataset::read_sample(int64_t index, uint64_t pass, float* out) const {
+  const DatasetStorage& s = *storage_;
+  const int64_t n = num_elements(s.x_shape);
+  // The stored (or decoded) sample goes straight to out without maps, else through two scratch rows.
+  std::vector<float> a, b;
+  float* first = out;
+  if (!maps_.empty()) {
+    a.resize(static_cast<size_t>(n));
+    first = a.data();
+  }
+  if (!s.source) {
+    std::copy_n(s.x.data() + index * n, n, first);
+  } else if (!cache_ || !cache_->get(index, first)) {
+    s.source->read(index, first);
+    if (cache_) cache_->put(index, first);
+  }
+  Shape shape = s.x_shape;
+  for (size_t k = 0; k < maps_.size(); ++k) {
+    const Shape next = maps_[k]->output_shape(shape);
+    float* dst = out;
+    if (k + 1 < maps_.size()) {
+      b.resize(static_cast<size_t>(num_elements(next)));
+      dst = b.data();
+    }
+    maps_[k]->apply(a.data(), shape, dst, pass, index);
+    std::swap(a, b);
+    shape = next;
+  }
+}
+
 int64_t Dataset::batches_per_pass() const {
   return drop_remainder_ ? count_ / batch_size_ : (count_ + batch_size_ - 1) / batch_size_;
 }
@@ -126,7 +194,12 @@ FeatureMoments Dataset::feature_moments(int64_t channels) const {
               std::to_string(channels));
   require(count_ > 0, Status::InvalidArgument, "feature moments of an empty dataset");
   const int64_t per_sample = num_elements(x_shape());
-  const float* x = storage_->x.data() + begin_ * per_sample;
+  FloatBuffer decoded;
+  if (this->decoded()) {  // the samples as the step sees them (first pass)
+    decoded.resize(static_cast<size_t>(count_ * per_sample));
+    for (int64_t i = 0; i < count_; ++i) read_sample(begin_ + i, 0, decoded.data() + i * per_sample);
+  }
+  const float* x = this->decoded() ? decoded.data() : storage_->x.data() + begin_ * per_sample;
   const int64_t n = count_ * per_sample;
   const auto C = static_cast<size_t>(channels);
   // Two passes (mean, then squared deviations): no cancellation for data far from zero.

@@ -63,6 +63,7 @@ pub const KX_DTYPE_F32: kx_dtype = 0;
 pub const KX_DTYPE_I32: kx_dtype = 1;
 pub const KX_DTYPE_I64: kx_dtype = 2;
 pub const KX_DTYPE_U8: kx_dtype = 3;
+pub const KX_DTYPE_F64: kx_dtype = 4;
 
 pub type kx_event_kind = i32;
 pub const KX_EVENT_TRAIN_BEGIN: kx_event_kind = 0;
@@ -212,6 +213,14 @@ extern "C" {
     pub fn kx_dataset_feature_moments(d: *const kx_dataset, mean: *mut f32, variance: *mut f32, n: usize) -> kx_status;
     pub fn kx_dataset_num_samples(d: *const kx_dataset) -> i64;
     pub fn kx_dataset_destroy(d: *mut kx_dataset);
+    pub fn kx_dataset_from_npy(x_path: *const c_char, y_path: *const c_char, out: *mut *mut kx_dataset) -> kx_status;
+    pub fn kx_dataset_from_csv(path: *const c_char, label_column: *const c_char, out: *mut *mut kx_dataset) -> kx_status;
+    pub fn kx_dataset_from_image_directory(dir: *const c_char, height: i64, width: i64, channels: i64, out: *mut *mut kx_dataset) -> kx_status;
+    pub fn kx_dataset_num_classes(d: *const kx_dataset) -> i64;
+    pub fn kx_dataset_class_name(d: *const kx_dataset, i: i64, name: *mut *const c_char) -> kx_status;
+    pub fn kx_dataset_num_skipped(d: *const kx_dataset) -> i64;
+    pub fn kx_dataset_random_flip(d: *mut kx_dataset, seed: u64) -> kx_status;
+    pub fn kx_dataset_random_crop(d: *mut kx_dataset, height: i64, width: i64, seed: u64) -> kx_status;
 
     pub fn kx_callbacks_create(out: *mut *mut kx_callbacks) -> kx_status;
     pub fn kx_callbacks_add_model_checkpoint(c: *mut kx_callbacks, path_template: *const c_char, every_n_batches: i64, keep_last: i32) -> kx_status;

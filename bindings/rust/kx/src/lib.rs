@@ -4,6 +4,7 @@
 //! Every failure is an [`Error`] with kx's status code and message. Handles are released on drop.
 //! A handle is used from one thread at a time (they are `Send`, not `Sync`).
 mod callbacks;
+mod data_files;
 mod dataset;
 mod error;
 mod model;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/train/batch_decoder.hpp"
 #include "core/train/data_feed.hpp"
 #include "core/train/step_graphs.hpp"
 #include "core/train/step_plan.hpp"
@@ -134,6 +135,13 @@ class Model::Impl {
   }
   // Replica k's share of a global batch of `rows` rows.
   core::Slice slice(int replica, int64_t rows) const;
+  // The rows of a global batch of `rows` that this process's replicas read, together (contiguous).
+  core::Slice local_slice(int64_t rows) const;
+  // For a decoded dataset (Dataset::decoded), the decoder of this process's rows of each batch, in the
+  // order fit takes them from (pass, position); null for data in memory.
+  std::unique_ptr<core::BatchDecoder> training_decoder(const Dataset& d, uint64_t pass, int64_t position) const;
+  // Every replica's feed takes the next batch's samples from rows.
+  void use_rows(const core::DecodedRows& rows);
   // The floats of one label: a class index for sparse categorical cross-entropy, else the output's.
   int64_t label_size() const;
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.

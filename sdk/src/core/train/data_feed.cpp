@@ -14,10 +14,12 @@ Slice replica_slice(int replica, int replicas, int64_t rows) {
 }
 
 void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, RowSizes row,
-                        int64_t batch_rows, bool always_stream) {
+                        int64_t batch_rows, bool always_stream, bool decoded) {
   row_ = row;
   streamed_.reset();
-  if (always_stream) {
+  rows_ = nullptr;
+  decoded_ = decoded;
+  if (always_stream || decoded) {
     stream(be, storage, batch_rows);
     return;
   }
@@ -90,6 +92,14 @@ void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_
   auto* xs = static_cast<float*>(ring_x_->host_slot(slot));
   auto* ys = static_cast<float*>(ring_y_->host_slot(slot));
   const DatasetStorage& d = *streamed_;
+  if (decoded_)
+    require(rows_ && s.first >= rows_->first && s.first + s.rows <= rows_->first + rows_->rows, Status::Internal,
+            "a decoded dataset was fed without its batch's decoded rows");
+  // Where row i of the slice is: the decoded rows by position in the batch, else storage by index.
+  const auto sample = [&](int64_t i) {
+    return decoded_ ? rows_->x.data() + (s.first + i - rows_->first) * in
+                 : d.x.data() + static_cast<size_t>(idx[s.first + i]) * static_cast<size_t>(in);
+  };
   ring_index_.resize(static_cast<size_t>(s.rows));
   // The host fills the slot while the device still computes the step before (steps are queued, not
   // waited for); large batches are copied by every core, so the copy keeps up with the device.
@@ -97,7 +107,7 @@ void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_
 #pragma omp parallel for if (s.rows * (in + ls) >= kParallelFloats)
   for (int64_t i = 0; i < s.rows; ++i) {
     const auto row = static_cast<size_t>(idx[s.first + i]);
-    std::memcpy(xs + i * in, d.x.data() + row * static_cast<size_t>(in), static_cast<size_t>(in) * sizeof(float));
+    std::memcpy(xs + i * in, sample(i), static_cast<size_t>(in) * sizeof(float));
     std::memcpy(ys + i * ls, d.y.data() + row * static_cast<size_t>(ls), static_cast<size_t>(ls) * sizeof(float));
     ring_index_[static_cast<size_t>(i)] = slot * ring_rows_ + i;  // the step gathers from the slot
   }

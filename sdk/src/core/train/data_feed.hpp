@@ -20,6 +20,13 @@ struct Slice {
 // first rows % replicas replicas get one row more.
 Slice replica_slice(int replica, int replicas, int64_t rows);
 
+// Samples decoded for a batch (core::BatchDecoder): rows [first, first + rows) of the global batch,
+// the ones this process's replicas read.
+struct DecodedRows {
+  int64_t first = 0, rows = 0;
+  FloatBuffer x;  // rows * floats per sample
+};
+
 // A dataset's samples and labels copied to a device.
 struct CachedDataset {
   std::weak_ptr<const DatasetStorage> storage;
@@ -30,7 +37,9 @@ struct CachedDataset {
 // backend can read them: the host storage itself on the CPU, else a copy in device memory, kept for
 // the next call that reads the same data; a dataset that does not fit in device memory (or every
 // dataset, when streaming is forced) is read through two rings of page-locked slots instead
-// (samples, labels), each batch gathered on the host and copied beside the compute.
+// (samples, labels), each batch gathered on the host and copied beside the compute. A decoded dataset
+// (samples made as they are read) always goes through the rings, its samples taken from the rows
+// decoded for the batch (use_rows).
 class ReplicaFeed {
  public:
   // The floats of one sample and of one label.
@@ -41,7 +50,9 @@ class ReplicaFeed {
   // Points the feed at storage's samples and labels, copying them to device memory first where the
   // backend cannot read the host's. batch_rows: the most rows of a slice (the step plan's capacity).
   void stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, RowSizes row,
-             int64_t batch_rows, bool always_stream);
+             int64_t batch_rows, bool always_stream, bool decoded);
+  // For a decoded dataset: the rows the next feed() calls take their samples from (borrowed).
+  void use_rows(const DecodedRows* rows) { rows_ = rows; }
   // Makes slice s of the batch (storage indices idx + s.first ...) readable by the step: the indices
   // copied to batch_index (the step plan's, in be's memory), and for a streamed dataset the samples
   // and labels copied to a ring slot.
@@ -67,6 +78,8 @@ class ReplicaFeed {
   const float* y_src_ = nullptr;
   std::vector<CachedDataset> cache_;
   std::shared_ptr<const DatasetStorage> streamed_;  // the dataset read through the rings, if any
+  bool decoded_ = false;                            // the staged dataset is decoded: samples from rows_
+  const DecodedRows* rows_ = nullptr;               // a decoded dataset's current batch
   std::unique_ptr<backend::TransferRing> ring_x_, ring_y_;
   int64_t ring_rows_ = 0;  // samples per slot
   int next_slot_ = 0, fed_slot_ = -1;

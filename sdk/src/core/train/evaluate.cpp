@@ -49,8 +49,24 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
     if (options.accuracy) m.emplace_back("accuracy", sums.correct / static_cast<double>(read));
     m.emplace_back("loss", sums.loss / static_cast<double>(read));
   };
+  std::unique_ptr<core::BatchDecoder> decoder;
+  if (data.decoded()) {  // this process's rows of each batch, in storage order, read as pass 0
+    auto next_first = std::make_shared<int64_t>(0);
+    decoder = std::make_unique<core::BatchDecoder>(
+        data,
+        [this, &idx, next_first, batch, n = data.num_samples()] {
+          const int64_t first = *next_first;
+          *next_first += batch;
+          if (first >= n) return core::BatchDecoder::Planned{};  // prefetch looking past the end
+          const core::Slice mine = local_slice(std::min(batch, n - first));
+          const int64_t* b = idx.data() + first;
+          return core::BatchDecoder::Planned{{b + mine.first, b + mine.first + mine.rows}, mine.first, 0};
+        },
+        data.prefetch_batches());
+  }
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
+    if (decoder) use_rows(decoder->next());
     for_each_replica([&](int k) {
       Replica& r = replicas[static_cast<size_t>(k)];
       const core::Slice part = slice(k, rows);

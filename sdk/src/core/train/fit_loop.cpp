@@ -11,6 +11,7 @@
 
 #include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
+#include "core/train/batch_stream.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
 #include "kx/error.hpp"
@@ -84,37 +85,6 @@ class EpochLoss {
   int64_t seen_ = 0;
   int64_t unread_ = 0;  // samples of the steps whose loss is not read yet
   double loss_ = std::nan(""), acc_ = std::nan("");
-};
-
-// The training batches: a stream of passes over the data, pass p shuffled with the seed of p, so that
-// the order depends only on the dataset and how many batches came before.
-class BatchStream {
- public:
-  BatchStream(const Dataset& data, uint64_t pass, int64_t position)
-      : data_(data), pass_steps_(data.batches_per_pass()), pass_(pass), position_(position), order_(data.order(pass)) {}
-
-  struct Batch {
-    const int64_t* idx;  // storage indices
-    int64_t rows;
-  };
-  Batch next() {
-    if (position_ == pass_steps_) {
-      order_ = data_.order(++pass_);
-      position_ = 0;
-    }
-    const int64_t first = position_++ * data_.batch_size();
-    return {order_.data() + first, std::min(data_.batch_size(), data_.num_samples() - first)};
-  }
-  // Where the next batch comes from.
-  uint64_t pass() const { return pass_; }
-  int64_t position() const { return position_; }
-
- private:
-  const Dataset& data_;
-  int64_t pass_steps_;
-  uint64_t pass_;
-  int64_t position_;  // batches of the pass taken
-  std::vector<int64_t> order_;
 };
 
 // The fit in progress, as the built-in callbacks see it.
@@ -255,7 +225,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     if (std::string backup = cb->backup_to_resume(); !backup.empty()) from.resume_from = backup;
   const core::FitStart start = core::start_of_fit(*this, from, steps, pass_steps, control.order, bar);
   align_workers_at_start(start);
-  BatchStream batches(train, start.data_pass, start.data_position);
+  core::BatchStream batches(train, start.data_pass, start.data_position);
+  const std::unique_ptr<core::BatchDecoder> decoder = training_decoder(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
   const bool read_every_step = cb && cb->reads_batch_metrics();
 
@@ -271,7 +242,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     stage_dataset(train);  // again after the validation of the epoch before
     core::Metrics m;
     for (int64_t step = first_step; step < steps && !stop; ++step) {
-      const BatchStream::Batch batch = batches.next();
+      const core::BatchStream::Batch batch = batches.next();
+      if (decoder) use_rows(decoder->next());
       steps_.run(*this, batch.idx, batch.rows);
       bar.step_done(step + 1);
       if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);

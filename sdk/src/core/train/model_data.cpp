@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/model/model_impl.hpp"
+#include "core/train/batch_stream.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
@@ -53,6 +54,29 @@ core::Slice Model::Impl::slice(int replica, int64_t rows) const {
   return core::replica_slice(replica_offset + replica, total_replicas, rows);
 }
 
+core::Slice Model::Impl::local_slice(int64_t rows) const {
+  const core::Slice first = slice(0, rows), last = slice(static_cast<int>(replicas.size()) - 1, rows);
+  return {first.first, last.first + last.rows - first.first};
+}
+
+std::unique_ptr<core::BatchDecoder> Model::Impl::training_decoder(const Dataset& d, uint64_t pass,
+                                                                  int64_t position) const {
+  if (!d.decoded()) return nullptr;
+  // The decoder's own stream of the same batches as fit's, from the same place: each worker decodes
+  // only its replicas' rows of each global batch.
+  auto stream = std::make_shared<core::BatchStream>(d, pass, position);
+  auto plan = [this, stream] {
+    const core::BatchStream::Batch b = stream->next();
+    const core::Slice mine = local_slice(b.rows);
+    return core::BatchDecoder::Planned{{b.idx + mine.first, b.idx + mine.first + mine.rows}, mine.first, b.pass};
+  };
+  return std::make_unique<core::BatchDecoder>(d, std::move(plan), d.prefetch_batches());
+}
+
+void Model::Impl::use_rows(const core::DecodedRows& rows) {
+  for (Replica& r : replicas) r.feed.use_rows(&rows);
+}
+
 void Model::Impl::reserve_plans(int64_t global_rows) {
   const int64_t n = total_replicas;
   const int64_t per_replica = (global_rows + n - 1) / n;
@@ -61,7 +85,7 @@ void Model::Impl::reserve_plans(int64_t global_rows) {
 
 void Model::Impl::stage_dataset(const Dataset& data) {
   const core::ReplicaFeed::RowSizes row{net.input_size(), label_size()};
-  for (Replica& r : replicas) r.feed.stage(*r.be, data.shared_storage(), row, r.plan.capacity(), always_stream_);
+  for (Replica& r : replicas) r.feed.stage(*r.be, data.shared_storage(), row, r.plan.capacity(), always_stream_, data.decoded());
 }
 
 }  // namespace kx
