@@ -603,6 +603,45 @@ TEST(CudaTraining, LayersWithoutBiasMatchTheCpu) {
   EXPECT_LE(test::relative_difference(gpu, cpu), 1e-4);
 }
 
+// A per-position softmax head ([H, W, C] output, Keras's last-axis softmax) with per-position sparse
+// labels: its fit, evaluate and predict on cuda:0 against the CPU's.
+TEST(CudaTraining, PerPositionSoftmaxHeadMatchesTheCpu) {
+  REQUIRE_GPU();
+  constexpr int64_t kN = 96, kSide = 6, kClasses = 4;
+  const std::vector<float> x = test::random_floats(kN * kSide * kSide * 3, 12);
+  std::vector<float> y(kN * kSide * kSide);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>((i * 5 + i / 7) % kClasses);
+  struct Run {
+    std::vector<float> weights, predicted;
+    EvalResult eval;
+  };
+  auto run = [&](const std::string& device) {
+    Strategy s = Strategy::mirrored({device});
+    s.set_tf32(false);
+    Model m = Model::sequential(s, {kSide, kSide, 3});
+    m.add_conv2d(8, 3, 3, 1, Padding::Same, Activation::Relu);
+    m.add_conv2d(kClasses, 1, 1, 1, Padding::Valid, Activation::Softmax);
+    CompileOptions co;
+    co.seed = 9;
+    co.accuracy = true;
+    co.optimizer.kind = OptimizerKind::Sgd;
+    co.optimizer.learning_rate = 0.1;
+    m.compile(co);
+    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kN, kSide, kSide, 3}, y.data(), DType::F32,
+                                     {kN, kSide, kSide});
+    d.batch(32, false);
+    FitOptions fo;
+    fo.epochs = 2;
+    EXPECT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+    return Run{m.get_weights(), m.predict(x.data(), kN), m.evaluate(d)};
+  };
+  const Run cpu = run("cpu"), gpu = run("cuda:0");
+  EXPECT_LE(test::relative_difference(gpu.weights, cpu.weights), 1e-4);
+  EXPECT_LE(rel_error(gpu.predicted, cpu.predicted), 1e-4);
+  EXPECT_NEAR(gpu.eval.loss, cpu.eval.loss, 1e-4 * cpu.eval.loss);
+  EXPECT_NEAR(gpu.eval.accuracy, cpu.eval.accuracy, 1.0 / (kN * kSide * kSide));
+}
+
 // The step recorded as a CUDA graph and replayed gives the weights of the step run kernel by kernel:
 // every value that changes between steps (rate, dropout seed, batch index, a short last batch, the
 // EMA's first step, validation in between) reaches the replay.

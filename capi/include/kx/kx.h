@@ -255,9 +255,13 @@ KX_API kx_status kx_model_to_json(const kx_model* m, char** out_json);
 
 typedef enum kx_optimizer { KX_OPTIMIZER_ADAM = 0, KX_OPTIMIZER_SGD = 1 } kx_optimizer;
 
+/* As Keras, softmax and the categorical losses and accuracies work along the output's last axis: an
+ * output of shape [H, W, C] per sample is H * W positions of C classes each, and a sample's loss and
+ * accuracy are the means over its positions (sparse labels: one class index per position, labels of
+ * shape [H, W] or [H, W, 1]). */
 typedef enum kx_loss {
-  KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0, /* y: one integer class index per sample */
-  KX_LOSS_CATEGORICAL_CROSSENTROPY = 1,        /* y: one-hot (or probabilities) per sample */
+  KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0, /* y: one integer class index per sample (per position) */
+  KX_LOSS_CATEGORICAL_CROSSENTROPY = 1,        /* y: one-hot (or probabilities) per sample (per position) */
   KX_LOSS_BINARY_CROSSENTROPY = 2,             /* y: 0/1 (or probabilities) per output */
   KX_LOSS_MEAN_SQUARED_ERROR = 3
 } kx_loss;
@@ -583,8 +587,8 @@ KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, floa
 
 /* Keras's train_on_batch: one optimizer step on these n_samples as one global batch (split across the
  * replicas), exactly the step kx_fit takes on that batch. x holds n_samples inputs (float32, the
- * model's input shape); y n_samples class indices for sparse categorical cross-entropy, else
- * n_samples * the output size targets. loss and accuracy (either may be NULL) receive the batch's
+ * model's input shape); y n_samples class indices for sparse categorical cross-entropy (one per
+ * position of a multi-axis output: see kx_loss), else n_samples * the output size targets. loss and accuracy (either may be NULL) receive the batch's
  * loss and accuracy before the update (NaN without KX_METRIC_ACCURACY). Errors: NULL m, x or y,
  * n_samples <= 0, labels that are not classes, KX_E_MISUSE before compile. */
 KX_API kx_status kx_model_train_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,

@@ -144,7 +144,8 @@ class Model {
   // Keras's train_on_batch: one optimizer step on these n samples as one global batch (split across
   // the replicas), exactly the step fit takes on that batch; returns the batch's loss and accuracy
   // (NaN without the metric), as computed before the update. x: n samples of the input shape; y: n
-  // labels (sparse cross-entropy) or n * numel(output_shape) targets. Throws Misuse before compile,
+  // labels (sparse cross-entropy; one per position, n * numel(output_shape without its last axis), for
+  // an output of more than one axis) or n * numel(output_shape) targets. Throws Misuse before compile,
   // InvalidArgument for bad sizes or labels.
   EvalResult train_on_batch(const float* x, const float* y, int64_t n);
   // Keras's test_on_batch: the loss and accuracy of these n samples, without training.

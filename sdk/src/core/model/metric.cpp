@@ -2,15 +2,15 @@
 
 namespace kx {
 
-AccuracyKind choose_accuracy(LossKind loss, int64_t outputs_per_sample, int64_t labels_per_sample) {
+AccuracyKind choose_accuracy(LossKind loss, int64_t outputs_last_axis, int64_t labels_last_axis) {
   switch (loss) {
     case LossKind::BinaryCrossentropy: return AccuracyKind::Binary;
     case LossKind::SparseCategoricalCrossentropy: return AccuracyKind::SparseCategorical;
     case LossKind::CategoricalCrossentropy: return AccuracyKind::Categorical;
     case LossKind::MeanSquaredError: break;
   }
-  if (outputs_per_sample == 1) return AccuracyKind::Binary;
-  if (labels_per_sample == 1) return AccuracyKind::SparseCategorical;
+  if (outputs_last_axis == 1) return AccuracyKind::Binary;
+  if (labels_last_axis == 1) return AccuracyKind::SparseCategorical;
   return AccuracyKind::Categorical;
 }
 

@@ -92,7 +92,12 @@ void Model::Impl::set_trainable(const std::string& layer, bool trainable) {
 bool Model::Impl::trainable(const std::string& layer) const { return layer_named(layer).trainable(); }
 
 int64_t Model::Impl::label_size() const {
-  return loss_spec.kind == LossKind::SparseCategoricalCrossentropy ? 1 : net.output_size();
+  return loss_spec.kind == LossKind::SparseCategoricalCrossentropy ? loss_positions : net.output_size();
+}
+
+int64_t Model::Impl::output_classes() const {
+  const Shape& out = net.shapes.back();
+  return out.empty() ? 1 : out.back();
 }
 
 void Model::Impl::compile(const CompileOptions& o) {
@@ -102,20 +107,21 @@ void Model::Impl::compile(const CompileOptions& o) {
   require(is_valid(o.loss.kind), Status::InvalidArgument, "unknown loss " + std::to_string(static_cast<int>(o.loss.kind)));
   OptimizerConfig resolved = o.optimizer.resolved();
 
-  const int64_t outputs = net.output_size();
+  const int64_t outputs = net.output_size(), classes = output_classes();
   const Activation last = net.layers.back()->output_activation();
   const LossKind lk = o.loss.kind;
-  const bool categorical = lk == LossKind::SparseCategoricalCrossentropy || lk == LossKind::CategoricalCrossentropy;
-  if (categorical)
-    require(outputs >= 2 || lk == LossKind::CategoricalCrossentropy, Status::InvalidArgument,
-            std::string(loss_name(lk)) + " needs at least 2 outputs per sample, the model has " +
-                std::to_string(outputs));
+  const bool sparse = lk == LossKind::SparseCategoricalCrossentropy;
+  const bool categorical = sparse || lk == LossKind::CategoricalCrossentropy;
+  require(!sparse || classes >= 2, Status::InvalidArgument,
+          std::string(loss_name(lk)) + " needs at least 2 classes on the output's last axis, the model's output is " +
+              to_string(net.shapes.back()));
   // Keras computes cross-entropy from the logits under a softmax/sigmoid output: fold it in.
   net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
   loss_spec.kind = lk;
   loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
-  loss_spec.accuracy = choose_accuracy(lk, outputs, lk == LossKind::SparseCategoricalCrossentropy ? 1 : outputs);
+  loss_spec.accuracy = choose_accuracy(lk, classes, sparse ? 1 : classes);
+  loss_positions = loss_spec.accuracy == AccuracyKind::Binary ? 1 : outputs / classes;
 
   const int n = static_cast<int>(strategy.replicas().size());  // this process's
   replica_offset = strategy.worker_index() * n;

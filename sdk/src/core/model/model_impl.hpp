@@ -95,6 +95,11 @@ class Model::Impl {
   CompileOptions options;
   OptimizerConfig optimizer;  // resolved
   backend::LossSpec loss_spec;
+  // The backend's loss sees each sample as loss_positions rows of output_size / loss_positions values,
+  // and the sample's loss and accuracy are their means: Keras takes categorical losses and accuracies
+  // over the last axis at every position of the others ([H, W, C]: H * W positions). 1 where it makes
+  // no difference (a rank-1 output; binary accuracy and its losses, means over every output).
+  int64_t loss_positions = 1;
   bool compiled = false;
   std::vector<Replica> replicas;
   int64_t optimizer_steps = 0;
@@ -142,8 +147,11 @@ class Model::Impl {
   std::unique_ptr<core::BatchDecoder> training_decoder(const Dataset& d, uint64_t pass, int64_t position) const;
   // Every replica's feed takes the next batch's samples from rows.
   void use_rows(const core::DecodedRows& rows);
-  // The floats of one label: a class index for sparse categorical cross-entropy, else the output's.
+  // The floats of one label: a class index per loss position for sparse categorical cross-entropy,
+  // else the output's.
   int64_t label_size() const;
+  // The size of the output's last axis: Keras's softmax, categorical losses and accuracies work along it.
+  int64_t output_classes() const;
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.
   backend::LossSums take_loss_sums();
 

@@ -16,6 +16,11 @@ backend::LossSums Model::Impl::take_loss_sums() {
     total.loss += s.loss;
     total.correct += s.correct;
   }
+  // The backends summed over positions (loss_positions rows per sample): per sample, their means.
+  if (loss_positions > 1) {
+    total.loss /= static_cast<double>(loss_positions);
+    total.correct /= static_cast<double>(loss_positions);
+  }
   return total;
 }
 
@@ -111,8 +116,10 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
     const int64_t rows = std::min(batch, n - first);
     r.be->to_device(x + first * in, static_cast<size_t>(rows * in) * sizeof(float), r.plan.input());
     r.plan.forward(*r.be, net, r.params.data(), rows, false, r.step_seed());
-    // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities.
-    r.be->activation_forward(net.folded_activation(), rows, outs, r.plan.output());
+    // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities
+    // (softmax over the last axis, as Keras).
+    const int64_t classes = output_classes();
+    r.be->activation_forward(net.folded_activation(), rows * (outs / classes), classes, r.plan.output());
     r.be->to_host(r.plan.output(), static_cast<size_t>(rows * outs) * sizeof(float), out + first * outs);
   }
 }

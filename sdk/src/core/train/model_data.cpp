@@ -28,15 +28,23 @@ void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
   const DatasetStorage& s = d.storage();
   const std::vector<int64_t> idx = d.in_storage_order();
   if (loss_spec.kind == LossKind::SparseCategoricalCrossentropy) {
-    require(y_size == 1, Status::InvalidArgument,
-            who + ": sparse categorical cross-entropy needs one integer label per sample, labels have shape " +
-                to_string(d.y_shape()));
-    for (int64_t i : idx) {
-      const float label = s.y[static_cast<size_t>(i)];
-      require(is_integral(label) && label >= 0 && label < static_cast<float>(outputs), Status::InvalidArgument,
-              who + ": label " + std::to_string(label) + " of sample " + std::to_string(i) + " is not a class in [0, " +
-                  std::to_string(outputs) + ")");
-    }
+    // Keras: one class index per position of the output's axes before the last ([N, H, W] or
+    // [N, H, W, 1] labels for [N, H, W, C] outputs); one per sample for a rank-1 output.
+    const int64_t classes = output_classes();
+    require(y_size == loss_positions, Status::InvalidArgument,
+            who + ": sparse categorical cross-entropy needs one integer label per " +
+                (loss_positions == 1 ? std::string("sample")
+                                     : "position of the output " + to_string(net.shapes.back()) + " without its last axis (" +
+                                           std::to_string(loss_positions) + " per sample)") +
+                ", labels have shape " + to_string(d.y_shape()));
+    for (int64_t i : idx)
+      for (int64_t j = 0; j < y_size; ++j) {
+        const float label = s.y[static_cast<size_t>(i * y_size + j)];
+        require(is_integral(label) && label >= 0 && label < static_cast<float>(classes), Status::InvalidArgument,
+                who + ": label " + std::to_string(label) + " of sample " + std::to_string(i) +
+                    (y_size > 1 ? " at position " + std::to_string(j) : std::string()) + " is not a class in [0, " +
+                    std::to_string(classes) + ")");
+      }
   } else {
     require(y_size == outputs, Status::InvalidArgument,
             who + ": " + loss_name(loss_spec.kind) + " needs " + std::to_string(outputs) +

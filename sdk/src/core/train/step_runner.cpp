@@ -16,8 +16,11 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
   r.be->gather_rows(r.feed.samples(), m.net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
   r.be->gather_rows(r.feed.labels(), ls, r.plan.batch_index(), s.rows, r.plan.labels());
   r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first);
-  r.be->loss(m.loss_spec, s.rows, m.net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
-             training ? r.plan.output_grad() : nullptr);
+  // Each position of a sample is a row of the loss; a sample's loss is their mean (take_loss_sums
+  // divides the sums by the positions).
+  const int64_t positions = m.loss_positions;
+  r.be->loss(m.loss_spec, s.rows * positions, m.net.output_size() / positions, r.plan.output(), r.plan.labels(),
+             ls / positions, grad_scale / static_cast<float>(positions), training ? r.plan.output_grad() : nullptr);
 }
 
 void StepRunner::forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t global_rows) const {
