@@ -470,15 +470,15 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
     const float* dev_sgd_rate = p.up(sgd_rate);
     for (int step = 1; step <= 5; ++step) {
       if (variant == 0) {
-        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, dev_sgd_rate, 0.0f);
-        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, sgd_rate.data(), 0.0f);
+        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, dev_sgd_rate, 0.0f, nullptr);
+        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, sgd_rate.data(), 0.0f, nullptr);
       } else if (variant == 1) {
-        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f);
-        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f);
+        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f, nullptr);
+        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f, nullptr);
       } else {
         const std::vector<float> lr_t{static_cast<float>(1e-3 * std::sqrt(1 - std::pow(0.999, step)) / (1 - std::pow(0.9, step)))};
-        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.1f, 0.001f, 1e-7f);
-        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.1f, 0.001f, 1e-7f);
+        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.1f, 0.001f, 1e-7f, nullptr);
+        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.1f, 0.001f, 1e-7f, nullptr);
       }
     }
     EXPECT_LE(rel_error(p.down(dev_w, w.size()), w), 1e-5) << "optimizer " << variant;

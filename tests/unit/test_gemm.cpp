@@ -121,7 +121,7 @@ TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {
       const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
       const auto bias = test::random_floats(32, 3);
       auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
-      backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, 1.0f, bias.data(), true};
+      backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, 1.0f, bias.data(), true, backend::Rounding::None};
       backend::cpu::tile_portable(t);
       t.C = C2.data();
       fast(t);
