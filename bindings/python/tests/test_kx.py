@@ -69,6 +69,22 @@ class Basics(unittest.TestCase):
         np.testing.assert_allclose(w[:8], mean)
         np.testing.assert_allclose(w[8:16], variance)
 
+    def test_mixed_precision_policies(self):
+        rng = np.random.default_rng(5)
+        x = rng.random((128, 8), dtype=np.float32)
+        y = (x.sum(axis=1) > 4).astype(np.int32)
+        for policy in ("mixed_bfloat16", "mixed_float16"):
+            m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
+            m.add_dense(16, "relu").add_dense(2, "softmax")
+            m.compile(learning_rate=0.01, metrics=["accuracy"], seed=1, dtype_policy=policy)
+            m.fit(kx.Dataset.from_arrays(x, y).batch(16), epochs=5)
+            self.assertGreater(m.evaluate(kx.Dataset.from_arrays(x, y))[1], 0.8)
+            self.assertEqual(m.loss_scale(), 32768.0 if policy == "mixed_float16" else 1.0)
+        m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
+        m.add_dense(2, "softmax")
+        with self.assertRaises(kx.Error):
+            m.compile(dtype_policy="float64")
+
     def test_uint8_images_and_int32_labels(self):
         rng = np.random.default_rng(2)
         x = rng.integers(0, 256, (64, 4, 4), dtype=np.uint8)
