@@ -346,13 +346,13 @@ class Model(_Handle):
         o.use_ema = 1 if use_ema else 0
         o.precision = _lookup(_PRECISIONS, dtype_policy, "dtype_policy")
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
+        return self
 
     def loss_scale(self):
         """The dynamic loss scale of a "mixed_float16" model (1.0 for other policies)."""
         out = ctypes.c_double()
         check(lib.kx_model_loss_scale(self.handle, ctypes.byref(out)))
         return out.value
-        return self
 
     @classmethod
     def resnet50(cls, strategy, input_shape=(224, 224, 3), include_top=True, classes=1000):

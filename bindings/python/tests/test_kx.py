@@ -76,9 +76,10 @@ class Basics(unittest.TestCase):
         for policy in ("mixed_bfloat16", "mixed_float16"):
             m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
             m.add_dense(16, "relu").add_dense(2, "softmax")
-            m.compile(learning_rate=0.01, metrics=["accuracy"], seed=1, dtype_policy=policy)
-            m.fit(kx.Dataset.from_arrays(x, y).batch(16), epochs=5)
-            self.assertGreater(m.evaluate(kx.Dataset.from_arrays(x, y))[1], 0.8)
+            m.compile(learning_rate=0.02, metrics=["accuracy"], seed=1, dtype_policy=policy)
+            first = m.evaluate(kx.Dataset.from_arrays(x, y))[0]
+            m.fit(kx.Dataset.from_arrays(x, y).batch(16), epochs=10)
+            self.assertLess(m.evaluate(kx.Dataset.from_arrays(x, y))[0], 0.8 * first)  # it learns
             self.assertEqual(m.loss_scale(), 32768.0 if policy == "mixed_float16" else 1.0)
         m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
         m.add_dense(2, "softmax")
