@@ -18,20 +18,21 @@ inline const char* const kTorchBestEnv =
 inline const char* const kTorchDefaultEnv = "env";
 
 // The Fashion-MNIST MLP of the main job, 784-256-256-10 with Adam, compiled on `strategy`.
-inline Model fashion_mlp(const Strategy& strategy) {
+inline Model fashion_mlp(const Strategy& strategy, Precision precision = Precision::Float32) {
   Model m = Model::sequential(strategy, {784});
   m.add_dense(256, Activation::Relu);
   m.add_dense(256, Activation::Relu);
   m.add_dense(10, Activation::Softmax);
   CompileOptions co;
   co.accuracy = true;
+  co.precision = precision;
   m.compile(co);
   return m;
 }
 
 // Issue 6's Fashion-MNIST CNN (Conv 32 3x3 relu, MaxPool 2, Conv 64 3x3 relu, MaxPool 2, Flatten,
 // Dropout 0.5, Dense 10; Adam), compiled on `strategy`.
-inline Model fashion_cnn(const Strategy& strategy) {
+inline Model fashion_cnn(const Strategy& strategy, Precision precision = Precision::Float32) {
   Model m = Model::sequential(strategy, {28, 28, 1});
   m.add_conv2d(32, 3, 3, 1, Padding::Valid, Activation::Relu);
   m.add_max_pool2d(2, 2);
@@ -42,8 +43,18 @@ inline Model fashion_cnn(const Strategy& strategy) {
   m.add_dense(10, Activation::Softmax);
   CompileOptions co;
   co.accuracy = true;
+  co.precision = precision;
   m.compile(co);
   return m;
+}
+
+// "float32", "mixed_bfloat16" / "bf16", "mixed_float16" / "fp16"; false for anything else.
+inline bool parse_precision(const std::string& s, Precision& p) {
+  if (s == "float32" || s == "fp32") p = Precision::Float32;
+  else if (s == "mixed_bfloat16" || s == "bf16") p = Precision::MixedBfloat16;
+  else if (s == "mixed_float16" || s == "fp16") p = Precision::MixedFloat16;
+  else return false;
+  return true;
 }
 
 // ms per step of `steps` batches of an already compiled model, after `warmup` batches.

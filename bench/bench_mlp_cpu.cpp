@@ -2,7 +2,11 @@
 // count, kx's GEMM kernels side by side, and the same loop in PyTorch when python3 has torch (with
 // the environment it is given, and in its best configuration).
 //
+// With --precision bf16 (or fp16), kx's float32 and the mixed policy are timed in the same run (both
+// bfloat16 kernels where the CPU has AVX512_BF16), and PyTorch under torch.autocast("cpu", torch.bfloat16).
+//
 //   bench_mlp_cpu [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch]
+//                 [--precision bf16|fp16]
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -19,11 +23,13 @@ struct Result {
   std::string kernel;
 };
 
-Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps, kx::CpuGemm gemm) {
+Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps, kx::CpuGemm gemm,
+              kx::Precision p = kx::Precision::Float32, kx::CpuBf16Gemm bf16 = kx::CpuBf16Gemm::Auto) {
   kx::Strategy s = kx::Strategy::default_strategy();
   s.set_num_threads(threads);
   s.set_cpu_gemm(gemm);
-  kx::Model model = kx::bench::fashion_mlp(s);
+  s.set_cpu_bf16_gemm(bf16);
+  kx::Model model = kx::bench::fashion_mlp(s, p);
   kx::Dataset train = data;
   train.shuffle(train.num_samples(), 1);
   train.batch(batch, true);
@@ -36,8 +42,8 @@ Result run_kx(const kx::Dataset& data, int64_t batch, int threads, int64_t steps
 
 // Runs the PyTorch peer; returns ms/step per batch size, or empty when torch is missing.
 std::vector<double> run_torch(const std::string& env, const std::string& data, int threads, int64_t steps,
-                              const std::vector<int64_t>& batches) {
-  std::string args = "--data " + data;
+                              const std::vector<int64_t>& batches, bool autocast = false) {
+  std::string args = "--data " + data + (autocast ? " --autocast bf16" : "");
   args.append(" --threads ").append(std::to_string(threads));
   args.append(" --steps ").append(std::to_string(steps));
   args.append(" --batches ");
@@ -54,6 +60,7 @@ int main(int argc, char** argv) try {
   bool torch = true;
   bool alternatives = true;  // also time the GEMM kernels the default did not pick
   std::vector<int64_t> batches = {32, 256};
+  kx::Precision mixed = kx::Precision::Float32;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--data" && i + 1 < argc) dir = argv[++i];
@@ -62,8 +69,9 @@ int main(int argc, char** argv) try {
     else if (a == "--no-torch") torch = false;
     else if (a == "--default-only") alternatives = false;
     else if (a == "--batch" && i + 1 < argc) batches = {std::atoll(argv[++i])};
+    else if (a == "--precision" && i + 1 < argc && kx::bench::parse_precision(argv[i + 1], mixed)) ++i;
     else {
-      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--data DIR] [--threads N] [--steps N] [--batch N] [--default-only] [--no-torch] [--precision bf16|fp16]\n", argv[0]);
       return 2;
     }
   }
@@ -78,6 +86,20 @@ int main(int argc, char** argv) try {
     std::printf("kx    batch=%-4lld %8.3f ms/step %10.0f samples/s  gemm: %s (default)\n", static_cast<long long>(b),
                 a.ms_per_step, a.samples_per_s, a.kernel.c_str());
     best.push_back(a);
+    if (mixed != kx::Precision::Float32) {
+      const kx::CpuBf16Gemm kernels[] = {kx::CpuBf16Gemm::Fma, kx::CpuBf16Gemm::Dot};
+      for (kx::CpuBf16Gemm k : kernels) {
+        if (mixed != kx::Precision::MixedBfloat16 && k == kx::CpuBf16Gemm::Dot) break;
+        try {
+          const Result r = run_kx(data, b, threads, steps, kx::CpuGemm::Auto, mixed, k);
+          std::printf("kx    batch=%-4lld %8.3f ms/step %10.0f samples/s  %s, gemm: %s (%.2fx float32's speed)\n",
+                      static_cast<long long>(b), r.ms_per_step, r.samples_per_s, kx::precision_name(mixed),
+                      r.kernel.c_str(), a.ms_per_step / r.ms_per_step);
+        } catch (const kx::Error& e) {
+          std::printf("kx    %s: %s\n", kx::precision_name(mixed), e.what());
+        }
+      }
+    }
     for (kx::CpuGemm g : {kx::CpuGemm::Builtin, kx::CpuGemm::Blas}) {
       if (!alternatives) break;
       try {
@@ -102,6 +124,13 @@ int main(int argc, char** argv) try {
   for (size_t i = 0; i < batches.size(); ++i)
     std::printf("%-6lld %14.3f %18.3f %18.3f %13.2fx\n", static_cast<long long>(batches[i]), best[i].ms_per_step,
                 t_default[i], t_best[i], t_best[i] / best[i].ms_per_step);
+  if (mixed == kx::Precision::MixedBfloat16) {
+    const std::vector<double> t_autocast = run_torch(best_env, dir, threads, steps, batches, true);
+    for (size_t i = 0; i < t_autocast.size(); ++i)
+      std::printf("torch autocast bf16 batch=%-4lld %8.3f ms/step (best environment)\n",
+                  static_cast<long long>(batches[i]), t_autocast[i]);
+    if (t_autocast.empty()) std::printf("torch autocast(\"cpu\", torch.bfloat16): not available\n");
+  }
   return 0;
 } catch (const kx::Error& e) {
   std::fprintf(stderr, "error %d: %s\n", static_cast<int>(e.status()), e.what());

@@ -26,6 +26,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--autocast", choices=["bf16"], help="the forward pass under torch.autocast(\"cpu\", torch.bfloat16)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load(a.data)
@@ -39,7 +40,8 @@ def main():
     def step(i):
         j = (i % n) * a.batch
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(x[j:j + a.batch]), y[j:j + a.batch])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+            loss = loss_fn(model(x[j:j + a.batch]), y[j:j + a.batch])
         loss.backward()
         opt.step()
 

@@ -19,7 +19,7 @@ def load(data_dir):
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-def bench(x, y, batch, steps):
+def bench(x, y, batch, steps, autocast=False):
     model = torch.nn.Sequential(
         torch.nn.Linear(784, 256), torch.nn.ReLU(),
         torch.nn.Linear(256, 256), torch.nn.ReLU(),
@@ -32,7 +32,8 @@ def bench(x, y, batch, steps):
         j = (i % n) * batch
         xb, yb = x[j:j + batch], y[j:j + batch]
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model(xb), yb)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
         return loss
@@ -51,6 +52,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--batches", default="32,256", help="comma-separated batch sizes")
+    p.add_argument("--autocast", choices=["bf16"], help="the forward pass under torch.autocast(\"cpu\", torch.bfloat16)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     x, y = load(a.data)
@@ -60,7 +62,7 @@ def main():
           f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')} "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}", flush=True)
     for batch in (int(b) for b in a.batches.split(",")):
-        print(f"torch batch={batch} ms_per_step={bench(x, y, batch, a.steps):.4f}", flush=True)
+        print(f"torch batch={batch} ms_per_step={bench(x, y, batch, a.steps, a.autocast == 'bf16'):.4f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -183,6 +183,9 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
     c.loss.from_logits = opt.from_logits != 0;
     c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;
     c.seed = opt.seed;
+    kx::require(opt.precision >= KX_PRECISION_FLOAT32 && opt.precision <= KX_PRECISION_MIXED_FLOAT16,
+                kx::Status::InvalidArgument, "kx_model_compile: unknown precision " + std::to_string(opt.precision));
+    c.precision = static_cast<kx::Precision>(opt.precision);
     m->model.compile(c);
     return KX_OK;
   });
@@ -393,3 +396,12 @@ kx_status kx_model_export_onnx(const kx_model* m, const char* path) {
 }
 
 }  // extern "C"
+
+kx_status kx_model_loss_scale(const kx_model* m, double* out_scale) {
+  return kx::capi::guarded([&] {
+    kx::capi::require_arg(m, "m", "kx_model_loss_scale");
+    kx::capi::require_arg(out_scale, "out_scale", "kx_model_loss_scale");
+    *out_scale = m->model.loss_scale();
+    return KX_OK;
+  });
+}

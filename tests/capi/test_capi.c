@@ -772,6 +772,42 @@ static void test_layers_without_bias(kx_strategy* s) {
   kx_dataset_destroy(d);
 }
 
+/* Mixed precision: the policy is a compile option; kx_model_loss_scale reads float16's scale. */
+static void test_mixed_precision(kx_strategy* s) {
+  enum { N = 16 };
+  const int64_t in[1] = {4}, xs[2] = {N, 4}, ys[1] = {N};
+  float x[N * 4], y[N];
+  kx_model* m = NULL;
+  kx_dataset* d = NULL;
+  kx_compile_options co;
+  double scale = -1;
+  int i, p;
+  for (i = 0; i < N * 4; ++i) x[i] = (float)((i * 7) % 9) / 9.0f;
+  for (i = 0; i < N; ++i) y[i] = (float)(i % 3);
+  EXPECT_OK(kx_dataset_from_arrays(x, KX_DTYPE_F32, xs, 2, y, KX_DTYPE_F32, ys, 1, &d));
+  EXPECT_OK(kx_dataset_batch(d, 8, 0));
+  for (p = KX_PRECISION_FLOAT32; p <= KX_PRECISION_MIXED_FLOAT16; ++p) {
+    EXPECT_OK(kx_model_create_sequential(s, in, 1, &m));
+    EXPECT_OK(kx_model_add_dense(m, 8, KX_ACT_RELU));
+    EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+    scale = -1;
+    EXPECT_ERR(KX_E_MISUSE, kx_model_loss_scale(m, &scale));
+    EXPECT(scale == -1); /* untouched on error */
+    kx_compile_options_init(&co, sizeof co);
+    co.precision = 3;
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_compile(m, &co));
+    co.precision = p;
+    EXPECT_OK(kx_model_compile(m, &co));
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_loss_scale(m, NULL));
+    EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_loss_scale(NULL, &scale));
+    EXPECT_OK(kx_fit(m, d, NULL, NULL, NULL));
+    EXPECT_OK(kx_model_loss_scale(m, &scale));
+    EXPECT(scale == (p == KX_PRECISION_MIXED_FLOAT16 ? 32768.0 : 1.0));
+    kx_model_destroy(m);
+  }
+  kx_dataset_destroy(d);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -790,6 +826,7 @@ int main(int argc, char** argv) {
   test_cnn_layers_and_transfer(s, dir);
   test_normalization(s);
   test_layers_without_bias(s);
+  test_mixed_precision(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

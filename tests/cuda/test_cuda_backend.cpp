@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -176,6 +177,63 @@ TEST(CudaKernels, GemmWithTheBiasGradientMatchesTheCpu) {
         // The bias gradient is a plain sum in float32 either way (no TF32 rounding of its inputs).
         EXPECT_LE(rel_error(p.down(dev_db, db.size()), db, std::sqrt(double(c.K)) * 0.1), tf32 ? 2e-3 : 1e-5) << what;
       }
+}
+
+// Mixed precision: rounding (bitwise: one shared formula), 16-bit GEMMs (TF32 over 16-bit values is
+// exact in its products), the loss scale's kernels and the gated updates.
+TEST(CudaKernels, MixedPrecisionMatchesTheCpu) {
+  REQUIRE_GPU();
+  Pair p;
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));
+  std::vector<float> x = test::random_floats(10000, seed, -70000.0f, 70000.0f);
+  x[3] = std::numeric_limits<float>::infinity();
+  for (backend::Rounding r : {backend::Rounding::BFloat16, backend::Rounding::Float16}) {
+    std::vector<float> want(x.size());
+    p.cpu->round_to(r, static_cast<int64_t>(x.size()), x.data(), want.data());
+    float* dev = p.up(x);
+    p.gpu->round_to(r, static_cast<int64_t>(x.size()), dev, dev);
+    EXPECT_TRUE(p.down(dev, x.size()) == want) << "rounding " << static_cast<int>(r);
+
+    const int64_t M = 37, N = 45, K = 300;
+    std::vector<float> A = test::random_floats(M * K, seed + 1), B = test::random_floats(K * N, seed + 2);
+    for (float& v : A) v = backend::round_value(v, r);
+    for (float& v : B) v = backend::round_value(v, r);
+    std::vector<float> C(M * N);
+    backend::Epilogue ep;
+    ep.rounding = r;
+    p.cpu->gemm(Trans::No, Trans::Yes, M, N, K, A.data(), K, B.data(), K, 0.0f, C.data(), N, ep);
+    float* dC = p.up(C);
+    p.gpu->gemm(Trans::No, Trans::Yes, M, N, K, p.up(A), K, p.up(B), K, 0.0f, dC, N, ep);
+    // Both round float32 sums of exact products: at most an ulp of the 16-bit type apart.
+    EXPECT_LE(rel_error(p.down(dC, C.size()), C, 0.1), r == backend::Rounding::BFloat16 ? 0x1p-7 : 0x1p-10);
+  }
+  // The loss scale: a non-finite gradient halves the scale and gates the update off.
+  std::vector<float> g = test::random_floats(5000, seed + 3), w = test::random_floats(5000, seed + 4);
+  const std::vector<float> rate = {0.1f};
+  for (const bool overflow : {false, true}) {
+    if (overflow) g[4321] = std::numeric_limits<float>::quiet_NaN();
+    backend::LossScaleState cpu_state;
+    std::vector<float> cpu_w = w;
+    p.cpu->loss_scale_check(static_cast<int64_t>(g.size()), g.data(), &cpu_state);
+    p.cpu->loss_scale_update(&cpu_state);
+    p.cpu->sgd_update(static_cast<int64_t>(w.size()), cpu_w.data(), g.data(), nullptr, rate.data(), 0.0f,
+                      &cpu_state.grad_factor);
+    DeviceBuffer state = p.gpu->allocate(sizeof(backend::LossScaleState));
+    const backend::LossScaleState fresh;
+    p.gpu->to_device(&fresh, sizeof fresh, state.data());
+    auto* dev_state = state.data<backend::LossScaleState>();
+    float* dev_w = p.up(w);
+    p.gpu->loss_scale_check(static_cast<int64_t>(g.size()), p.up(g), dev_state);
+    p.gpu->loss_scale_update(dev_state);
+    p.gpu->sgd_update(static_cast<int64_t>(w.size()), dev_w, p.up(g), nullptr, p.up(rate), 0.0f, &dev_state->grad_factor);
+    backend::LossScaleState gpu_state;
+    p.gpu->to_host(dev_state, sizeof gpu_state, &gpu_state);
+    EXPECT_EQ(gpu_state.scale, cpu_state.scale);
+    EXPECT_EQ(gpu_state.applied, cpu_state.applied);
+    EXPECT_EQ(gpu_state.good_steps, cpu_state.good_steps);
+    EXPECT_TRUE(p.down(dev_w, w.size()) == cpu_w) << (overflow ? "skipped update" : "update");
+  }
 }
 
 TEST(CudaKernels, ActivationsMatchTheCpu) {
@@ -470,15 +528,15 @@ TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
     const float* dev_sgd_rate = p.up(sgd_rate);
     for (int step = 1; step <= 5; ++step) {
       if (variant == 0) {
-        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, dev_sgd_rate, 0.0f);
-        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, sgd_rate.data(), 0.0f);
+        p.gpu->sgd_update(n, dev_w, dev_g, nullptr, dev_sgd_rate, 0.0f, nullptr);
+        p.cpu->sgd_update(n, w.data(), g.data(), nullptr, sgd_rate.data(), 0.0f, nullptr);
       } else if (variant == 1) {
-        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f);
-        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f);
+        p.gpu->sgd_update(n, dev_w, dev_g, dev_m, dev_sgd_rate, 0.9f, nullptr);
+        p.cpu->sgd_update(n, w.data(), g.data(), m.data(), sgd_rate.data(), 0.9f, nullptr);
       } else {
         const std::vector<float> lr_t{static_cast<float>(1e-3 * std::sqrt(1 - std::pow(0.999, step)) / (1 - std::pow(0.9, step)))};
-        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.1f, 0.001f, 1e-7f);
-        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.1f, 0.001f, 1e-7f);
+        p.gpu->adam_update(n, dev_w, dev_g, dev_m, dev_v, p.up(lr_t), 0.1f, 0.001f, 1e-7f, nullptr);
+        p.cpu->adam_update(n, w.data(), g.data(), m.data(), v.data(), lr_t.data(), 0.1f, 0.001f, 1e-7f, nullptr);
       }
     }
     EXPECT_LE(rel_error(p.down(dev_w, w.size()), w), 1e-5) << "optimizer " << variant;

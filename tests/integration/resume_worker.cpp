@@ -1,8 +1,10 @@
 // The training process of the kill-and-resume test: the Fashion-MNIST MLP on 12,000 images for
 // 3 epochs, a checkpoint every 50 batches, resuming from the checkpoint directory when it has one;
-// at the end it writes the final weights (raw float32) to a file.
+// at the end it writes the final weights (raw float32) to a file. With fp16, in mixed_float16 from a loss
+// scale of 2^24 that doubles every 100 finite steps: the first steps overflow and are skipped, and later
+// doublings overflow again, so the scale moves all through the run (and through its checkpoints).
 //
-//   kx_resume_worker DATA_DIR CHECKPOINT_DIR|- WEIGHTS_OUT
+//   kx_resume_worker DATA_DIR CHECKPOINT_DIR|- WEIGHTS_OUT [float32|bf16|fp16]
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -10,11 +12,11 @@
 #include "kx/kx.hpp"
 
 int main(int argc, char** argv) try {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s DATA_DIR CHECKPOINT_DIR|- WEIGHTS_OUT\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s DATA_DIR CHECKPOINT_DIR|- WEIGHTS_OUT [float32|bf16|fp16]\n", argv[0]);
     return 2;
   }
-  const std::string data = argv[1], ckpt = argv[2], out = argv[3];
+  const std::string data = argv[1], ckpt = argv[2], out = argv[3], precision = argc == 5 ? argv[4] : "float32";
   kx::Dataset all = kx::Dataset::from_idx(data + "/train-images-idx3-ubyte.gz", data + "/train-labels-idx1-ubyte.gz");
   kx::Dataset train = all.take(12000);
   train.shuffle(12000, 11);
@@ -27,6 +29,12 @@ int main(int argc, char** argv) try {
   model.add_dense(10, kx::Activation::Softmax);
   kx::CompileOptions co;
   co.accuracy = true;
+  if (precision == "bf16") co.precision = kx::Precision::MixedBfloat16;
+  if (precision == "fp16") {
+    co.precision = kx::Precision::MixedFloat16;
+    co.initial_loss_scale = 0x1p24;
+    co.loss_scale_growth_steps = 100;
+  }
   model.compile(co);
   kx::Callbacks callbacks;
   kx::FitOptions fo;

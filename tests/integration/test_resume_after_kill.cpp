@@ -24,10 +24,11 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kData = "/usr/share/datasets/fashion-mnist";
 
-pid_t start_worker(const std::string& ckpt, const std::string& out) {
+pid_t start_worker(const std::string& ckpt, const std::string& out, const std::string& precision) {
   const pid_t pid = fork();
   if (pid == 0) {
-    execl(KX_RESUME_WORKER, KX_RESUME_WORKER, kData.c_str(), ckpt.c_str(), out.c_str(), static_cast<char*>(nullptr));
+    execl(KX_RESUME_WORKER, KX_RESUME_WORKER, kData.c_str(), ckpt.c_str(), out.c_str(), precision.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   return pid;
@@ -75,16 +76,15 @@ bool kill_at(pid_t pid, const std::string& dir, int nth, bool mid_write, std::ch
   return finish(pid);
 }
 
-TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
-  if (!fs::exists(kData + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
-  const fs::path work = fs::temp_directory_path() / ("kx-resume-" + std::to_string(getpid()));
+void kill_and_resume(const std::string& precision) {
+  const fs::path work = fs::temp_directory_path() / ("kx-resume-" + precision + "-" + std::to_string(getpid()));
   fs::remove_all(work);
   fs::create_directories(work / "ckpt");
   const std::string w1 = (work / "w1.bin").string(), w2 = (work / "w2.bin").string();
   const std::string ckpt = (work / "ckpt").string();
 
   const auto t0 = Clock::now();  // the uninterrupted fit
-  ASSERT_FALSE(finish(start_worker("-", w1)));
+  ASSERT_FALSE(finish(start_worker("-", w1, precision)));
   const double run_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
 
   const unsigned seed = std::random_device{}();
@@ -97,7 +97,7 @@ TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
     const bool mid_write = attempt == 1;
     const int n = nth(gen);
     const std::chrono::microseconds delay(mid_write ? 0 : micros(gen));
-    const bool killed = kill_at(start_worker(ckpt, w2), ckpt, n, mid_write, delay);
+    const bool killed = kill_at(start_worker(ckpt, w2, precision), ckpt, n, mid_write, delay);
     std::printf("kill %d: %s checkpoint %d of the run%s: %s\n", attempt + 1, mid_write ? "while writing" : "after", n,
                 mid_write ? "" : (" + " + std::to_string(delay.count()) + " us").c_str(),
                 killed ? "killed" : "had already finished");
@@ -107,7 +107,7 @@ TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
   int before = 0;
   for (const auto& e : fs::directory_iterator(ckpt)) before += e.path().extension() == ".kx";
   EXPECT_GE(before, 1) << "no checkpoint was written before the kills: nothing was resumed";
-  ASSERT_FALSE(finish(start_worker(ckpt, w2)));  // resumes and runs to the end
+  ASSERT_FALSE(finish(start_worker(ckpt, w2, precision)));  // resumes and runs to the end
   const std::vector<char> a = read_all(w1), b = read_all(w2);
   ASSERT_EQ(a.size(), 269322u * sizeof(float));
   EXPECT_TRUE(a == b) << "the resumed fit ended with other weights";
@@ -115,6 +115,17 @@ TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
   for (const auto& e : fs::directory_iterator(ckpt)) files += e.path().extension() == ".kx";
   EXPECT_LE(files, 3);  // keep_last
   fs::remove_all(work);
+}
+
+TEST(ResumeAfterKill, WeightsAreBitwiseEqualToAnUninterruptedFit) {
+  if (!fs::exists(kData + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  kill_and_resume("float32");
+}
+
+// mixed_float16: the rounding, the skipped steps and the loss scale resume bit for bit too.
+TEST(ResumeAfterKill, MixedFloat16WeightsAreBitwiseEqualToAnUninterruptedFit) {
+  if (!fs::exists(kData + "/train-images-idx3-ubyte.gz")) GTEST_SKIP() << "dataset-fashion-mnist missing";
+  kill_and_resume("fp16");
 }
 
 }  // namespace

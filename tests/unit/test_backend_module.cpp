@@ -107,8 +107,8 @@ TEST(BackendModule, KernelsThroughTheTableComputeWhatTheCpuComputes) {
   const std::vector<float> grad = test::random_floats(n, 6);
   const float lr_t = 0.01f;
   for (int step = 0; step < 3; ++step) {
-    b.direct->adam_update(n, p1.data(), grad.data(), m1.data(), v1.data(), &lr_t, 0.1f, 0.001f, 1e-7f);
-    b.crossed->adam_update(n, p2.data(), grad.data(), m2.data(), v2.data(), &lr_t, 0.1f, 0.001f, 1e-7f);
+    b.direct->adam_update(n, p1.data(), grad.data(), m1.data(), v1.data(), &lr_t, 0.1f, 0.001f, 1e-7f, nullptr);
+    b.crossed->adam_update(n, p2.data(), grad.data(), m2.data(), v2.data(), &lr_t, 0.1f, 0.001f, 1e-7f, nullptr);
   }
   EXPECT_EQ(p1, p2);
 }
@@ -190,7 +190,7 @@ TEST(BackendModule, ARecordedStepCrossesAsAHandleAndReadsTheValuesOfTheStepItRun
   FloatBuffer p(n, 1.0f), g = test::to_buffer(test::random_floats(n, 8));
   float rate = 0.5f;
   std::unique_ptr<backend::StepGraph> graph =
-      be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f); });
+      be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f, nullptr); });
   ASSERT_TRUE(graph);
   for (float w : p) ASSERT_EQ(w, 1.0f) << "recording runs nothing";
   rate = 0.25f;
@@ -206,7 +206,7 @@ TEST(BackendModule, ARecordedStepCrossesAsAHandleAndReadsTheValuesOfTheStepItRun
             Status::OutOfMemory);
   EXPECT_THROW(be->capture([&] { throw std::bad_alloc(); }), std::bad_alloc);
   // The backend records again afterwards.
-  EXPECT_TRUE(be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f); }));
+  EXPECT_TRUE(be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f, nullptr); }));
 }
 
 TEST(BackendModule, ACollectiveCrossesAsAHandle) {

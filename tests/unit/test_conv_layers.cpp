@@ -23,6 +23,8 @@ struct ConvCase {
   Activation act;
   const char* name;
   bool use_bias = true;
+  // A mixed policy's type: x, the weights and dy hold its values, y and dW are rounded to it.
+  backend::Rounding rounding = backend::Rounding::None;
 };
 
 // Keras's Conv2D in float64: NHWC input, kernel [kh, kw, c, f].
@@ -86,8 +88,15 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   const int64_t nb = k.use_bias ? k.filters : 0;  // the bias follows the kernel, when there is one
   ASSERT_EQ(layer->params().size(), k.use_bias ? 2u : 1u);
 
-  FloatBuffer x = test::to_buffer(test::random_floats(nx, 11));
-  FloatBuffer w = test::to_buffer(test::random_floats(nk + nb, 12, -0.5f, 0.5f));
+  const auto typed = [&](std::vector<float> v) {
+    for (float& e : v) e = backend::round_value(e, k.rounding);
+    return test::to_buffer(v);
+  };
+  const bool mixed = k.rounding != backend::Rounding::None;
+  // Half an ulp of the 16-bit type per rounding (the output's; the activation's gradient's too).
+  const double ulp = k.rounding == backend::Rounding::BFloat16 ? 0x1p-8 : 0x1p-11;
+  FloatBuffer x = typed(test::random_floats(nx, 11));
+  FloatBuffer w = typed(test::random_floats(nk + nb, 12, -0.5f, 0.5f));
   FloatBuffer y(ny), dy(ny), dx(nx), dw(w.size()), scratch(rows * layer->scratch_per_sample());
   core::LayerContext c;
   c.be = be.get();
@@ -97,6 +106,7 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   c.w = w.data();
   c.scratch = scratch.data();
   c.training = true;
+  c.rounding = k.rounding;
   layer->forward(c);
   const Vec xd = test::to_double(x.data(), x.size());
   const Vec wd = test::to_double(w.data(), nk);
@@ -105,9 +115,10 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
     return conv_reference(k, rows, xv, wv, bv, oh, ow, pad_top, pad_left);
   };
   const Vec want = f(xd, wd, bd);
-  EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1);
+  EXPECT_EQ(test::first_mismatch(y, want, want.size(), mixed ? 2 * ulp : 1e-5), -1);
 
-  const std::vector<float> r = test::random_floats(ny, 13);
+  std::vector<float> r = test::random_floats(ny, 13);
+  for (float& e : r) e = backend::round_value(e, k.rounding);
   std::copy(r.begin(), r.end(), dy.begin());
   const Vec rd(r.begin(), r.end());
   c.dy = dy.data();
@@ -116,11 +127,15 @@ TEST_P(Conv2dLayerTest, ForwardMatchesFloat64AndBackwardMatchesFiniteDifferences
   layer->backward(c);
   const Vec gx = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(v, wd, bd)); }, xd);
   const Vec gw = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, v, bd)); }, wd);
-  EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
-  EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "kernel gradient";
+  const double grad_tol = mixed ? (core::piecewise_linear(k.act) ? 2 : 8) * ulp : 1e-4;
+  EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), grad_tol), -1) << "input gradient";
+  EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), grad_tol), -1) << "kernel gradient";
+  if (mixed) {
+    for (float v : dw) ASSERT_EQ(backend::round_value(v, k.rounding), v) << "dW holds 16-bit values";
+  }
   if (!k.use_bias) return;
   const Vec gb = test::numeric_gradient([&](const Vec& v) { return test::dot(rd, f(xd, wd, v)); }, bd);
-  EXPECT_EQ(test::first_mismatch(dw.data() + nk, gb, gb.size(), 1e-4), -1) << "bias gradient";
+  EXPECT_EQ(test::first_mismatch(dw.data() + nk, gb, gb.size(), grad_tol), -1) << "bias gradient";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -140,6 +155,20 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ConvCase{6, 5, 3, 4, 3, 3, 1, Padding::Valid, Activation::None, "valid_3x3", false},
                       ConvCase{7, 6, 2, 5, 3, 2, 2, Padding::Same, Activation::Relu, "same_stride2_relu", false},
                       ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Tanh, "pointwise_no_columns", false}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// Mixed policies: the same layer reading 16-bit values and rounding what its GEMMs store, against
+// float64 within the type's precision (the plan rounds dx, summed by col2im in float32, and an
+// activation's output after it).
+INSTANTIATE_TEST_SUITE_P(
+    Mixed, Conv2dLayerTest,
+    ::testing::Values(
+        ConvCase{6, 5, 3, 4, 3, 3, 1, Padding::Valid, Activation::None, "valid_3x3_bf16", true, backend::Rounding::BFloat16},
+        ConvCase{7, 6, 2, 5, 3, 2, 2, Padding::Same, Activation::Relu, "same_stride2_relu_bf16", true,
+                 backend::Rounding::BFloat16},
+        ConvCase{4, 5, 6, 3, 1, 1, 1, Padding::Valid, Activation::Relu, "pointwise_bf16", false, backend::Rounding::BFloat16},
+        ConvCase{6, 5, 3, 4, 3, 3, 1, Padding::Valid, Activation::Relu, "valid_3x3_relu_f16", true,
+                 backend::Rounding::Float16}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MaxPooling2dLayer, ForwardIsTheWindowMaxAndBackwardRoutesToIt) {

@@ -122,7 +122,8 @@ void check_tile_kernel(backend::cpu::TileKernel fast) {
         const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
         const auto bias = test::random_floats(32, 3);
         auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
-        backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, beta, bias.data(), true};
+        backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, beta, bias.data(), true,
+                              backend::Rounding::None};
         backend::cpu::tile_portable(t);
         t.C = C2.data();
         fast(t);
@@ -146,7 +147,7 @@ TEST(Gemm, PortableTileKernelMatchesNeonTileKernel) {
 // On AArch64 the built-in GEMM is the NEON kernel (the float64 checks above then test it).
 TEST(Gemm, TheBuiltinKernelIsNeonOnAarch64) {
 #if defined(__aarch64__)
-  EXPECT_EQ(backend::make_cpu_backend(1, CpuGemm::Builtin)->gemm_kernel_name(), "builtin neon");
+  EXPECT_EQ(backend::make_cpu_backend(1, CpuGemm::Builtin)->gemm_kernel_name().rfind("builtin neon", 0), 0u);
 #else
   GTEST_SKIP() << "not an AArch64 build";
 #endif

@@ -68,7 +68,7 @@ TEST(KerasNumerics, AdamKernelAndRateFollowKeras3For50Steps) {
         if (t < 30) g[static_cast<size_t>(i)] = 0;
       const float rate = backend::adam_rate(static_cast<float>(c.lr), c.b1, c.b2, t);
       be->adam_update(n, p.data(), g.data(), m.data(), v.data(), &rate, backend::adam_one_minus(c.b1),
-                      backend::adam_one_minus(c.b2), static_cast<float>(c.eps));
+                      backend::adam_one_minus(c.b2), static_cast<float>(c.eps), nullptr);
       keras.step(t, pk, g, mk, vk);
     }
     EXPECT_LE(relative_difference(p, pk), 1e-6) << "beta1 " << c.b1;

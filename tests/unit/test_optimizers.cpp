@@ -26,7 +26,7 @@ TEST(Optimizer, AdamMatchesKerasOverSeveralSteps) {
     const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
     const float rate = static_cast<float>(lr_t);  // read from the backend's (here host) memory
     be->adam_update(n, p.data(), g.data(), m.data(), v.data(), &rate, backend::adam_one_minus(b1),
-                    backend::adam_one_minus(b2), eps);
+                    backend::adam_one_minus(b2), eps, nullptr);
     for (int64_t i = 0; i < n; ++i) {
       md[i] = b1 * md[i] + (1 - b1) * g[i];
       vd[i] = b2 * vd[i] + (1 - b2) * g[i] * g[i];
@@ -46,7 +46,7 @@ TEST(Optimizer, SgdWithAndWithoutMomentumMatchesKeras) {
     for (int t = 0; t < 4; ++t) {
       FloatBuffer g = test::to_buffer(test::random_floats(n, 200 + t));
       const float rate = 0.01f;
-      be->sgd_update(n, p.data(), g.data(), vel.data(), &rate, static_cast<float>(momentum));
+      be->sgd_update(n, p.data(), g.data(), vel.data(), &rate, static_cast<float>(momentum), nullptr);
       for (int64_t i = 0; i < n; ++i) {
         if (momentum != 0) {
           vd[i] = momentum * vd[i] - 0.01 * static_cast<double>(g[i]);

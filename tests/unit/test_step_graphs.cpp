@@ -49,7 +49,7 @@ TEST(StepGraphs, AReplayReadsTheValuesOfTheStepItRuns) {
   const int64_t n = 100;
   FloatBuffer p(n, 1.0f), g = test::to_buffer(test::random_floats(n, 3));
   float rate = 0.5f;
-  auto graph = be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f); });
+  auto graph = be->capture([&] { be->sgd_update(n, p.data(), g.data(), nullptr, &rate, 0.0f, nullptr); });
   ASSERT_TRUE(graph);
   for (float w : p) ASSERT_EQ(w, 1.0f) << "recording runs nothing";
   rate = 0.25f;  // the next step's rate, written after the recording

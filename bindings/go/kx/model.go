@@ -71,7 +71,17 @@ type CompileOptions struct {
 	// ZeroIsValue: fields whose zero is meant rather than "the default" (ZeroBeta1 | ...), e.g. Beta1: 0
 	// with ZeroBeta1 for β1 = 0, as Keras accepts.
 	ZeroIsValue uint32
+	// Precision: Keras's mixed-precision policy, PrecisionFloat32 (the zero value), PrecisionMixedBfloat16
+	// or PrecisionMixedFloat16 (kx.h's KX_PRECISION_*).
+	Precision int32
 }
+
+// Values of CompileOptions.Precision (kx.h's KX_PRECISION_*).
+const (
+	PrecisionFloat32       int32 = 0
+	PrecisionMixedBfloat16 int32 = 1
+	PrecisionMixedFloat16  int32 = 2
+)
 
 // Bits of CompileOptions.ZeroIsValue (kx.h's KX_COMPILE_ZERO_*).
 const (
@@ -202,6 +212,7 @@ func (m *Model) Compile(o CompileOptions) error {
 	}
 	co.ema_momentum = C.double(o.EMAMomentum)
 	co.zero_is_value = C.uint32_t(o.ZeroIsValue)
+	co.precision = C.int32_t(o.Precision)
 	return callErr(func() C.kx_status { return C.kx_model_compile(m.p, &co) })
 }
 

@@ -34,6 +34,7 @@ _OPTIMIZERS = {"adam": 0, "sgd": 1}
 # The dtypes kx reads directly (kx_dtype): their arrays reach kx without a conversion copy.
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.uint8): 3,
            np.dtype(np.float64): 4}
+_PRECISIONS = {"float32": 0, "mixed_bfloat16": 1, "mixed_float16": 2}  # kx_precision
 _DEVICE_KINDS = {"cpu": 0, "cuda": 1}
 
 
@@ -452,10 +453,11 @@ class Model(_Handle):
 
     def compile(self, optimizer="adam", learning_rate=None, loss="sparse_categorical_crossentropy", metrics=(),
                 from_logits=False, momentum=0.0, beta1=None, beta2=None, epsilon=None, seed=0, use_ema=False,
-                ema_momentum=None):
+                ema_momentum=None, dtype_policy="float32"):
         """As Keras's compile; None means kx's (Keras's) default, and every number given is used as it is
         (beta1=0 is β1 = 0). use_ema: Keras's moving average of the trained weights (ema_momentum 0.99 by
-        default), which replaces them when fit ends."""
+        default), which replaces them when fit ends. dtype_policy: Keras's mixed-precision policy,
+        "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling, see loss_scale())."""
         o = _capi.CompileOptions()
         lib.kx_compile_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.optimizer = _lookup(_OPTIMIZERS, optimizer, "optimizer")
@@ -474,8 +476,15 @@ class Model(_Handle):
             o.metrics |= 1
         o.seed = seed
         o.use_ema = 1 if use_ema else 0
+        o.precision = _lookup(_PRECISIONS, dtype_policy, "dtype_policy")
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
         return self
+
+    def loss_scale(self):
+        """The dynamic loss scale of a "mixed_float16" model (1.0 for other policies)."""
+        out = ctypes.c_double()
+        check(lib.kx_model_loss_scale(self.handle, ctypes.byref(out)))
+        return out.value
 
     @classmethod
     def resnet50(cls, strategy, input_shape=(224, 224, 3), include_top=True, classes=1000):

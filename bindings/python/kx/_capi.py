@@ -33,7 +33,8 @@ class CompileOptions(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("optimizer", c_int32), ("learning_rate", c_double),
                 ("beta1", c_double), ("beta2", c_double), ("epsilon", c_double), ("momentum", c_double),
                 ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64),
-                ("use_ema", c_int32), ("ema_momentum", c_double), ("zero_is_value", c_uint32)]
+                ("use_ema", c_int32), ("ema_momentum", c_double), ("zero_is_value", c_uint32),
+                ("precision", c_int32)]
 
 
 class FitOptions(ctypes.Structure):
@@ -101,6 +102,7 @@ _SIGNATURES = {
     "kx_compile_options_init": (None, [P(CompileOptions), c_size_t]),
     "kx_model_compile": (c_int32, [c_void_p, P(CompileOptions)]),
     "kx_model_num_params": (c_int64, [c_void_p]),
+    "kx_model_loss_scale": (c_int32, [c_void_p, P(c_double)]),
     "kx_model_output_size": (c_int64, [c_void_p]),
     "kx_model_input_size": (c_int64, [c_void_p]),
     "kx_model_get_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),

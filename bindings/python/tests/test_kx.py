@@ -69,6 +69,23 @@ class Basics(unittest.TestCase):
         np.testing.assert_allclose(w[:8], mean)
         np.testing.assert_allclose(w[8:16], variance)
 
+    def test_mixed_precision_policies(self):
+        rng = np.random.default_rng(5)
+        x = rng.random((128, 8), dtype=np.float32)
+        y = (x.sum(axis=1) > 4).astype(np.int32)
+        for policy in ("mixed_bfloat16", "mixed_float16"):
+            m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
+            m.add_dense(16, "relu").add_dense(2, "softmax")
+            m.compile(learning_rate=0.02, metrics=["accuracy"], seed=1, dtype_policy=policy)
+            first = m.evaluate(kx.Dataset.from_arrays(x, y))[0]
+            m.fit(kx.Dataset.from_arrays(x, y).batch(16), epochs=10)
+            self.assertLess(m.evaluate(kx.Dataset.from_arrays(x, y))[0], 0.8 * first)  # it learns
+            self.assertEqual(m.loss_scale(), 32768.0 if policy == "mixed_float16" else 1.0)
+        m = kx.Sequential(kx.Strategy.default(), input_shape=(8,))
+        m.add_dense(2, "softmax")
+        with self.assertRaises(kx.Error):
+            m.compile(dtype_policy="float64")
+
     def test_uint8_images_and_int32_labels(self):
         rng = np.random.default_rng(2)
         x = rng.integers(0, 256, (64, 4, 4), dtype=np.uint8)

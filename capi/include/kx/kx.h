@@ -290,7 +290,32 @@ typedef struct kx_compile_options {
    * learning rate of 0), set the field's bit here: KX_COMPILE_ZERO_* below. Bits of fields that are
    * not zero change nothing. */
   uint32_t zero_is_value;
+  /* Keras's dtype policy (kx_precision below): 0 (KX_PRECISION_FLOAT32) computes in float32. Added
+   * after zero_is_value; a struct from an older kx.h, initialised by kx_compile_options_init, reads
+   * as 0 here. */
+  int32_t precision;
 } kx_compile_options;
+
+/* Values of kx_compile_options.precision, Keras's mixed_precision policies. With a mixed policy the
+ * layers compute in the 16-bit type (GEMMs, convolutions, activations: every layer output and every
+ * gradient between layers is a 16-bit value) while the weights, the optimizer's slots, the loss with
+ * its softmax / sigmoid, batch normalisation and the all-reduce stay float32; checkpoints hold float32,
+ * so a model trained mixed loads into a float32 one and back. kx_evaluate and kx_predict use the
+ * policy too.
+ *  KX_PRECISION_MIXED_BFLOAT16  bfloat16. CPUs: AVX512_BF16's dot products on CPUs where they outrun
+ *                               float32 FMAs, else float32 FMAs over the bfloat16 values (the same
+ *                               exact products, float32 sums); GPUs: tensor cores.
+ *  KX_PRECISION_MIXED_FLOAT16   float16 with Keras's dynamic loss scaling (LossScaleOptimizer: the loss
+ *                               is multiplied by a scale, first 2^15; a step whose gradients are not
+ *                               finite is skipped and halves it; 2000 finite steps in a row double
+ *                               it). The scale is kept in checkpoints. CPUs have no float16 arithmetic
+ *                               kx uses: there values are rounded to float16 and computed in float32
+ *                               (as exact), for parity with a GPU, not for speed. */
+typedef enum kx_precision {
+  KX_PRECISION_FLOAT32 = 0,
+  KX_PRECISION_MIXED_BFLOAT16 = 1,
+  KX_PRECISION_MIXED_FLOAT16 = 2
+} kx_precision;
 
 #define KX_COMPILE_ZERO_LEARNING_RATE 1u
 #define KX_COMPILE_ZERO_BETA1 2u
@@ -303,7 +328,8 @@ KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);
 
 /* Plans the training step for the model's layers, allocates every buffer once and initialises the
  * weights. o may be NULL for all defaults. Errors: KX_E_MISUSE if already compiled or there are no
- * layers, KX_E_INVALID_ARGUMENT for bad options or a loss that does not fit the output. */
+ * layers, KX_E_INVALID_ARGUMENT for bad options (an unknown precision included) or a loss that does
+ * not fit the output, KX_E_UNSUPPORTED for a precision the strategy's devices cannot run. */
 KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
 
 /* Number of parameters, trainable or not (Keras's "Total params": batch normalisation's moving
@@ -784,6 +810,14 @@ KX_API kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, cons
  * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
  * verbose outside 0..2. */
 KX_API kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
+/* ---------------------------------------------------------------------------------------------- */
+/* Mixed precision                                                                                */
+/* ---------------------------------------------------------------------------------------------- */
+
+/* The dynamic loss scale of a model compiled with KX_PRECISION_MIXED_FLOAT16 into *out_scale (the
+ * one the next step multiplies the loss by); 1 for other precisions. Errors: NULL arguments,
+ * KX_E_MISUSE before compile. */
+KX_API kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -17,11 +17,23 @@
 
 namespace kx {
 
+// Keras's dtype policy. Mixed: layers compute in the 16-bit type (every layer output and every
+// gradient between layers holds a 16-bit value, stored in float32); weights, optimizer slots, the
+// loss with its softmax/sigmoid, batch normalisation and the all-reduce stay float32.
+enum class Precision { Float32 = 0, MixedBfloat16 = 1, MixedFloat16 = 2 };
+const char* precision_name(Precision p);  // Keras's policy name: "float32", "mixed_bfloat16", ...
+
 struct CompileOptions {
   OptimizerConfig optimizer;
   LossConfig loss;
   bool accuracy = false;  // track the "accuracy" metric during fit
   uint64_t seed = 0;      // 0: a fixed default seed
+  Precision precision = Precision::Float32;
+  // MixedFloat16: Keras's LossScaleOptimizer (dynamic). The first loss scale (a power of two), and the
+  // finite steps in a row after which it doubles; a step with gradients that are not finite is
+  // skipped and halves it.
+  double initial_loss_scale = 32768;
+  int64_t loss_scale_growth_steps = 2000;
 };
 
 struct FitOptions {
@@ -155,8 +167,12 @@ class Model {
   // Same, into a caller buffer of at least n * numel(output_shape) floats.
   void predict_into(const float* x, int64_t n, float* out);
 
-  // Which CPU GEMM kernel this model's backend uses ("avx512", "cblas", "portable").
+  // Which CPU GEMM kernel this model's backend uses ("avx512", "cblas", "portable"; with a mixed
+  // precision, the kernel of its 16-bit products too).
   std::string gemm_kernel() const;
+  // The dynamic loss scale the next MixedFloat16 step multiplies the loss by; 1 for other precisions.
+  // Throws Misuse before compile.
+  double loss_scale() const;
 
   class Impl;
 

@@ -17,6 +17,11 @@ class WorkerGroup;        // internal: sdk/src/distribute/worker_group.hpp
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
 // CBLAS when kx was built with it, else the portable built-in kernel.
 enum class CpuGemm { Auto = 0, Builtin = 1, Blas = 2 };
+// How the CPU computes the products of a mixed_bfloat16 model. Dot: AVX512_BF16's vdpbf16ps (two
+// bfloat16 products per float32 lane). Fma: float32 FMAs over the bfloat16 values (their products are
+// exact in float32 too). Auto: Dot on CPUs where it outruns float32 FMAs (AMD's, Zen 4 on), else Fma
+// (Intel's Xeons without AMX run vdpbf16ps at half the rate of their FMAs). Either sums in float32.
+enum class CpuBf16Gemm { Auto = 0, Dot = 1, Fma = 2 };
 
 // Whether a training step is recorded once and replayed (CUDA graphs). Auto: where the backends and
 // the collective can; Off: every step runs directly (to compare); Emulate: backends that record
@@ -57,6 +62,9 @@ class Strategy {
   int num_threads() const { return num_threads_; }
   void set_cpu_gemm(CpuGemm g) { cpu_gemm_ = g; }
   CpuGemm cpu_gemm() const { return cpu_gemm_; }
+  // Unsupported at compile when Dot is asked of a CPU without AVX512_BF16.
+  void set_cpu_bf16_gemm(CpuBf16Gemm g) { cpu_bf16_gemm_ = g; }
+  CpuBf16Gemm cpu_bf16_gemm() const { return cpu_bf16_gemm_; }
   // TF32 tensor cores for float32 GEMMs on GPUs that have them (on by default, as in TensorFlow).
   void set_tf32(bool on) { tf32_ = on; }
   bool tf32() const { return tf32_; }
@@ -88,6 +96,7 @@ class Strategy {
   std::vector<Device> replicas_;
   int num_threads_ = 0;
   CpuGemm cpu_gemm_ = CpuGemm::Auto;
+  CpuBf16Gemm cpu_bf16_gemm_ = CpuBf16Gemm::Auto;
   bool tf32_ = true;
   StepGraphs step_graphs_ = StepGraphs::Auto;
   DataStreaming data_streaming_ = DataStreaming::Auto;

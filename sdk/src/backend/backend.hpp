@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/backend_ops.hpp"
+#include "backend/rounding_math.hpp"
 #include "kx/error.hpp"
 #include "kx/layer.hpp"
 #include "kx/loss.hpp"
@@ -29,6 +30,25 @@ struct Epilogue {
   // When set: bias_grad[n] = sum over k of B[k, n] as well, for B not transposed with ldb == N (the
   // bias gradient beside a weight gradient, dW = X^T dY: the column sums of dY). Not with bias or act.
   float* bias_grad = nullptr;
+  // Not None: A and B hold values of this type (the caller rounded them), whose products are exact in
+  // float32 and are summed in float32; C (after bias and activation) and bias_grad are rounded to it
+  // as they are stored.
+  Rounding rounding = Rounding::None;
+  // With a rounding: C is stored in float32 all the same, a partial result the caller sums further.
+  bool keep_float32 = false;
+};
+
+// Keras's dynamic loss scale (LossScaleOptimizer), in the backend's memory: the step's kernels read
+// and update it, so a recorded step needs no decision from the host.
+struct LossScaleState {
+  float scale = 32768.0f;     // the loss (its gradient) is multiplied by it before backward
+  // Of the last update (loss_scale_update): 1/scale of its gradients when they were all finite, else 0
+  // (the update is skipped); and 1 or 0 alike, for updates of state that is not scaled.
+  float grad_factor = 0.0f;
+  float applied = 0.0f;
+  float finite = 1.0f;        // cleared by loss_scale_check, set again by loss_scale_update
+  int64_t good_steps = 0;     // finite steps in a row since the scale last changed
+  int64_t growth_steps = 2000;
 };
 
 struct LossSpec {
@@ -148,6 +168,7 @@ struct OpQuery {
 struct BackendOptions {
   int32_t cpu_threads = 0;           // CPU kernel threads; 0 = every core
   CpuGemm cpu_gemm = CpuGemm::Auto;  // the CPU's GEMM kernel
+  CpuBf16Gemm cpu_bf16_gemm = CpuBf16Gemm::Auto;  // the CPU's bfloat16 products
   bool tf32 = true;                  // GPU: TF32 tensor cores for float32 GEMMs (as set_tf32)
   bool cudnn = true;                 // GPU: cuDNN convolutions where it is installed
 };
@@ -206,7 +227,8 @@ inline void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
 }
 
-std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGemm::Auto);
+std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm = CpuGemm::Auto,
+                                          CpuBf16Gemm bf16 = CpuBf16Gemm::Auto);
 // A TransferRing for a backend whose memory is host memory: the upload is a copy made at once.
 std::unique_ptr<TransferRing> make_host_transfer_ring(Backend& be, int slots, size_t slot_bytes);
 // The backend of one replica device: the CPU one, or one from the CUDA module (Status::Device when

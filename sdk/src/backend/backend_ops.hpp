@@ -96,19 +96,32 @@
   X(copy_columns, (int64_t rows, int64_t cols, const float* src, int64_t src_ld, float* dst, int64_t dst_ld),    \
     (rows, cols, src, src_ld, dst, dst_ld))                                                                      \
   /* p -= lr * g, or with momentum: v = momentum * v - lr * g; p += v (Keras). The rate is read from            \
-     this backend's memory when the update runs (StepValues). */                                                 \
-  X(sgd_update, (int64_t n, float* p, const float* g, float* v, const float* lr, float momentum),                \
-    (n, p, g, v, lr, momentum))                                                                                  \
+     this backend's memory when the update runs (StepValues). grad_factor: null, or in this backend's           \
+     memory a factor g is multiplied by (a loss scale's 1/scale); 0 skips the update (nothing written). */       \
+  X(sgd_update,                                                                                                  \
+    (int64_t n, float* p, const float* g, float* v, const float* lr, float momentum, const float* grad_factor),  \
+    (n, p, g, v, lr, momentum, grad_factor))                                                                     \
   /* Keras 3's Adam: m += (g - m) * one_minus_beta1; v += (g^2 - v) * one_minus_beta2; p -= (m * lr_t) /     \
      (sqrt(v) + epsilon), lr_t (adam_math.hpp's adam_rate) read from this backend's memory when the update      \
-     runs, the (1 - beta) constants rounded as Keras 3 rounds them (adam_one_minus). */                          \
+     runs, the (1 - beta) constants rounded as Keras 3 rounds them (adam_one_minus). grad_factor as for          \
+     sgd_update. */                                                                                              \
   X(adam_update,                                                                                                 \
     (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,         \
-     float one_minus_beta2, float epsilon),                                                                      \
-    (n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon))                                            \
+     float one_minus_beta2, float epsilon, const float* grad_factor),                                            \
+    (n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor))                               \
   /* dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too. */        \
   X(gather_rows, (const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst),                 \
-    (src, row_len, idx, n, dst))
+    (src, row_len, idx, n, dst))                                                                                 \
+  /* y[i] = x[i] rounded to r (rounding_math.hpp); y may alias x. */                                            \
+  X(round_to, (Rounding r, int64_t n, const float* x, float* y), (r, n, x, y))                                   \
+  /* x[i] *= *factor, the factor read from this backend's memory when the kernel runs. */                       \
+  X(multiply_by, (int64_t n, const float* factor, float* x), (n, factor, x))                                     \
+  /* s->finite = 0 when a value of g[0, n) is infinite or NaN. */                                               \
+  X(loss_scale_check, (int64_t n, const float* g, LossScaleState* s), (n, g, s))                                 \
+  /* After the checks of a step's gradients, as Keras's LossScaleOptimizer: finite, grad_factor =              \
+     1 / scale, applied = 1, and the scale doubles once good_steps reaches growth_steps; else                   \
+     grad_factor = applied = 0, the scale halves and good_steps restarts. Then finite = 1 again. */             \
+  X(loss_scale_update, (LossScaleState * s), (s))
 
 // Calls that read host memory or wait for the device: they run at once and cannot be part of a
 // recorded step (the recorder refuses them while it records).

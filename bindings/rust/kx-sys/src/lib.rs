@@ -112,7 +112,11 @@ pub struct kx_compile_options {
     pub use_ema: i32,
     pub ema_momentum: f64,
     pub zero_is_value: u32,
+    pub precision: i32,
 }
+pub const KX_PRECISION_FLOAT32: i32 = 0;
+pub const KX_PRECISION_MIXED_BFLOAT16: i32 = 1;
+pub const KX_PRECISION_MIXED_FLOAT16: i32 = 2;
 pub const KX_COMPILE_ZERO_LEARNING_RATE: u32 = 1;
 pub const KX_COMPILE_ZERO_BETA1: u32 = 2;
 pub const KX_COMPILE_ZERO_BETA2: u32 = 4;
@@ -194,6 +198,7 @@ extern "C" {
     pub fn kx_compile_options_init(o: *mut kx_compile_options, struct_size: usize);
     pub fn kx_model_compile(m: *mut kx_model, o: *const kx_compile_options) -> kx_status;
     pub fn kx_model_num_params(m: *const kx_model) -> i64;
+    pub fn kx_model_loss_scale(m: *const kx_model, out_scale: *mut f64) -> kx_status;
     pub fn kx_model_input_size(m: *const kx_model) -> i64;
     pub fn kx_model_output_size(m: *const kx_model) -> i64;
     pub fn kx_model_get_weights(m: *const kx_model, out: *mut f32, out_len: usize) -> kx_status;

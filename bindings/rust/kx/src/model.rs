@@ -58,6 +58,8 @@ pub struct CompileOptions {
     /// Fields whose zero is meant rather than "the default" (kx_sys::KX_COMPILE_ZERO_* bits), e.g.
     /// `beta1: 0.0, zero_is_value: kx_sys::KX_COMPILE_ZERO_BETA1` for β1 = 0 as Keras accepts.
     pub zero_is_value: u32,
+    /// Keras's mixed-precision policy: kx_sys::KX_PRECISION_FLOAT32 (0), _MIXED_BFLOAT16, _MIXED_FLOAT16.
+    pub precision: i32,
 }
 
 /// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
@@ -239,6 +241,7 @@ impl Model {
         co.use_ema = o.use_ema as i32;
         co.ema_momentum = o.ema_momentum;
         co.zero_is_value = o.zero_is_value;
+        co.precision = o.precision;
         check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
     }
 

@@ -8,7 +8,9 @@
 #include <utility>
 
 #include "backend/backend.hpp"
-#include "backend/cpu/gemm.hpp"
+#include "backend/cpu/gemm_dispatch.hpp"
+#include "backend/cpu/rounding_kernels.hpp"
+#include "backend/loss_scale_math.hpp"
 #include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/loss_kernels.hpp"
 #include "backend/cpu/normalization_kernels.hpp"
@@ -25,26 +27,11 @@ namespace {
 
 // Below this much work a parallel region costs more than it saves.
 constexpr int64_t kParallelElements = 1 << 15;
-constexpr int64_t kParallelFlops = 1 << 16;
-// From this many rows of A on, C = A B^T transposes B and runs the register-tile kernel.
-constexpr int64_t kDotMaxRows = 256;
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int threads, CpuGemm choice) : threads_(threads > 0 ? threads : omp_get_num_procs()) {
-    if (choice == CpuGemm::Blas) {
-      require(cblas_available(), Status::Unsupported, "this build of kx has no CBLAS");
-      use_blas_ = true;
-    } else if (choice == CpuGemm::Auto) {
-      // The built-in AVX-512 kernel beats OpenBLAS on kx's step shapes; else prefer a tuned BLAS.
-      tile_ = tile_avx512();
-      use_blas_ = !tile_ && cblas_available();
-    }
-    if (!tile_) tile_ = tile_avx512();
-    if (tile_) dot_ = dot_avx512();
-    if (!tile_) tile_ = tile_neon();
-    if (!tile_) tile_ = &tile_portable;
-  }
+  CpuBackend(int threads, CpuGemm choice, CpuBf16Gemm bf16)
+      : threads_(threads > 0 ? threads : omp_get_num_procs()), gemm_(threads_, choice, bf16) {}
 
   DeviceBuffer allocate(size_t bytes) override {
     if (bytes == 0) return {};
@@ -79,11 +66,7 @@ class CpuBackend final : public Backend {
     fail(Status::Internal, "conv2d_backward on a backend without native convolutions");
   }
 
-  std::string gemm_kernel_name() const override {
-    if (use_blas_) return std::string("cblas (") + cblas_core_name() + ")";
-    if (tile_ == &tile_portable) return "builtin portable";
-    return tile_ == tile_neon() ? "builtin neon" : "builtin avx512";
-  }
+  std::string gemm_kernel_name() const override { return gemm_.kernel_name(); }
 
   void gemm(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
             int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) override {
@@ -91,55 +74,9 @@ class CpuBackend final : public Backend {
       require(tb == Trans::No && ldb == N && !ep.bias && ep.activation == Activation::None, Status::Internal,
               "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");
       bias_grad(K, N, B, ep.bias_grad);
+      if (ep.rounding != Rounding::None) round_span(ep.rounding, N, ep.bias_grad, ep.bias_grad);
     }
-    if (M <= 0 || N <= 0) return;
-    const bool relu = ep.activation == Activation::Relu;
-    if (use_blas_) {
-      cblas_gemm(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
-      if (ep.bias || relu) apply_epilogue(M, N, C, ldc, ep.bias, relu);
-      return;
-    }
-    // The dot-product kernel saves transposing B, which pays off only for few rows of A (a batch of
-    // Dense inputs); short dot products (K < 32) waste most of each reduction either way.
-    if (tb == Trans::Yes && ta == Trans::No && dot_ && K >= 32 && M < kDotMaxRows)
-      return gemm_dot(M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
-    if (tb == Trans::Yes) {  // the tile kernel needs rows of B contiguous: transpose B once
-      if (transposed_.size() < static_cast<size_t>(K * N)) transposed_.resize(static_cast<size_t>(K * N));
-      transpose(N, K, B, ldb, transposed_.data());
-      B = transposed_.data();
-      ldb = N;
-    }
-    const int64_t rsa = ta == Trans::No ? lda : 1;
-    const int64_t csa = ta == Trans::No ? 1 : lda;
-    blocked_gemm({M, N, K, A, rsa, csa, B, ldb, beta, C, ldc, ep.bias, relu}, tile_, threads_, workspace_);
-  }
-
-  // C = A B^T with the dot-product kernel: no transposed copy of B.
-  void gemm_dot(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
-                float beta, float* C, int64_t ldc, const Epilogue& ep) {
-    const bool relu = ep.activation == Activation::Relu;
-    const int64_t row_blocks = (M + kDotRows - 1) / kDotRows;
-    const int64_t col_blocks = (N + kDotCols - 1) / kDotCols;
-    const int64_t tiles = row_blocks * col_blocks;
-    const int nt = M * N * K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads_, tiles)) : 1;
-    const DotKernel kernel = dot_;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const int64_t i0 = (t / col_blocks) * kDotRows, j0 = (t % col_blocks) * kDotCols;
-      DotTile tile{K,
-                   A + i0 * lda,
-                   lda,
-                   B + j0 * ldb,
-                   ldb,
-                   C + i0 * ldc + j0,
-                   ldc,
-                   static_cast<int>(std::min<int64_t>(kDotRows, M - i0)),
-                   static_cast<int>(std::min<int64_t>(kDotCols, N - j0)),
-                   beta,
-                   ep.bias ? ep.bias + j0 : nullptr,
-                   relu};
-      kernel(tile);
-    }
+    gemm_.run(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
   }
 
   void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
@@ -301,25 +238,44 @@ class CpuBackend final : public Backend {
       std::memcpy(dst + r * dst_ld, src + r * src_ld, static_cast<size_t>(cols) * sizeof(float));
   }
 
-  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr_in, float momentum) override {
+  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr_in, float momentum,
+                  const float* grad_factor) override {
     const float lr = *lr_in;
+    if (grad_factor && *grad_factor == 0.0f) return;  // a loss-scaled step whose gradients overflowed
+    const float f = grad_factor ? *grad_factor : 1.0f;
     if (v && momentum != 0.0f) {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
       for (int64_t i = 0; i < n; ++i) {
-        v[i] = momentum * v[i] - lr * g[i];
+        v[i] = momentum * v[i] - lr * (g[i] * f);
         p[i] += v[i];
       }
     } else {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-      for (int64_t i = 0; i < n; ++i) p[i] -= lr * g[i];
+      for (int64_t i = 0; i < n; ++i) p[i] -= lr * (g[i] * f);
     }
   }
 
   void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,
-                   float one_minus_beta2, float epsilon) override {
-    const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon};
+                   float one_minus_beta2, float epsilon, const float* grad_factor) override {
+    if (grad_factor && *grad_factor == 0.0f) return;
+    const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor ? *grad_factor : 1.0f};
     for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
   }
+
+  void round_to(Rounding r, int64_t n, const float* x, float* y) override {
+    for_spans(n, [&](int64_t b, int64_t e) { round_span(r, e - b, x + b, y + b); });
+  }
+
+  void multiply_by(int64_t n, const float* factor, float* x) override {
+    const float f = *factor;
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) x[i] *= f;
+  }
+
+  void loss_scale_check(int64_t n, const float* g, LossScaleState* s) override {
+    if (s->finite != 0.0f && !all_finite(n, g)) s->finite = 0.0f;
+  }
+  void loss_scale_update(LossScaleState* s) override { update_loss_scale(*s); }
 
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     float* sum = buffers[0] + first;
@@ -360,36 +316,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void apply_epilogue(int64_t M, int64_t N, float* C, int64_t ldc, const float* bias, bool relu) {
-#pragma omp parallel for num_threads(threads_) if (M * N >= kParallelElements)
-    for (int64_t i = 0; i < M; ++i) {
-      float* c = C + i * ldc;
-      for (int64_t j = 0; j < N; ++j) {
-        float v = c[j] + (bias ? bias[j] : 0.0f);
-        c[j] = relu ? std::max(v, 0.0f) : v;
-      }
-    }
-  }
-
-  void transpose(int64_t rows, int64_t cols, const float* src, int64_t ld, float* dst) {
-    // dst[cols, rows] = src[rows, cols]^T, in 32x32 blocks to stay in cache.
-    constexpr int64_t kB = 32;
-    const int64_t rb = (rows + kB - 1) / kB, cb = (cols + kB - 1) / kB;
-#pragma omp parallel for num_threads(threads_) if (rows * cols >= kParallelElements)
-    for (int64_t b = 0; b < rb * cb; ++b) {
-      const int64_t i0 = (b / cb) * kB, j0 = (b % cb) * kB;
-      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
-      for (int64_t j = j0; j < j1; ++j)
-        for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * ld + j];
-    }
-  }
-
   int threads_;
-  bool use_blas_ = false;
-  TileKernel tile_ = nullptr;
-  DotKernel dot_ = nullptr;
-  FloatBuffer transposed_;
-  FloatBuffer workspace_;  // partial sums: of a GEMM whose K is split, of bias gradients
+  GemmDispatch gemm_;
+  FloatBuffer workspace_;  // partial sums of bias gradients
   LossSums sums_;
 };
 
@@ -398,8 +327,8 @@ class CpuBackend final : public Backend {
 
 int cpu_core_count() { return omp_get_num_procs(); }
 
-std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm) {
-  return std::make_unique<cpu::CpuBackend>(num_threads, gemm);
+std::unique_ptr<Backend> make_cpu_backend(int num_threads, CpuGemm gemm, CpuBf16Gemm bf16) {
+  return std::make_unique<cpu::CpuBackend>(num_threads, gemm, bf16);
 }
 
 }  // namespace kx::backend

@@ -21,6 +21,7 @@ struct Tile {
   float beta;
   const float* bias;  // offset to this tile's first column, or null
   bool relu;
+  Rounding rounding;  // of C as it is stored
 };
 
 inline constexpr int kTileRows = 8;
@@ -42,6 +43,7 @@ struct DotTile {
   float beta;
   const float* bias;
   bool relu;
+  Rounding rounding;
 };
 inline constexpr int kDotRows = 4;
 inline constexpr int kDotCols = 4;
@@ -61,8 +63,10 @@ struct GemmProblem {
   int64_t ldc;
   const float* bias;  // N values, or null
   bool relu;
+  Rounding rounding = Rounding::None;  // of C as it is stored
 };
-// Runs `p` on up to `threads` threads; `workspace` holds partial sums when K is split.
+// Runs `p` on up to `threads` threads; `workspace` holds partial sums when K is split. The kernel
+// decides what a "k" is: a float32 column of A, or (bfloat16 kernels) a pair of packed columns.
 void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace);
 
 void tile_portable(const Tile& t);

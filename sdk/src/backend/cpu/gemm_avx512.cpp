@@ -2,18 +2,17 @@
 // per-function target attributes (not file-wide flags) so nothing else in this file needs AVX-512, and
 // chosen at run time only on CPUs that have it.
 #include "backend/cpu/gemm.hpp"
+#include "backend/rounding_math.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // GCC 12's own intrinsics header trips -Wmaybe-uninitialized in masked loads (_mm512_undefined_ps).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
-#include <immintrin.h>
+#include "backend/cpu/avx512_common.hpp"
 
 namespace kx::backend::cpu {
 namespace {
-
-#define KX_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,fma")))
 
 template <int MR, int NV>
 KX_AVX512 void tile_kernel(const Tile& t) {
@@ -45,20 +44,11 @@ KX_AVX512 void tile_kernel(const Tile& t) {
 #pragma GCC unroll 2
   for (int v = 0; v < NV; ++v)
     bias[v] = t.bias ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, t.bias + 16 * v) : _mm512_setzero_ps();
-  const __m512 beta = _mm512_set1_ps(t.beta);
-  const __m512 zero = _mm512_setzero_ps();
+  const TileStore store{t.beta, t.relu, t.rounding};
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    float* c = t.C + r * t.ldc;
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 2
-    for (int v = 0; v < NV; ++v) {
-      const __mmask16 m = (v == NV - 1) ? last : 0xFFFF;
-      __m512 x = _mm512_add_ps(acc[r][v], bias[v]);
-      if (t.beta != 0.0f) x = _mm512_fmadd_ps(beta, _mm512_maskz_loadu_ps(m, c + 16 * v), x);
-      if (t.relu) x = _mm512_max_ps(x, zero);
-      _mm512_mask_storeu_ps(c + 16 * v, m, x);
-    }
-  }
+    for (int v = 0; v < NV; ++v) store(t.C + r * t.ldc + 16 * v, v == NV - 1 ? last : 0xFFFF, acc[r][v], bias[v]);
 }
 
 template <int MR>
@@ -113,7 +103,7 @@ KX_AVX512 void dot_kernel(const DotTile& t) {
       if (t.beta != 0.0f) v += t.beta * c[j];
       if (t.bias) v += t.bias[j];
       if (t.relu && v < 0.0f) v = 0.0f;
-      c[j] = v;
+      c[j] = round_value(v, t.rounding);
     }
   }
 }

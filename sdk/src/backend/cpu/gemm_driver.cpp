@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "backend/cpu/gemm.hpp"
+#include "backend/rounding_math.hpp"
 
 namespace kx::backend::cpu {
 namespace {
@@ -57,7 +58,8 @@ void run_tiles(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, in
               static_cast<int>(std::min<int64_t>(kTileCols, p.N - j0)),
               beta,
               epilogue && p.bias ? p.bias + j0 : nullptr,
-              epilogue && p.relu};
+              epilogue && p.relu,
+              epilogue ? p.rounding : Rounding::None};
     kernel(tile);
   }
 }
@@ -86,7 +88,7 @@ void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, 
       if (p.beta != 0.0f) v += p.beta * c[j];
       if (p.bias) v += p.bias[j];
       if (p.relu) v = std::max(v, 0.0f);
-      c[j] = v;
+      c[j] = round_value(v, p.rounding);
     }
   }
 }

@@ -4,6 +4,7 @@
 // up to 12 (8 rows x 3 vectors = 24 accumulators, B's 3 vectors and A's broadcasts in the rest); the
 // last columns that do not fill a vector go to the portable kernel.
 #include "backend/cpu/gemm.hpp"
+#include "backend/rounding_math.hpp"
 
 #if defined(__aarch64__)
 #include <arm_neon.h>
@@ -32,7 +33,7 @@ void chunk_kernel(const Tile& t, int col) {
     }
   }
 
-  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU.
+  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU, then the rounding.
   float32x4_t bias[NV];
   for (int v = 0; v < NV; ++v) bias[v] = t.bias ? vld1q_f32(t.bias + col + kLanes * v) : vdupq_n_f32(0.0f);
   const float32x4_t beta = vdupq_n_f32(t.beta);
@@ -44,6 +45,8 @@ void chunk_kernel(const Tile& t, int col) {
       if (t.beta != 0.0f) x = vfmaq_f32(x, beta, vld1q_f32(c + kLanes * v));
       if (t.relu) x = vmaxq_f32(x, zero);
       vst1q_f32(c + kLanes * v, x);
+      if (t.rounding != Rounding::None)  // a mixed-precision layer's output is stored as a 16-bit value
+        for (int l = 0; l < kLanes; ++l) c[kLanes * v + l] = round_value(c[kLanes * v + l], t.rounding);
     }
   }
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "backend/cpu/gemm.hpp"
+#include "backend/rounding_math.hpp"
 
 namespace kx::backend::cpu {
 
@@ -21,7 +22,7 @@ void tile_portable(const Tile& t) {
       if (t.beta != 0.0f) v += t.beta * c[j];
       if (t.bias) v += t.bias[j];
       if (t.relu) v = std::max(v, 0.0f);
-      c[j] = v;
+      c[j] = round_value(v, t.rounding);
     }
   }
 }

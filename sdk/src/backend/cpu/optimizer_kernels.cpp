@@ -11,10 +11,10 @@ namespace kx::backend::cpu {
 KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
                          float* __restrict v, const AdamStep& s) {
   const float lr_t = s.lr_t, epsilon = s.epsilon;
-  const float one_minus_b1 = s.one_minus_beta1, one_minus_b2 = s.one_minus_beta2;
+  const float one_minus_b1 = s.one_minus_beta1, one_minus_b2 = s.one_minus_beta2, factor = s.grad_factor;
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const float gi = g[i];
+    const float gi = g[i] * factor;
     const float mi = m[i] + one_minus_b1 * (gi - m[i]);
     const float vi = v[i] + one_minus_b2 * (gi * gi - v[i]);
     m[i] = mi;

@@ -7,6 +7,7 @@ namespace kx::backend::cpu {
 struct AdamStep {
   float lr_t;  // learning rate with the bias corrections folded in (adam_math.hpp)
   float one_minus_beta1, one_minus_beta2, epsilon;
+  float grad_factor = 1.0f;  // g is multiplied by it first (a loss scale's 1/scale)
 };
 
 // Keras 3's update: p -= (m * lr_t) / (sqrt(v) + epsilon) after the moment updates, for n elements.

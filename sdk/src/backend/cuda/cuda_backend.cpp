@@ -224,16 +224,38 @@ class CudaBackend final : public Backend {
                             static_cast<size_t>(rows), cudaMemcpyDeviceToDevice, stream_),
           "device copy of columns");
   }
-  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) override {
+  void sgd_update(int64_t n, float* p, const float* g, float* v, const float* lr, float momentum,
+                  const float* grad_factor) override {
     use_device();
-    cuda::sgd(stream_, n, p, g, v, lr, momentum);
+    cuda::sgd(stream_, n, p, g, v, lr, momentum, grad_factor);
     launched("SGD");
   }
   void adam_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,
-                   float one_minus_beta2, float epsilon) override {
+                   float one_minus_beta2, float epsilon, const float* grad_factor) override {
     use_device();
-    cuda::adam(stream_, n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon);
+    cuda::adam(stream_, n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor);
     launched("Adam");
+  }
+  void round_to(Rounding r, int64_t n, const float* x, float* y) override {
+    if (r == Rounding::None) return copy(n, x, y);
+    use_device();
+    cuda::round_to(stream_, r, n, x, y);
+    launched("rounding");
+  }
+  void multiply_by(int64_t n, const float* factor, float* x) override {
+    use_device();
+    cuda::multiply_by(stream_, n, factor, x);
+    launched("loss scaling");
+  }
+  void loss_scale_check(int64_t n, const float* g, LossScaleState* s) override {
+    use_device();
+    cuda::loss_scale_check(stream_, n, g, s);
+    launched("loss scale check");
+  }
+  void loss_scale_update(LossScaleState* s) override {
+    use_device();
+    cuda::loss_scale_update(stream_, s);
+    launched("loss scale update");
   }
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     if (count > kMaxSharedReplicas)

@@ -100,15 +100,20 @@ __global__ void scaled_difference_kernel(int64_t n, float alpha, const float* a,
   KX_GRID_STRIDE(i, n) out[i] = __fmul_rn(alpha, __fsub_rn(a[i], b[i]));
 }
 
-__global__ void sgd_kernel(int64_t n, float* p, const float* g, const float* lr_in) {
-  const float lr = *lr_in;
-  KX_GRID_STRIDE(i, n) p[i] = __fsub_rn(p[i], __fmul_rn(lr, g[i]));
+// The gradient factor of a loss-scaled step (1 without one); 0 skips the update.
+__device__ inline float factor_of(const float* grad_factor) { return grad_factor ? *grad_factor : 1.0f; }
+
+__global__ void sgd_kernel(int64_t n, float* p, const float* g, const float* lr_in, const float* grad_factor) {
+  const float lr = *lr_in, f = factor_of(grad_factor);
+  if (f == 0.0f) return;
+  KX_GRID_STRIDE(i, n) p[i] = __fsub_rn(p[i], __fmul_rn(lr, __fmul_rn(g[i], f)));
 }
 __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* v, const float* lr_in,
-                                    float momentum) {
-  const float lr = *lr_in;
+                                    float momentum, const float* grad_factor) {
+  const float lr = *lr_in, f = factor_of(grad_factor);
+  if (f == 0.0f) return;
   KX_GRID_STRIDE(i, n) {
-    const float vi = __fsub_rn(__fmul_rn(momentum, v[i]), __fmul_rn(lr, g[i]));
+    const float vi = __fsub_rn(__fmul_rn(momentum, v[i]), __fmul_rn(lr, __fmul_rn(g[i], f)));
     v[i] = vi;
     p[i] = __fadd_rn(p[i], vi);
   }
@@ -116,10 +121,11 @@ __global__ void sgd_momentum_kernel(int64_t n, float* p, const float* g, float* 
 
 // The CPU's Adam expression, rounded step by step as it is (no fused multiply-add).
 __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_in,
-                            float one_minus_b1, float one_minus_b2, float epsilon) {
-  const float lr_t = *lr_in;
+                            float one_minus_b1, float one_minus_b2, float epsilon, const float* grad_factor) {
+  const float lr_t = *lr_in, f = factor_of(grad_factor);
+  if (f == 0.0f) return;
   KX_GRID_STRIDE(i, n) {
-    const float gi = g[i];
+    const float gi = __fmul_rn(g[i], f);
     const float mi = __fadd_rn(m[i], __fmul_rn(one_minus_b1, __fsub_rn(gi, m[i])));
     const float vi = __fadd_rn(v[i], __fmul_rn(one_minus_b2, __fsub_rn(__fmul_rn(gi, gi), v[i])));
     m[i] = mi;
@@ -210,17 +216,20 @@ void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, c
   if (n) scaled_difference_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, alpha, a, b, out);
 }
 
-void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum) {
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum,
+         const float* grad_factor) {
   if (n == 0) return;
   if (v && momentum != 0.0f)
-    sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, v, lr, momentum);
+    sgd_momentum_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, v, lr, momentum, grad_factor);
   else
-    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, lr);
+    sgd_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, lr, grad_factor);
 }
 
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t,
-          float one_minus_beta1, float one_minus_beta2, float epsilon) {
-  if (n) adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon);
+          float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor) {
+  if (n)
+    adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon,
+                                                   grad_factor);
 }
 
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count) {

@@ -46,12 +46,23 @@ void transpose(cudaStream_t s, int64_t rows, int64_t cols, const float* src, flo
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);
-void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum);
+// grad_factor: null, or device memory g is multiplied by; 0 there skips the update (loss scaling).
+void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum,
+         const float* grad_factor);
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t,
-          float one_minus_beta1, float one_minus_beta2, float epsilon);
+          float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor);
 // As Backend::sum_across, for up to kMaxSharedReplicas buffers.
 inline constexpr int kMaxSharedReplicas = 16;
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count);
 void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst);
+
+// Mixed precision (mixed_precision_kernels.cu), as the operations of backend_ops.hpp: rows x cols
+// values with a leading dimension ld rounded in place (rounding_math.hpp); x *= *factor; the loss
+// scale's finiteness check and update (loss_scale_math.hpp).
+void round_to(cudaStream_t s, Rounding r, int64_t n, const float* x, float* y);
+void round_rows(cudaStream_t s, Rounding r, int64_t rows, int64_t cols, int64_t ld, float* x);
+void multiply_by(cudaStream_t s, int64_t n, const float* factor, float* x);
+void loss_scale_check(cudaStream_t s, int64_t n, const float* g, LossScaleState* state);
+void loss_scale_update(cudaStream_t s, LossScaleState* state);
 
 }  // namespace kx::backend::cuda

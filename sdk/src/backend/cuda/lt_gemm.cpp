@@ -1,6 +1,7 @@
 #include "backend/cuda/lt_gemm.hpp"
 
 #include <string>
+#include <utility>
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.cuh"
@@ -109,6 +110,20 @@ bool LtGemm::matmul(cudaStream_t stream, const Key& key, const float* A, const f
 
 void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A,
                  int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep) {
+  if (ep.rounding != Rounding::None) {
+    // 16-bit operands: bfloat16 and float16 values are exact in TF32, so TF32 tensor cores compute
+    // their products exactly and sum them in float32, as a 16-bit GEMM with float32 accumulation
+    // does; then what was stored is rounded.
+    Epilogue plain = ep;
+    plain.rounding = Rounding::None;
+    const bool tf32 = std::exchange(tf32_, true);
+    run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, plain);
+    tf32_ = tf32;
+    if (!ep.keep_float32) round_rows(stream, ep.rounding, M, N, ldc, C);
+    if (ep.bias_grad) round_to(stream, ep.rounding, N, ep.bias_grad, ep.bias_grad);
+    check(cudaGetLastError(), "rounding a GEMM's result");
+    return;
+  }
   if (ep.bias_grad) {
     if (tb != Trans::No || ldb != N || ep.bias || ep.activation != Activation::None)
       fail(Status::Internal, "a bias gradient beside a GEMM needs B untransposed and dense, and no other epilogue");

@@ -16,6 +16,8 @@ class ActivationLayer final : public Layer {
     return in;
   }
   Activation output_activation() const override { return spec_.activation; }
+  bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
+  bool rounds_input_grads(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
 
   void forward(const LayerContext& c) const override {
     c.be->copy(c.rows * size_, c.x, c.y);

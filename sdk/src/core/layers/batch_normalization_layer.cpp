@@ -31,6 +31,8 @@ class BatchNormalizationLayer final : public Layer {
             {"moving_mean", {channels_}, Init::Zeros, 0, 0, false},
             {"moving_variance", {channels_}, Init::Ones, 0, 0, false}};
   }
+  // Keras computes batch normalisation in float32, its weights as they are, under a mixed policy too.
+  bool autocasts_weights() const override { return false; }
   // The batch's mean and variance, and zeros (the mean that the frozen backward normalises with).
   int64_t scratch_floats(int64_t) const override { return 3 * channels_; }
 

@@ -56,6 +56,9 @@ class Conv2dLayer final : public Layer {
     return native(be) ? 0 : scratch_floats(rows);
   }
   Activation output_activation() const override { return spec_.activation; }
+  // The GEMM rounds y (a ReLU of rounded values is rounded); another activation comes after it. A
+  // native convolution (cuDNN) stores float32 sums: the layer rounds them itself.
+  bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
 
   void forward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
@@ -63,6 +66,7 @@ class Conv2dLayer final : public Layer {
     const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
     if (native(*c.be)) {
       c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
+      if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, c.y, c.y);
       if (act != fused) c.be->activation_forward(act, positions, F, c.y);
       return;
     }
@@ -72,31 +76,42 @@ class Conv2dLayer final : public Layer {
       columns = c.scratch;
     }
     Epilogue ep{bias(c.w), fused};
+    ep.rounding = c.rounding;
     c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
     if (act != fused) c.be->activation_forward(act, positions, F, c.y);
   }
 
   void backward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
-    if (!c.fold_activation && spec_.activation != Activation::None)
+    if (!c.fold_activation && spec_.activation != Activation::None) {
       c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
+      if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
+        c.be->round_to(c.rounding, positions * F, c.dy, c.dy);
+    }
     if (native(*c.be)) {
       c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
+      if (c.dw && c.rounding != backend::Rounding::None)
+        c.be->round_to(c.rounding, patch * F + (spec_.use_bias ? F : 0), c.dw, c.dw);
       return;
     }
     const float* columns = pointwise() ? c.x : c.scratch;
     if (c.dw) {
       Epilogue with_bias_grad;
       with_bias_grad.bias_grad = bias(c.dw);  // fused into the GEMM where the backend can
+      with_bias_grad.rounding = c.rounding;
       c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, with_bias_grad);
     }
     if (!c.dx) return;
+    Epilogue dx_ep;
+    dx_ep.rounding = c.rounding;
     if (pointwise()) {
-      c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.dx, patch, {});
+      c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.dx, patch, dx_ep);
       return;
     }
-    // The columns are no longer needed: their gradient takes their place, then folds back onto dx.
-    c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.scratch, patch, {});
+    // The columns are no longer needed: their gradient takes their place, then folds back onto dx
+    // (which the plan rounds: Keras rounds the whole input gradient once, so these stay float32).
+    dx_ep.keep_float32 = true;
+    c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.scratch, patch, dx_ep);
     c.be->col2im(g_, c.rows, c.scratch, c.dx);
   }
 

@@ -29,6 +29,9 @@ class DenseLayer final : public Layer {
   }
 
   Activation output_activation() const override { return spec_.activation; }
+  // The GEMM rounds y (a ReLU of rounded values is rounded); another activation comes after it.
+  bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
+  bool rounds_input_grads(bool) const override { return true; }
 
   void forward(const LayerContext& c) const override {
     const int64_t units = spec_.units;
@@ -36,21 +39,29 @@ class DenseLayer final : public Layer {
     const float* kernel = c.w;
     const float* bias = spec_.use_bias ? c.w + in_ * units : nullptr;
     Epilogue ep{bias, act == Activation::Relu ? Activation::Relu : Activation::None};
+    ep.rounding = c.rounding;
     c.be->gemm(Trans::No, Trans::No, c.rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
     if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, c.rows, units, c.y);
   }
 
   void backward(const LayerContext& c) const override {
     const int64_t units = spec_.units;
-    if (!c.fold_activation && spec_.activation != Activation::None)
+    if (!c.fold_activation && spec_.activation != Activation::None) {
       c.be->activation_backward(spec_.activation, c.rows, units, c.y, c.dy, c.dy);
+      // The gradient of a sigmoid, tanh or softmax is a 16-bit tensor too.
+      if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
+        c.be->round_to(c.rounding, c.rows * units, c.dy, c.dy);
+    }
     if (c.dw) {
       float* dkernel = c.dw;
       Epilogue with_bias_grad;
       if (spec_.use_bias) with_bias_grad.bias_grad = c.dw + in_ * units;  // fused into the GEMM where the backend can
+      with_bias_grad.rounding = c.rounding;
       c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, with_bias_grad);
     }
-    if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, {});
+    Epilogue dx_ep;
+    dx_ep.rounding = c.rounding;
+    if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, dx_ep);
   }
 
  protected:

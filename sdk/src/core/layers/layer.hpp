@@ -54,6 +54,9 @@ struct LayerContext {
   const uint64_t* step_seed = nullptr;
   uint64_t seed_stream = 0;
   int64_t first_row = 0;      // of these rows in the global batch (a replica holds a slice of it)
+  // Mixed precision's 16-bit type (None in float32): x, y, dy, dx and w hold values of it (w where the
+  // layer autocasts its weights); the layer's GEMMs round what they store to it.
+  backend::Rounding rounding = backend::Rounding::None;
 };
 
 class Layer {
@@ -89,6 +92,22 @@ class Layer {
   // The activation the loss may fold in (Dense's), else None.
   virtual Activation output_activation() const { return Activation::None; }
 
+  // Mixed precision (the plan rounds every tensor between layers to the 16-bit type). Whether the
+  // layer reads its weights as that type (Keras's autocast variables); batch normalisation computes
+  // in float32 and reads them as they are.
+  virtual bool autocasts_weights() const { return true; }
+  // Whether forward stores its output already rounded (a GEMM's epilogue rounded it, or the layer only
+  // moves values), so that the plan need not round it again.
+  virtual bool rounds_output(bool fold_activation) const {
+    (void)fold_activation;
+    return false;
+  }
+  // The same for the gradients backward writes into dx.
+  virtual bool rounds_input_grads(bool fold_activation) const {
+    (void)fold_activation;
+    return false;
+  }
+
   virtual void forward(const LayerContext& c) const = 0;
   virtual void backward(const LayerContext& c) const = 0;
 
@@ -99,6 +118,10 @@ class Layer {
   virtual void add_config(json::Value& config) const { (void)config; }
   LayerSpec spec_;
 };
+
+// None or ReLU: of 16-bit values they give 16-bit values (and so do their gradients), where sigmoid,
+// tanh and softmax need rounding again.
+inline bool piecewise_linear(Activation a) { return a == Activation::None || a == Activation::Relu; }
 
 // The layer of spec.kind, through the layer table (layer_registry.hpp); unbuilt.
 std::unique_ptr<Layer> make_layer(const LayerSpec& spec);

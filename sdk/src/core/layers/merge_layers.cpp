@@ -28,6 +28,7 @@ class AddLayer final : public Layer {
     c.be->add(n, c.xs[0], c.xs[1], c.y);
     for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
   }
+  bool rounds_input_grads(bool) const override { return true; }  // copies of dy
   void backward(const LayerContext& c) const override {
     for (int k = 0; k < inputs_; ++k)
       if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
@@ -60,6 +61,9 @@ class ConcatenateLayer final : public Layer {
     return out;
   }
 
+  // Values are only moved, both ways.
+  bool rounds_output(bool) const override { return true; }
+  bool rounds_input_grads(bool) const override { return true; }
   void forward(const LayerContext& c) const override {
     const int64_t total = width(), rows = c.rows * positions_;
     int64_t at = 0;

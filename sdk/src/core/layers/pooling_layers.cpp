@@ -46,6 +46,9 @@ class Pooling2dLayer : public Layer {
 class MaxPooling2dLayer final : public Pooling2dLayer {
  public:
   using Pooling2dLayer::Pooling2dLayer;
+  bool rounds_output(bool) const override { return true; }  // the maximum of 16-bit values is one
+  // Windows that do not overlap route each gradient to one place: dx holds dy's values and zeros.
+  bool rounds_input_grads(bool) const override { return g_.stride_h >= g_.k_h && g_.stride_w >= g_.k_w; }
   void forward(const LayerContext& c) const override { c.be->max_pool_forward(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->max_pool_backward(g_, c.rows, c.x, c.y, c.dy, c.dx);

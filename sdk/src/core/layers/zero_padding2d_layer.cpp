@@ -26,6 +26,9 @@ class ZeroPadding2dLayer final : public Layer {
     return {g_.out_h, g_.out_w, g_.channels};
   }
 
+  // Values are only moved (and zeros added), both ways.
+  bool rounds_output(bool) const override { return true; }
+  bool rounds_input_grads(bool) const override { return true; }
   void forward(const LayerContext& c) const override { c.be->im2col(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->col2im(g_, c.rows, c.dy, c.dx);

@@ -106,6 +106,14 @@ void Model::Impl::compile(const CompileOptions& o) {
   net.require_connected();
   require(is_valid(o.loss.kind), Status::InvalidArgument, "unknown loss " + std::to_string(static_cast<int>(o.loss.kind)));
   OptimizerConfig resolved = o.optimizer.resolved();
+  const int precision = static_cast<int>(o.precision);
+  require(precision >= 0 && precision <= static_cast<int>(Precision::MixedFloat16), Status::InvalidArgument,
+          "unknown precision " + std::to_string(precision));
+  if (o.precision == Precision::MixedFloat16) {
+    require(std::isfinite(o.initial_loss_scale) && o.initial_loss_scale >= 1 && o.initial_loss_scale <= 0x1p100,
+            Status::InvalidArgument, "the initial loss scale must be in [1, 2^100]");
+    require(o.loss_scale_growth_steps >= 1, Status::InvalidArgument, "the loss scale's growth steps must be positive");
+  }
 
   const int64_t outputs = net.output_size(), classes = output_classes();
   const Activation last = net.layers.back()->output_activation();
@@ -138,6 +146,7 @@ void Model::Impl::compile(const CompileOptions& o) {
     Replica& r = built[k];
     r.be = backend::make_backend(strategy.replicas()[k], {.cpu_threads = threads,
                                                           .cpu_gemm = strategy.cpu_gemm(),
+                                                          .cpu_bf16_gemm = strategy.cpu_bf16_gemm(),
                                                           .tf32 = strategy.tf32(),
                                                           .cudnn = strategy.effective_cudnn()});
     if (graphs == StepGraphs::Emulate && r.be->host_accessible())
@@ -148,6 +157,8 @@ void Model::Impl::compile(const CompileOptions& o) {
     if (adam || momentum) r.slot_m = r.be->allocate(bytes);
     if (adam) r.slot_v = r.be->allocate(bytes);
     if (resolved.use_ema) r.slot_ema = r.be->allocate(bytes);
+    if (o.precision != Precision::Float32) r.rounded_params = r.be->allocate(bytes);
+    if (o.precision == Precision::MixedFloat16) r.loss_scale = r.be->allocate(sizeof(backend::LossScaleState));
   }
   if (n > 1) pool_ = std::make_unique<distribute::ReplicaPool>(n);
   // The strategy decides how the replicas' gradients are summed; the step runner only calls it.
@@ -163,6 +174,18 @@ void Model::Impl::compile(const CompileOptions& o) {
   optimizer = resolved;
   learning_rate = *resolved.learning_rate;
   init_weights(o.seed ? o.seed : kDefaultSeed);
+  // The parameters of layers that autocast their weights, in runs as long as possible.
+  autocast_spans.clear();
+  for (size_t i = 0; i < net.layers.size(); ++i) {
+    const int64_t first = net.param_offset[i];
+    const int64_t count = (i + 1 < net.layers.size() ? net.param_offset[i + 1] : net.num_params) - first;
+    if (count == 0 || !net.layers[i]->autocasts_weights()) continue;
+    if (!autocast_spans.empty() && autocast_spans.back().first + autocast_spans.back().count == first)
+      autocast_spans.back().count += count;
+    else
+      autocast_spans.push_back({first, count});
+  }
+  if (loss_scaling()) set_loss_scale(o.initial_loss_scale, 0);
   compiled = true;
 }
 

@@ -31,6 +31,10 @@ struct Replica {
   std::unique_ptr<backend::Backend> be;  // declared first: destroyed after the memory it owns
   backend::DeviceBuffer params, grads, slot_m, slot_v, slot_ema;
   backend::DeviceBuffer step_values;  // backend::StepValues of the step being taken
+  // Mixed precision: the parameters rounded to the 16-bit type once per step (and per evaluate or
+  // predict), which layers that autocast their weights read; and with float16, Keras's dynamic loss
+  // scale (backend::LossScaleState). Empty in float32.
+  backend::DeviceBuffer rounded_params, loss_scale;
   core::StepPlan plan;
   core::ReplicaFeed feed;       // where its step reads the batches of the dataset being read
   core::StepGraphCache graphs;  // last: destroyed before the memory its graphs point at
@@ -38,6 +42,7 @@ struct Replica {
   const uint64_t* step_seed() const { return &step_values.data<backend::StepValues>()->seed; }
   const float* learning_rate() const { return &step_values.data<backend::StepValues>()->learning_rate; }
   const float* one() const { return &step_values.data<backend::StepValues>()->one; }
+  backend::LossScaleState* loss_scale_state() const { return loss_scale.data<backend::LossScaleState>(); }
 };
 
 class Model::Impl {
@@ -128,6 +133,20 @@ class Model::Impl {
   // same model with the same data layout (collective).
   void require_same_training_on_every_worker(const Dataset& train, int64_t steps) const;
   double learning_rate = 0;  // of the next step: the compiled one unless a schedule changes it
+
+  // Mixed precision (core/train/mixed_precision.cpp). The type tensors are rounded to (None in float32).
+  backend::Rounding rounding() const;
+  // With float16: steps scale the loss and skip updates whose gradients overflow.
+  bool loss_scaling() const { return options.precision == Precision::MixedFloat16; }
+  // Queues the rounding of replica r's parameters into r.rounded_params (nothing in float32).
+  void round_params(Replica& r) const;
+  // How replica r's passes compute: its rounding and rounded parameters.
+  core::PassPrecision pass_precision(const Replica& r) const;
+  // Every replica's loss scale := scale, with good_steps finite steps behind it (loss scaling only).
+  void set_loss_scale(double scale, int64_t good_steps);
+  // Replica 0's loss scale state, on the host (every replica's is the same between steps).
+  backend::LossScaleState host_loss_scale() const;
+  std::vector<core::ArenaSpan> autocast_spans;  // the parameters that round_params rounds
 
   // For the training code (core/train/): the replicas, run side by side.
   // Runs task(k) on every replica k: concurrently when there are several.

@@ -1,6 +1,7 @@
 // Model files and checkpoints: the model's tensors and settings in the safetensors layout, and
 // restoring them into a model (the same model, on any replica count).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <numeric>
 
@@ -104,6 +105,14 @@ json::Value Model::Impl::compile_config() const {
   root.set("loss", std::move(loss));
   root.set("metrics", options.accuracy ? json::Value::Array{json::Value("accuracy")} : json::Value::Array{});
   root.set("seed", std::to_string(options.seed));
+  // Keras's policy name; absent in float32, so files from before mixed precision compare equal.
+  if (options.precision != Precision::Float32) root.set("dtype_policy", precision_name(options.precision));
+  if (loss_scaling()) {
+    json::Value ls{json::Value::Object{}};
+    ls.set("initial_scale", options.initial_loss_scale);
+    ls.set("dynamic_growth_steps", options.loss_scale_growth_steps);
+    root.set("loss_scale", std::move(ls));
+  }
   return root;
 }
 
@@ -127,6 +136,17 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
     if (lname == loss_name(static_cast<LossKind>(k))) o.loss.kind = static_cast<LossKind>(k), known = true;
   require(known, Status::InvalidArgument, "unknown loss \"" + lname + "\"");
   o.loss.from_logits = loss.at("from_logits", "loss").as_bool("from_logits");
+  if (const json::Value* policy = c.find("dtype_policy")) {
+    const std::string& name = policy->as_string("dtype_policy");
+    bool known = false;
+    for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16})
+      if (name == precision_name(p)) o.precision = p, known = true;
+    require(known, Status::InvalidArgument, "unknown dtype policy \"" + name + "\"");
+  }
+  if (const json::Value* ls = c.find("loss_scale")) {
+    o.initial_loss_scale = ls->at("initial_scale", "loss_scale").as_number("initial_scale");
+    o.loss_scale_growth_steps = ls->at("dynamic_growth_steps", "loss_scale").as_int("dynamic_growth_steps");
+  }
   for (const json::Value& m : c.at("metrics", "compile config").as_array("metrics"))
     o.accuracy = o.accuracy || m.as_string("metric") == "accuracy";
   if (const json::Value* seed = c.find("seed")) {
@@ -168,6 +188,11 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   m["compile_config"] = compile_config().dump();
   m["optimizer_steps"] = std::to_string(optimizer_steps);
   m["replicas"] = std::to_string(replicas.size());
+  if (loss_scaling()) {  // float16's dynamic loss scale, so that a resumed fit continues it
+    const backend::LossScaleState ls = host_loss_scale();
+    m["loss_scale"] = core::meta_double_text(ls.scale);
+    m["loss_scale_good_steps"] = std::to_string(ls.good_steps);
+  }
   if (position && order) core::put_position(*position, *order, m);
   return io::encode_safetensors(tensors, std::move(m));
 }
@@ -181,7 +206,9 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
       first_difference(meta_json(f, "model_config"), json::parse(to_json()), "model", {"kx_version", "trainable"});
   require(model_diff.empty(), Status::InvalidArgument, f.source() + " holds a different model: " + model_diff);
   const json::Value compile = meta_json(f, "compile_config");
-  const std::string compile_diff = first_difference(compile, compile_config(), "compile", {"seed"});
+  // Checkpoints hold float32 weights whatever the policy: one trained mixed resumes in float32 and back.
+  const std::string compile_diff =
+      first_difference(compile, compile_config(), "compile", {"seed", "dtype_policy", "loss_scale"});
   require(compile_diff.empty(), Status::InvalidArgument, f.source() + " was compiled differently: " + compile_diff);
   uint64_t seed = 0;
   try {
@@ -212,6 +239,16 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   }
   const int64_t steps = core::meta_int(f, "optimizer_steps");
   require(steps >= 0, Status::Corrupt, f.source() + ": negative optimizer_steps");
+  // The loss scale where a float16 run left it; files without one (float32 or bfloat16 runs, older
+  // files) start from the initial scale.
+  double scale = options.initial_loss_scale;
+  int64_t good_steps = 0;
+  if (loss_scaling() && f.metadata().count("loss_scale")) {
+    scale = core::meta_double(f, "loss_scale");
+    good_steps = core::meta_int(f, "loss_scale_good_steps");
+    require(std::isfinite(scale) && scale > 0 && good_steps >= 0, Status::Corrupt,
+            f.source() + ": the loss scale in the metadata is not valid");
+  }
   // Everything is read and checked: only now does the model change.
   set_params(params.data());
   for (Replica& r : replicas) {
@@ -221,6 +258,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   }
   optimizer_steps = steps;
   options.seed = seed;  // dropout masks continue the stream they came from
+  if (loss_scaling()) set_loss_scale(scale, good_steps);
 }
 
 WeightsReport Model::Impl::load_weights(const std::string& path, bool skip_mismatch) {

@@ -69,6 +69,7 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
         },
         data.prefetch_batches());
   }
+  for_each_replica([&](int k) { round_params(replicas[static_cast<size_t>(k)]); });  // the policy's weights
   for (int64_t first = 0; first < data.num_samples(); first += batch) {
     const int64_t rows = std::min(batch, data.num_samples() - first);
     if (decoder) use_rows(decoder->next());
@@ -112,12 +113,13 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
   Replica& r = replicas.front();
   const int64_t batch = std::max<int64_t>(r.plan.capacity(), Dataset::kDefaultBatch);
   r.plan.reserve(*r.be, net, batch, label_size());
+  round_params(r);
   for (int64_t first = 0; first < n; first += batch) {
     const int64_t rows = std::min(batch, n - first);
     r.be->to_device(x + first * in, static_cast<size_t>(rows * in) * sizeof(float), r.plan.input());
-    r.plan.forward(*r.be, net, r.params.data(), rows, false, r.step_seed());
-    // A softmax/sigmoid folded into the loss for training is applied here: predict gives probabilities
-    // (softmax over the last axis, as Keras).
+    r.plan.forward(*r.be, net, r.params.data(), rows, false, r.step_seed(), 0, pass_precision(r));
+    // A softmax/sigmoid folded into the loss for training is applied here (in float32, as the loss
+    // computes it under a mixed policy): predict gives probabilities (softmax over the last axis, as Keras).
     const int64_t classes = output_classes();
     r.be->activation_forward(net.folded_activation(), rows * (outs / classes), classes, r.plan.output());
     r.be->to_host(r.plan.output(), static_cast<size_t>(rows * outs) * sizeof(float), out + first * outs);

@@ -74,9 +74,17 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   revision_ = net.revision;
 }
 
+const float* StepPlan::layer_params(const Network& net, size_t i, const float* params, const PassPrecision& mp) {
+  const bool rounded = mp.rounded_params && net.layers[i]->autocasts_weights();
+  return (rounded ? mp.rounded_params : params) + net.param_offset[i];
+}
+
 void StepPlan::forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-                       const uint64_t* step_seed, int64_t first_row) {
+                       const uint64_t* step_seed, int64_t first_row, const PassPrecision& mp) {
   const size_t L = net.layers.size();
+  const bool mixed = mp.rounding != backend::Rounding::None;
+  // Keras casts the model's input to the compute type as the first layer reads it.
+  if (mixed) be.round_to(mp.rounding, rows * net.input_size(), act_[0], act_[0]);
   std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
     xs.clear();
@@ -87,20 +95,25 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.x = xs.front();
     c.xs = xs.data();
     c.y = act_[i + 1];
-    c.w = params + net.param_offset[i];
+    c.w = layer_params(net, i, params, mp);
     c.scratch = scratch_[i];
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.step_seed = step_seed;
     c.seed_stream = i;
     c.first_row = first_row;
-    net.layers[i]->forward(c);
+    c.rounding = mp.rounding;
+    const Layer& layer = *net.layers[i];
+    layer.forward(c);
+    if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
+      be.round_to(mp.rounding, rows * num_elements(net.shapes[i + 1]), c.y, c.y);
   }
 }
 
 void StepPlan::backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
-                        float batch_share) {
+                        float batch_share, const PassPrecision& mp) {
   const size_t L = net.layers.size();
+  const bool mixed = mp.rounding != backend::Rounding::None;
   std::vector<const float*> xs;
   for (size_t i = L; i-- > 0;) {
     if (!grad_[i + 1]) continue;  // nothing before this layer trains
@@ -116,16 +129,23 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.dy = grad_[i + 1];
     c.dx = edge_grad_[i].front();
     c.dxs = edge_grad_[i].data();
-    c.w = params + net.param_offset[i];
+    c.w = layer_params(net, i, params, mp);
     c.dw = layer.trainable() ? grads + net.param_offset[i] : nullptr;
     c.scratch = scratch_[i];
     c.training = true;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.batch_share = batch_share;
+    c.rounding = mp.rounding;
     layer.backward(c);
+    if (mixed && !layer.rounds_input_grads(c.fold_activation))
+      for (size_t k = 0; k < edge_grad_[i].size(); ++k)
+        if (float* dx = edge_grad_[i][k]; dx && !layer.aliases_input())
+          be.round_to(mp.rounding, rows * num_elements(net.shapes[static_cast<size_t>(net.inputs[i][k])]), dx, dx);
     for (const PendingSum& s : sums_after_[i]) {
       const size_t t = static_cast<size_t>(s.tensor);
-      be.add(rows * num_elements(net.shapes[t]), grad_[t], s.extra, grad_[t]);
+      const int64_t n = rows * num_elements(net.shapes[t]);
+      be.add(n, grad_[t], s.extra, grad_[t]);
+      if (mixed) be.round_to(mp.rounding, n, grad_[t], grad_[t]);  // a sum of 16-bit gradients is one too
     }
   }
 }

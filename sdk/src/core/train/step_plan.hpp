@@ -14,6 +14,14 @@
 
 namespace kx::core {
 
+// Mixed precision in one pass: the 16-bit type every tensor between layers is rounded to, and the
+// parameters rounded to it once per step (read by the layers that autocast their weights). Float32:
+// None and null.
+struct PassPrecision {
+  backend::Rounding rounding = backend::Rounding::None;
+  const float* rounded_params = nullptr;
+};
+
 class StepPlan {
  public:
   // (Re)allocates for up to max_rows samples in be's memory; a no-op when the capacity already suffices.
@@ -31,14 +39,17 @@ class StepPlan {
 
   // rows samples that start at first_row of the global batch (0 unless replicas split it).
   // step_seed: the step's seed in be's memory (read by dropout in training).
+  // The input is rounded to mp's type first, and so is every layer's output.
   void forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
-               const uint64_t* step_seed, int64_t first_row = 0);
-  // Needs output_grad() filled with dL/d(output) and the buffers of the forward pass just before.
-  // batch_share: rows / the global batch's rows.
+               const uint64_t* step_seed, int64_t first_row = 0, const PassPrecision& mp = {});
+  // Needs output_grad() filled with dL/d(output) (rounded to mp's type) and the buffers of the forward
+  // pass just before. batch_share: rows / the global batch's rows.
   void backward(backend::Backend& be, const Network& net, const float* params, float* grads, int64_t rows,
-                float batch_share = 1.0f);
+                float batch_share = 1.0f, const PassPrecision& mp = {});
 
  private:
+  // The parameters layer i reads: rounded ones when it autocasts them under a mixed policy.
+  static const float* layer_params(const Network& net, size_t i, const float* params, const PassPrecision& mp);
   // grad[t] += extra, after the first consumer of tensor t ran backward (the other consumers wrote
   // their share into extra buffers before).
   struct PendingSum {

@@ -15,12 +15,18 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
   const int64_t ls = m.label_size();
   r.be->gather_rows(r.feed.samples(), m.net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
   r.be->gather_rows(r.feed.labels(), ls, r.plan.batch_index(), s.rows, r.plan.labels());
-  r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first);
+  r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first, m.pass_precision(r));
   // Each position of a sample is a row of the loss; a sample's loss is their mean (take_loss_sums
   // divides the sums by the positions).
   const int64_t positions = m.loss_positions;
   r.be->loss(m.loss_spec, s.rows * positions, m.net.output_size() / positions, r.plan.output(), r.plan.labels(),
              ls / positions, grad_scale / static_cast<float>(positions), training ? r.plan.output_grad() : nullptr);
+  if (!training || m.rounding() == backend::Rounding::None) return;
+  // The loss (and its softmax) is float32; the gradient reaching the model's output is a 16-bit tensor,
+  // of the scaled loss under float16's loss scaling.
+  const int64_t n = s.rows * m.net.output_size();
+  if (m.loss_scaling()) r.be->multiply_by(n, &r.loss_scale_state()->scale, r.plan.output_grad());
+  r.be->round_to(m.rounding(), n, r.plan.output_grad(), r.plan.output_grad());
 }
 
 void StepRunner::forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t global_rows) const {
@@ -30,9 +36,10 @@ void StepRunner::forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t g
   }
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
+  m.round_params(r);  // once per step: every layer's GEMMs read these
   replica_forward_loss(m, r, s, true, 1.0f / static_cast<float>(global_rows));
   r.plan.backward(*r.be, m.net, r.params.data(), r.grads.data(), s.rows,
-                  static_cast<float>(s.rows) / static_cast<float>(global_rows));
+                  static_cast<float>(s.rows) / static_cast<float>(global_rows), m.pass_precision(r));
 }
 
 backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) const {
@@ -118,7 +125,9 @@ void StepRunner::run(Model::Impl& m, const int64_t* idx, int64_t rows) {
         run_part(m, k, kUpdate, rows, [&] { all_reduce_and_update(k); });
     });
   }
-  m.optimizer_steps = t;
+  // A loss-scaled step whose gradients overflowed was skipped: as Keras's LossScaleOptimizer, it does not
+  // count as an optimizer iteration (Adam's next step is still t).
+  if (!m.loss_scaling() || m.host_loss_scale().applied != 0.0f) m.optimizer_steps = t;
   look_for_fallback(m);
 }
 
@@ -133,18 +142,31 @@ void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
   const OptimizerConfig& o = m.optimizer;
   float* p = r.params.data();
   const float* g = r.grads.data();
+  // Loss scaling: the summed gradients are checked, then divided by the scale, or the whole update
+  // (moving statistics and EMA included) is skipped when one of them is not finite.
+  const float* unscale = nullptr;
+  const float* applied = nullptr;
+  if (m.loss_scaling()) {
+    backend::LossScaleState* ls = r.loss_scale_state();
+    for (const ArenaSpan& s : trained_spans_) r.be->loss_scale_check(s.count, g + s.first, ls);
+    for (const ArenaSpan& s : state_spans_) r.be->loss_scale_check(s.count, g + s.first, ls);
+    r.be->loss_scale_update(ls);
+    unscale = &ls->grad_factor;
+    applied = &ls->applied;
+  }
   if (o.kind == OptimizerKind::Adam) {
     for (const ArenaSpan& s : trained_spans_)
       r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
                         r.learning_rate(), backend::adam_one_minus(o.beta1), backend::adam_one_minus(o.beta2),
-                        static_cast<float>(o.epsilon));
+                        static_cast<float>(o.epsilon), unscale);
   } else {
     for (const ArenaSpan& s : trained_spans_)
       r.be->sgd_update(s.count, p + s.first, g + s.first, r.slot_m.empty() ? nullptr : r.slot_m.data() + s.first,
-                       r.learning_rate(), static_cast<float>(o.momentum));
+                       r.learning_rate(), static_cast<float>(o.momentum), unscale);
   }
   // State such as moving statistics: its "gradient" is the step to subtract.
-  for (const ArenaSpan& s : state_spans_) r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, r.one(), 0.0f);
+  for (const ArenaSpan& s : state_spans_)
+    r.be->sgd_update(s.count, p + s.first, g + s.first, nullptr, r.one(), 0.0f, applied);
   if (!o.use_ema) return;
   float* ema = r.slot_ema.data();
   if (t == 1) {
@@ -157,7 +179,7 @@ void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
     // ema -= (1 - momentum) * (ema - p), the gradient arena (spent by now) holding the step.
     float* step = r.grads.data() + s.first;
     r.be->scaled_difference(s.count, static_cast<float>(1 - o.ema_momentum), ema + s.first, p + s.first, step);
-    r.be->sgd_update(s.count, ema + s.first, step, nullptr, r.one(), 0.0f);
+    r.be->sgd_update(s.count, ema + s.first, step, nullptr, r.one(), 0.0f, applied);
   }
 }
 

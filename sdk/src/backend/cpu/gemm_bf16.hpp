@@ -1,0 +1,34 @@
+// The bfloat16 GEMM of mixed_bfloat16 on CPUs with AVX512_BF16 (gemm_bf16_avx512.cpp).
+#pragma once
+#include <cstdint>
+
+#include "backend/cpu/gemm.hpp"
+
+namespace kx::backend::cpu {
+
+// C[M, N] = op(A) op(B) (+ beta C, bias, ReLU), row-major as Backend::gemm, each product of bfloat16
+// values (A and B rounded to bfloat16 as they are packed) summed in float32; C rounded as `rounding` says.
+struct Bf16Gemm {
+  Trans ta, tb;
+  int64_t M, N, K;
+  const float* A;
+  int64_t lda;
+  const float* B;
+  int64_t ldb;
+  float beta;
+  float* C;
+  int64_t ldc;
+  const float* bias;
+  bool relu;
+  Rounding rounding;
+};
+
+bool cpu_has_avx512_bf16();
+// True where vdpbf16ps computes more products per second than float32 FMAs (see its definition).
+bool bf16_dot_outruns_fma();
+// Only where cpu_has_avx512_bf16(). packed_a / packed_b / scratch receive the packed operands,
+// workspace the driver's partial sums; all grow as needed.
+void bf16_gemm(const Bf16Gemm& g, FloatBuffer& packed_a, FloatBuffer& packed_b, FloatBuffer& scratch,
+               FloatBuffer& workspace, int threads);
+
+}  // namespace kx::backend::cpu
