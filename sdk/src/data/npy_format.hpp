@@ -18,7 +18,7 @@ struct NpyHeader {
 };
 
 // Parses the header at the start of `bytes` (at least the whole header). Accepts versions 1, 2 and 3,
-// little-endian f4/f8/u1/i4/i8 (and |u1, |i1 never), C order. InvalidArgument naming `name` and the
+// little-endian f4/f8/i4/i8 and bytes u1 ('<u1' or '|u1'), C order. InvalidArgument naming `name` and the
 // reason for anything else (another dtype, byte order, Fortran order, a 0-d array); Corrupt for a
 // header that is not one (bad magic, truncated, not a dict).
 NpyHeader parse_npy_header(std::string_view bytes, const std::string& name);
