@@ -47,11 +47,12 @@ PsHeader PsCluster::call(int server, const PsHeader& request, const void* payloa
     peers_->send(server, kRequestPayload, payload, static_cast<size_t>(request.payload), ClusterPeers::Wait::Reply);
   PsHeader reply;
   peers_->recv(server, kReplyHeader, &reply, sizeof reply, wait);
-  std::vector<char> bytes(static_cast<size_t>(reply.payload));
+  std::vector<char> discarded;
+  std::vector<char>& bytes = reply_payload && reply.kind != static_cast<uint32_t>(PsKind::Error) ? *reply_payload : discarded;
+  bytes.resize(static_cast<size_t>(reply.payload));
   if (reply.payload > 0) peers_->recv(server, kReplyPayload, bytes.data(), bytes.size(), ClusterPeers::Wait::Reply);
   if (reply.kind == static_cast<uint32_t>(PsKind::Error))
     fail(static_cast<Status>(reply.status), std::string(bytes.begin(), bytes.end()));
-  if (reply_payload) *reply_payload = std::move(bytes);
   return reply;
 }
 

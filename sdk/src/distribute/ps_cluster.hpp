@@ -72,7 +72,8 @@ class PsCluster {
   Range shard(int j, int64_t n) const;
 
   // One request and its reply (client side); an Error reply becomes the kx::Error it describes.
-  // `reply_payload` receives the reply's payload. Idle: the server may hold the reply while it lives.
+  // `reply_payload` receives the reply's payload (resized; its memory reused from call to call). Idle:
+  // the server may hold the reply while it lives.
   PsHeader call(int server, const PsHeader& request, const void* payload, std::vector<char>* reply_payload,
                 ClusterPeers::Wait wait = ClusterPeers::Wait::Reply);
   // Server side: the next request of `client` (false when `stop` ended the wait), and the reply.

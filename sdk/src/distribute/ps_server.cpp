@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -21,7 +22,9 @@ PsHeader header(PsKind kind) {
 
 class Service {
  public:
-  explicit Service(PsCluster& c) : c_(c) {}
+  Service(PsCluster& c, int threads) : c_(c), shard_(threads) {
+    for (int i = 0; i < c_.num_workers(); ++i) reply_params_[c_.worker_rank(i)];
+  }
 
   void serve_chief() {
     try {
@@ -64,9 +67,9 @@ class Service {
 
   void serve_worker(int rank) {
     try {
+      PsHeader request;
+      std::vector<char> payload;  // reused: a gradient a step
       for (;;) {
-        PsHeader request;
-        std::vector<char> payload;
         if (!c_.next_request(rank, request, payload, [&] { return chief_lost_.load(); })) return;
         if (!answer(rank, request, payload)) return;
       }
@@ -85,7 +88,7 @@ class Service {
     PsHeader h = header(PsKind::Ok);
     switch (static_cast<PsKind>(request.kind)) {
       case PsKind::Pull: {
-        std::vector<float> params;
+        std::vector<float>& params = reply_params_.at(rank);
         {
           std::lock_guard<std::mutex> lock(mutex_);
           if (!shard_.ready()) {
@@ -120,6 +123,7 @@ class Service {
   }
 
   PsCluster& c_;
+  std::map<int, std::vector<float>> reply_params_;  // per worker rank, reused; filled before the threads start
   std::mutex mutex_;
   PsShard shard_;
   std::atomic<bool> chief_lost_{false};
@@ -128,8 +132,8 @@ class Service {
 
 }  // namespace
 
-void serve_parameters(PsCluster& cluster) {
-  Service service(cluster);
+void serve_parameters(PsCluster& cluster, int threads) {
+  Service service(cluster, threads);
   std::vector<std::thread> workers;
   for (int i = 0; i < cluster.num_workers(); ++i)
     workers.emplace_back([&service, rank = cluster.worker_rank(i)] { service.serve_worker(rank); });

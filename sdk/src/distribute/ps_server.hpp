@@ -7,6 +7,7 @@ namespace kx::distribute {
 
 // Returns when the chief has ended training and every live worker has said goodbye; Comm when the
 // chief is lost. A lost worker is dropped: the others are served on.
-void serve_parameters(PsCluster& cluster);
+// threads: the CPU threads of its optimizer updates (0 = every core).
+void serve_parameters(PsCluster& cluster, int threads);
 
 }  // namespace kx::distribute

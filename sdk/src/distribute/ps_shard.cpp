@@ -102,7 +102,7 @@ ShardState ShardState::decode(const std::vector<char>& bytes) {
   return s;
 }
 
-PsShard::PsShard() : be_(backend::make_cpu_backend(1)) {}
+PsShard::PsShard(int threads) : be_(backend::make_cpu_backend(threads)) {}
 
 void PsShard::reset(ShardState s) {
   s_ = std::move(s);

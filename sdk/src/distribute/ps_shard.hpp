@@ -32,7 +32,8 @@ struct ShardState {
 
 class PsShard {
  public:
-  PsShard();
+  // threads: the CPU threads of the optimizer update (0 = every core).
+  explicit PsShard(int threads);
   // Replaces the whole state (the chief's, at the start of a fit).
   void reset(ShardState s);
   bool ready() const { return ready_; }

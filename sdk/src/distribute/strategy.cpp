@@ -52,7 +52,7 @@ Strategy Strategy::parameter_server(const std::vector<std::string>& local_device
 void Strategy::serve() {
   require(ps_ && ps_->role() == distribute::PsCluster::Role::Ps, Status::InvalidArgument,
           "serve is for the ps tasks of a parameter-server strategy; the chief and the workers call fit");
-  distribute::serve_parameters(*ps_);
+  distribute::serve_parameters(*ps_, num_threads_);
 }
 
 void Strategy::set_staleness(int steps) {

@@ -148,8 +148,9 @@ void BatchCoordinator::lost(int worker, const std::string& why) {
     std::set<int64_t>& held = holding_[static_cast<size_t>(worker)];
     // Back to the front, in order: they are the oldest batches of the epoch.
     for (auto it = held.rbegin(); it != held.rend(); ++it) queue_.push_front(*it);
-    events_.lost.push_back(why + (held.empty() ? "" : " (its " + std::to_string(held.size()) + " unfinished batch" +
-                                                          (held.size() == 1 ? "" : "es") + " go to the others)"));
+    const std::string given = held.size() == 1 ? " (its unfinished batch goes to the others)"
+                                                : " (its " + std::to_string(held.size()) + " unfinished batches go to the others)";
+    events_.lost.push_back(why + (held.empty() ? "" : given));
     held.clear();
   }
   main_cv_.notify_all();

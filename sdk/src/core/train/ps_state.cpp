@@ -50,6 +50,14 @@ void for_each_ps(const PsCluster& c, const std::function<void(int)>& body) {
   for (std::future<void>& f : running) f.get();  // the first failure, after every one ended
 }
 
+// ps j's parameters (a reply's payload) into their range of params.
+void take_shard(PsCluster& c, int j, int64_t num_params, const std::vector<char>& bytes, std::vector<float>& params) {
+  const PsCluster::Range r = c.shard(j, num_params);
+  require(static_cast<int64_t>(bytes.size()) == r.count * static_cast<int64_t>(sizeof(float)), Status::InvalidArgument,
+          c.peers().describe(c.ps_rank(j)) + " holds another shard than this model's");
+  std::memcpy(params.data() + r.first, bytes.data(), bytes.size());
+}
+
 }  // namespace
 
 void Model::Impl::push_state_to_ps() {
@@ -108,12 +116,9 @@ void Model::Impl::pull_params_from_ps(std::vector<float>& params) {
   PsCluster& c = *strategy.parameter_servers();
   params.resize(static_cast<size_t>(net.num_params));
   for_each_ps(c, [&](int j) {
-    const PsCluster::Range r = c.shard(j, net.num_params);
     std::vector<char> bytes;
     c.call(c.ps_rank(j), request(PsKind::Pull), nullptr, &bytes);
-    require(static_cast<int64_t>(bytes.size()) == r.count * static_cast<int64_t>(sizeof(float)), Status::InvalidArgument,
-            c.peers().describe(c.ps_rank(j)) + " holds another shard than this model's");
-    std::memcpy(params.data() + r.first, bytes.data(), bytes.size());
+    take_shard(c, j, net.num_params, bytes, params);
   });
   set_params(params.data());
 }

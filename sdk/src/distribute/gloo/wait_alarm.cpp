@@ -17,12 +17,15 @@ WaitAlarm::~WaitAlarm() {
 
 WaitAlarm::Armed::Armed(WaitAlarm& alarm, gloo::transport::UnboundBuffer* buffer, bool recv, Clock::time_point deadline)
     : alarm_(alarm) {
+  bool sooner = false;
   {
     std::lock_guard<std::mutex> lock(alarm_.mutex_);
     id_ = alarm_.next_id_++;
     alarm_.entries_[id_] = Entry{deadline, buffer, recv};
+    sooner = deadline < alarm_.sleeping_until_;
   }
-  alarm_.cv_.notify_all();
+  // Most waits end long before their deadline: the alarm thread is woken only when it would sleep past one.
+  if (sooner) alarm_.cv_.notify_all();
 }
 
 WaitAlarm::Armed::~Armed() {
@@ -50,10 +53,12 @@ void WaitAlarm::run() {
         ++it;
       }
     }
+    sleeping_until_ = next;
     if (next == Clock::time_point::max())
       cv_.wait(lock);
     else
       cv_.wait_until(lock, next);
+    sleeping_until_ = Clock::time_point::min();  // awake: whatever is armed now is seen before it sleeps
   }
 }
 

@@ -49,6 +49,7 @@ class WaitAlarm {
   std::map<uint64_t, Entry> entries_;
   uint64_t next_id_ = 0;
   bool stopping_ = false;
+  Clock::time_point sleeping_until_ = Clock::time_point::max();  // when the alarm thread wakes next
   std::thread thread_;  // last: starts once the rest is set
 };
 
