@@ -86,6 +86,7 @@ double run_job(const char* self, const std::string& kind, const std::string& dir
   }
   const std::string out = "/tmp/kx-bench-ps-" + std::to_string(getpid()) + ".txt";
   std::vector<pid_t> pids;
+  std::fflush(stdout);  // nothing of ours left in the buffer for the children to print again
   for (const Task& t : tasks) {
     const pid_t pid = fork();
     if (pid == 0) {
