@@ -15,6 +15,7 @@ dpkg-query -W -f='${Status}' python3-torch 2>/dev/null | grep -q "install ok ins
 if [[ -f build/libkx_workers.so ]]; then
   ./build/bench/bench_allreduce
   ./build/bench/bench_multi_worker --steps 100
+  ./build/bench/bench_parameter_server --steps 1000
 fi
 # The edge footprint: library sizes, and the tiny MLP's first step and peak RSS with the CUDA module
 # present and hidden.

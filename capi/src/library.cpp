@@ -144,6 +144,7 @@ kx_status kx_strategy_create_multi_worker(const char* const* local_devices, size
 int32_t kx_strategy_num_workers(const kx_strategy* s) {
   return kx::capi::guarded_value<int32_t>(-1, [&] {
     require_arg(s, "s", "kx_strategy_num_workers");
+    if (s->strategy.parameter_servers()) return static_cast<int32_t>(s->strategy.parameter_server_workers());
     return static_cast<int32_t>(s->strategy.num_workers());
   });
 }
@@ -151,7 +152,39 @@ int32_t kx_strategy_num_workers(const kx_strategy* s) {
 int32_t kx_strategy_worker_index(const kx_strategy* s) {
   return kx::capi::guarded_value<int32_t>(-1, [&] {
     require_arg(s, "s", "kx_strategy_worker_index");
+    if (s->strategy.parameter_servers()) return static_cast<int32_t>(s->strategy.parameter_server_rank());
     return static_cast<int32_t>(s->strategy.worker_index());
+  });
+}
+
+kx_status kx_strategy_create_parameter_server(const char* const* local_devices, size_t n_local, kx_strategy** out) {
+  return guarded([&] {
+    require_arg(out, "out", "kx_strategy_create_parameter_server");
+    kx::require(local_devices || n_local == 0, kx::Status::InvalidArgument,
+                "kx_strategy_create_parameter_server: local_devices is NULL but n_local is " + std::to_string(n_local));
+    std::vector<std::string> names;
+    for (size_t i = 0; i < n_local; ++i) {
+      kx::require(local_devices[i] != nullptr, kx::Status::InvalidArgument,
+                  "kx_strategy_create_parameter_server: local_devices[" + std::to_string(i) + "] is NULL");
+      names.emplace_back(local_devices[i]);
+    }
+    return kx::capi::hand_out(std::make_unique<kx_strategy>(kx_strategy{kx::Strategy::parameter_server(names)}), out);
+  });
+}
+
+kx_status kx_strategy_serve(kx_strategy* s) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_serve");
+    s->strategy.serve();
+    return KX_OK;
+  });
+}
+
+kx_status kx_strategy_set_staleness(kx_strategy* s, int32_t max_steps_ahead) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_strategy_set_staleness");
+    s->strategy.set_staleness(max_steps_ahead);
+    return KX_OK;
   });
 }
 

@@ -174,3 +174,19 @@ TEST(WorkerGroupOfOne, APsTaskJoinsNoWorkerGroup) {
 
 }  // namespace
 }  // namespace kx::distribute
+
+TEST(ClusterSpec, ParameterServerTasksInRankOrder) {
+  const auto spec = kx::distribute::ClusterSpec::from_tf_config(
+      R"({"cluster": {"ps": ["h:5", "h:6"], "worker": ["h:2", "h:3"], "chief": ["h:1"]}, "task": {"type": "ps", "index": 1}})");
+  EXPECT_EQ(spec.task_addresses, (std::vector<std::string>{"h:1", "h:2", "h:3", "h:5", "h:6"}));
+  EXPECT_EQ(spec.task_names, (std::vector<std::string>{"chief", "worker 0", "worker 1", "ps 0", "ps 1"}));
+  EXPECT_EQ(spec.task_rank, 4);
+  EXPECT_EQ(spec.num_ps, 2);
+  const auto worker = kx::distribute::ClusterSpec::from_tf_config(
+      R"({"cluster": {"ps": ["h:5"], "worker": ["h:2", "h:3"], "chief": ["h:1"]}, "task": {"type": "worker", "index": 1}})");
+  EXPECT_EQ(worker.task_rank, 2);
+  const auto none = kx::distribute::ClusterSpec::from_tf_config(
+      R"({"cluster": {"worker": ["h:2", "h:3"]}, "task": {"type": "worker", "index": 1}})");
+  EXPECT_TRUE(none.task_addresses.empty());
+  EXPECT_EQ(none.task_rank, -1);
+}

@@ -129,6 +129,25 @@ class Strategy(_Handle):
         check(lib.kx_strategy_create_multi_worker(names, len(devices), ctypes.byref(out)))
         return cls(out.value)
 
+    @classmethod
+    def parameter_server(cls, devices=("cpu",)):
+        """ParameterServerStrategy: this task's replica devices; the cluster (chief, worker and ps
+        tasks) comes from TF_CONFIG. Returns once every task has joined. A ps task then calls serve();
+        the chief and the workers call fit on the same model."""
+        names = (ctypes.c_char_p * len(devices))(*[d.encode() for d in devices])
+        out = ctypes.c_void_p()
+        check(lib.kx_strategy_create_parameter_server(names, len(devices), ctypes.byref(out)))
+        return cls(out.value)
+
+    def serve(self):
+        """A ps task: serves its shard of the weights until the chief's fit ends (KX_E_COMM if the
+        chief is lost)."""
+        check(lib.kx_strategy_serve(self.handle))
+
+    def set_staleness(self, max_steps_ahead):
+        """A worker may run at most this many batches ahead of the slowest live one (0: unbounded)."""
+        check(lib.kx_strategy_set_staleness(self.handle, int(max_steps_ahead)))
+
     @property
     def num_workers(self):
         return lib.kx_strategy_num_workers(self.handle)

@@ -254,6 +254,22 @@ class Errors(unittest.TestCase):
         with self.assertRaises(kx.Error):
             s.set_timeout(0)
 
+    def test_parameter_server_needs_a_cluster_with_ps_tasks(self):
+        saved = {k: os.environ.pop(k) for k in list(os.environ) if k == "TF_CONFIG" or k.startswith("OMPI_")}
+        try:
+            e = self.assert_kx_error(-1, "TF_CONFIG", kx.Strategy.parameter_server, ["cpu"])
+            self.assertEqual(e.name, "KX_E_INVALID_ARGUMENT")
+            os.environ["TF_CONFIG"] = '{"cluster": {"worker": ["localhost:1"]}, "task": {"type": "worker", "index": 0}}'
+            self.assert_kx_error(-1, "ps", kx.Strategy.parameter_server, ["cpu"])
+        finally:
+            os.environ.pop("TF_CONFIG", None)
+            os.environ.update(saved)
+        s = kx.Strategy.default()
+        with self.assertRaises(kx.Error):
+            s.serve()
+        with self.assertRaises(kx.Error):
+            s.set_staleness(2)
+
     def test_strategy_switches_change_how_steps_run_not_what_they_compute(self):
         x, y = blobs(200)
         weights = []

@@ -195,6 +195,40 @@ KX_API int32_t kx_strategy_worker_index(const kx_strategy* s);
  * milliseconds <= 0. */
 KX_API kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds);
 
+/* ParameterServerStrategy: asynchronous training by the "worker" tasks of a TF_CONFIG cluster with a
+ * "chief", "worker" and "ps" jobs ({"cluster": {"chief": ["h:2222"], "worker": ["h:2223", "h:2224"],
+ * "ps": ["h:2225"]}, "task": {"type": "worker", "index": 0}}). Every task calls it with its own
+ * replica devices; it returns once every task has joined (KX_E_COMM when they do not within 60 s).
+ * Then a ps task calls kx_strategy_serve, and the chief and the workers call kx_fit on the same model
+ * with the same data: each worker takes batches from the chief as it is ready for them (a whole batch
+ * of the dataset per step, split between its own replicas), pulls the current weights from the ps
+ * tasks, and pushes its gradient, which the ps tasks apply at once (Adam or SGD, on their contiguous
+ * shard of the weights and optimizer slots). No worker waits for another, unless
+ * kx_strategy_set_staleness bounds how far ahead one may run. The chief trains nothing: it hands out
+ * the batches of each epoch (every batch once; a lost worker's unfinished batches go to the others),
+ * shows the progress bar, runs the callbacks and validation, and writes the checkpoints (the state of
+ * the ps tasks: weights, slots, step count); resume_from on the chief restores the ps tasks. A
+ * checkpoint written within an epoch resumes at the start of that epoch. The chief's history also
+ * records, per epoch, "ps_samples" (samples trained), "ps_steps_worker_<i>" (batches worker i did) and
+ * "ps_max_step_gap" (the most batches one live worker was handed ahead of another so far); a worker's
+ * kx_fit returns a history with "ps_steps" (its batches in all). After kx_fit every task's model holds
+ * the final weights. A lost worker is dropped (the chief's progress bar says so); a lost ps or chief
+ * ends kx_fit / kx_strategy_serve with KX_E_COMM on every task within about the timeout
+ * (kx_strategy_set_timeout), after which a restart of the whole job with resume_from goes on from the
+ * last checkpoint. kx_strategy_num_workers gives the number of "worker" tasks, kx_strategy_worker_index
+ * this task's rank (the chief 0, worker i 1 + i, ps j 1 + workers + j). Not supported: use_ema.
+ * Errors: KX_E_INVALID_ARGUMENT when TF_CONFIG is missing or has no chief, worker or ps task;
+ * KX_E_UNSUPPORTED without the engine module libkx_workers.so. */
+KX_API kx_status kx_strategy_create_parameter_server(const char* const* local_devices, size_t n_local, kx_strategy** out);
+/* A ps task: serves its shard until the chief's kx_fit ends and every worker is done (KX_OK), or the
+ * chief is lost (KX_E_COMM). One kx_fit of the chief per call. Errors: KX_E_INVALID_ARGUMENT on a task
+ * that is no ps. */
+KX_API kx_status kx_strategy_serve(kx_strategy* s);
+/* A worker may run at most max_steps_ahead batches ahead of the slowest live worker (0: unbounded, the
+ * default, as TensorFlow). Set it on the chief, before kx_fit. Errors: NULL s, a negative value, a
+ * strategy that is not a parameter-server one. */
+KX_API kx_status kx_strategy_set_staleness(kx_strategy* s, int32_t max_steps_ahead);
+
 /* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
  * made from it. */
 KX_API void kx_strategy_destroy(kx_strategy* s);

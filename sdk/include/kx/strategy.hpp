@@ -12,6 +12,7 @@ namespace kx {
 namespace distribute {
 class CollectiveFactory;  // internal: sdk/src/distribute/collective_factory.hpp
 class WorkerGroup;        // internal: sdk/src/distribute/worker_group.hpp
+class PsCluster;          // internal: sdk/src/distribute/ps_cluster.hpp
 }
 
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
@@ -56,6 +57,21 @@ class Strategy {
   // Every collective with other workers fails with Comm after this long without an answer.
   void set_timeout(int milliseconds);
   const std::shared_ptr<distribute::WorkerGroup>& worker_group() const { return workers_; }
+
+  // ParameterServerStrategy (TF_CONFIG with chief, worker and ps tasks): every task calls it with its
+  // own replica devices; returns once every task has joined. The chief and the workers then call fit
+  // on the same model (the workers train, the chief coordinates); a ps task calls serve().
+  static Strategy parameter_server(const std::vector<std::string>& local_devices);
+  // A ps task: holds its shard of the parameters and applies the workers' gradients until the chief's
+  // fit ends (returns) or the chief is lost (Comm). InvalidArgument on a task that is no ps.
+  void serve();
+  // A worker may run at most `steps` batches ahead of the slowest live worker (0 = unbounded).
+  void set_staleness(int steps);
+  const std::shared_ptr<distribute::PsCluster>& parameter_servers() const { return ps_; }
+  // The cluster's "worker" tasks, and this task's rank in it: the chief 0, worker i 1 + i, ps j after
+  // the workers (parameter-server strategy only).
+  int parameter_server_workers() const;
+  int parameter_server_rank() const;
 
   // CPU threads for kernels; 0 = every core.
   void set_num_threads(int n);
@@ -103,6 +119,7 @@ class Strategy {
   bool cudnn_ = true;
   std::shared_ptr<const distribute::CollectiveFactory> collective_factory_;
   std::shared_ptr<distribute::WorkerGroup> workers_;  // null: one process
+  std::shared_ptr<distribute::PsCluster> ps_;         // null: no parameter servers
 };
 
 }  // namespace kx

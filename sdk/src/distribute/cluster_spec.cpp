@@ -108,6 +108,19 @@ ClusterSpec ClusterSpec::from_tf_config(const std::string& text) {
   if (spec.task_type == "chief") spec.worker_rank = 0;
   else if (spec.task_type == "worker") spec.worker_rank = spec.task_index + (chief ? 1 : 0);
   else spec.worker_rank = -1;
+  if (const Job* ps = find_job(spec.jobs, "ps")) {
+    spec.num_ps = static_cast<int>(ps->addresses.size());
+    const auto add = [&](const Job* job, const std::string& type) {
+      for (size_t i = 0; job && i < job->addresses.size(); ++i) {
+        if (spec.task_type == type && spec.task_index == static_cast<int>(i)) spec.task_rank = static_cast<int>(spec.task_addresses.size());
+        spec.task_addresses.push_back(job->addresses[i]);
+        spec.task_names.push_back(type == "chief" ? type : type + " " + std::to_string(i));
+      }
+    };
+    add(chief, "chief");
+    add(workers, "worker");
+    add(ps, "ps");
+  }
   return spec;
 }
 

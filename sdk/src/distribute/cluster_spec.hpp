@@ -30,6 +30,14 @@ struct ClusterSpec {
   int worker_rank = 0;
   std::vector<std::string> worker_addresses;
 
+  // Every task for the parameter-server strategy (TF_CONFIG with "ps" tasks): in rank order the chief,
+  // the workers, then the ps tasks; their names ("chief", "worker 0", "ps 1"), and this task's rank.
+  // Empty, and -1, without a "ps" job.
+  std::vector<std::string> task_addresses;
+  std::vector<std::string> task_names;
+  int task_rank = -1;
+  int num_ps = 0;
+
   // mpirun's environment (OMPI_COMM_WORLD_RANK / _SIZE) when present, else TF_CONFIG; InvalidArgument
   // when neither describes a cluster, or when what is there is malformed (the message says what).
   static ClusterSpec from_environment();

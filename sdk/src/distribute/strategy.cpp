@@ -5,6 +5,8 @@
 
 #include "distribute/cluster_spec.hpp"
 #include "distribute/multi_worker_collective.hpp"
+#include "distribute/ps_cluster.hpp"
+#include "distribute/ps_server.hpp"
 #include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
@@ -41,6 +43,26 @@ Strategy Strategy::multi_worker(const std::vector<std::string>& local_devices) {
   return s;
 }
 
+Strategy Strategy::parameter_server(const std::vector<std::string>& local_devices) {
+  Strategy s = mirrored(local_devices);
+  s.ps_ = std::make_shared<distribute::PsCluster>(distribute::ClusterSpec::from_environment());
+  return s;
+}
+
+void Strategy::serve() {
+  require(ps_ && ps_->role() == distribute::PsCluster::Role::Ps, Status::InvalidArgument,
+          "serve is for the ps tasks of a parameter-server strategy; the chief and the workers call fit");
+  distribute::serve_parameters(*ps_, num_threads_);
+}
+
+void Strategy::set_staleness(int steps) {
+  require(ps_ != nullptr, Status::InvalidArgument, "staleness applies to a parameter-server strategy only");
+  ps_->set_staleness(steps);
+}
+
+int Strategy::parameter_server_workers() const { return ps_ ? ps_->num_workers() : 0; }
+int Strategy::parameter_server_rank() const { return ps_ ? ps_->rank() : -1; }
+
 int Strategy::num_workers() const { return workers_ ? workers_->size() : 1; }
 int Strategy::worker_index() const { return workers_ ? workers_->rank() : 0; }
 
@@ -48,6 +70,7 @@ void Strategy::set_timeout(int milliseconds) {
   require(milliseconds > 0, Status::InvalidArgument,
           "the timeout must be positive, got " + std::to_string(milliseconds) + " ms");
   if (workers_) workers_->set_timeout(std::chrono::milliseconds(milliseconds));
+  if (ps_) ps_->peers().set_timeout(std::chrono::milliseconds(milliseconds));
 }
 
 void Strategy::set_num_threads(int n) {

@@ -183,6 +183,9 @@ extern "C" {
     pub fn kx_strategy_num_workers(s: *const kx_strategy) -> i32;
     pub fn kx_strategy_worker_index(s: *const kx_strategy) -> i32;
     pub fn kx_strategy_set_timeout(s: *mut kx_strategy, milliseconds: i32) -> kx_status;
+    pub fn kx_strategy_create_parameter_server(local_devices: *const *const c_char, n_local: usize, out: *mut *mut kx_strategy) -> kx_status;
+    pub fn kx_strategy_serve(s: *mut kx_strategy) -> kx_status;
+    pub fn kx_strategy_set_staleness(s: *mut kx_strategy, max_steps_ahead: i32) -> kx_status;
     pub fn kx_strategy_destroy(s: *mut kx_strategy);
 
     pub fn kx_model_create_sequential(s: *mut kx_strategy, input_shape: *const i64, rank: usize, out: *mut *mut kx_model) -> kx_status;

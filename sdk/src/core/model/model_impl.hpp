@@ -148,6 +148,18 @@ class Model::Impl {
   backend::LossScaleState host_loss_scale() const;
   std::vector<core::ArenaSpan> autocast_spans;  // the parameters that round_params rounds
 
+  // The state moved between this model and the ps tasks (ps_state.cpp, parameter-server strategy): the whole state (weights,
+  // optimizer slots, step count) out to them and back, the weights in (into every replica), a
+  // gradient out, and the end of their service.
+  void push_state_to_ps();
+  void pull_state_from_ps();
+  void pull_params_from_ps(std::vector<float>& params);
+  void push_gradients_to_ps(const std::vector<float>& grads, double learning_rate);
+  void say_goodbye_to_ps();
+  void end_ps_service();
+  // What the chief and a worker must agree on to train together, one "name=value" line each.
+  std::string training_fingerprint(const Dataset& train, int64_t steps) const;
+
   // For the training code (core/train/): the replicas, run side by side.
   // Runs task(k) on every replica k: concurrently when there are several.
   template <class Task>
@@ -175,6 +187,12 @@ class Model::Impl {
   backend::LossSums take_loss_sums();
 
  private:
+  // The parameter-server strategy: the chief coordinates the fit (ps_fit_chief.cpp), the workers
+  // train (ps_fit_worker.cpp); steps: batches per epoch, pass_steps: per pass over the data.
+  Status fit_as_ps_chief(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history, int64_t steps,
+                         int64_t pass_steps);
+  Status fit_as_ps_worker(Dataset& train, int64_t steps, int64_t pass_steps, History* history);
+
   // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
   EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
   // Points every replica's feed at the dataset's samples and labels (see core::ReplicaFeed::stage).

@@ -15,7 +15,7 @@
 
 namespace kx {
 
-bool Model::Impl::multi_worker() const { return strategy.num_workers() > 1; }
+bool Model::Impl::multi_worker() const { return strategy.worker_group() && strategy.worker_group()->size() > 1; }
 
 int64_t Model::Impl::local_rows(int64_t rows) const {
   int64_t here = 0;

@@ -14,6 +14,7 @@
 #include "core/train/batch_stream.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
+#include "distribute/ps_cluster.hpp"
 #include "kx/error.hpp"
 
 namespace kx {
@@ -195,6 +196,14 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
           "the training dataset has fewer samples (" + std::to_string(train.num_samples()) + ") than one batch (" +
               std::to_string(train.batch_size()) + ") and drops the remainder");
   const int64_t steps = o.steps_per_epoch > 0 ? o.steps_per_epoch : pass_steps;
+  if (strategy.parameter_servers()) {
+    reserve_plans(std::min(train.batch_size(), train.num_samples()));
+    require(strategy.parameter_servers()->role() != distribute::PsCluster::Role::Ps, Status::InvalidArgument,
+            "a ps task serves the parameters (kx_strategy_serve); the chief and the workers call fit");
+    if (strategy.parameter_servers()->role() == distribute::PsCluster::Role::Worker)
+      return fit_as_ps_worker(train, steps, pass_steps, history);
+    return fit_as_ps_chief(train, o, cb, history, steps, pass_steps);
+  }
   require_same_training_on_every_worker(train, steps);
   reserve_plans(std::min(train.batch_size(), train.num_samples()));
 

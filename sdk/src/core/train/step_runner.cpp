@@ -131,6 +131,25 @@ void StepRunner::run(Model::Impl& m, const int64_t* idx, int64_t rows) {
   look_for_fallback(m);
 }
 
+void StepRunner::gradients(Model::Impl& m, const int64_t* idx, int64_t rows, int64_t t) {
+  for (Replica& r : m.replicas) r.plan.reserve(*r.be, m.net, r.plan.capacity(), m.label_size());
+  const backend::StepValues values = step_values(m, t);
+  m.for_each_replica([&](int k) {
+    Replica& r = m.replicas[static_cast<size_t>(k)];
+    const Slice s = m.slice(k, rows);
+    r.be->to_device(&values, sizeof values, r.step_values.data());
+    if (s.rows > 0) r.feed.feed(*r.be, idx, s, r.plan.batch_index());
+    forward_backward(m, r, s, rows);
+    r.feed.release();
+  });
+  // Every replica's backward succeeded: the collective's barriers are safe to enter.
+  if (collective_)
+    m.for_each_replica([&](int k) {
+      Replica& r = m.replicas[static_cast<size_t>(k)];
+      collective_->all_reduce_sum(k, *r.be, r.grads.data(), m.net.num_params);
+    });
+}
+
 void StepRunner::refresh_spans(const Network& net) {
   if (spans_revision_ == net.revision) return;
   trained_spans_ = net.trained_spans();

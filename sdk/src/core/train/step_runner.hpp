@@ -33,6 +33,10 @@ class StepRunner {
   // every replica's feed staged); m.optimizer_steps counts it. Its loss is added to the backends'
   // sums (Model::Impl::take_loss_sums).
   void run(Model::Impl& m, const int64_t* idx, int64_t rows);
+  // The gradient of the batch (as run() computes it, summed over the local replicas into every
+  // replica's gradient arena) without an update: a parameter-server worker's step. t numbers the
+  // batch for its random seeds (dropout).
+  void gradients(Model::Impl& m, const int64_t* idx, int64_t rows, int64_t t);
   // use_ema: the trained weights := their moving average (when fit ends).
   void finalize_ema(Model::Impl& m);
   // Once, after a replica's recorded steps fell back to direct ones because a recording failed: a

@@ -2,17 +2,23 @@
 // into a status code and a message, so nothing but plain C crosses the dlopen boundary.
 #include <gloo/config.h>
 
+#include <cstddef>
 #include <cstring>
 #include <new>
 #include <string>
 
 #include "distribute/gloo/gloo_group.hpp"
 #include "distribute/gloo/mpi_engine.hpp"
+#include "distribute/gloo/peer_group.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
 
 struct kx_workers_group {
   std::unique_ptr<kx::workers::GlooGroup> group;
+};
+
+struct kx_workers_peers {
+  std::unique_ptr<kx::workers::PeerGroup> peers;
 };
 
 namespace kx::workers {
@@ -51,8 +57,8 @@ GlooGroup& group_of(kx_workers_group* g) {
 
 int32_t join(const kx_workers_join_args* args, kx_workers_group** out, char* message, size_t message_len) {
   return guarded(message, message_len, [&] {
-    require(args != nullptr && out != nullptr && args->struct_size >= sizeof(kx_workers_join_args), Status::Misuse,
-            "join: bad arguments");
+    require(args != nullptr && out != nullptr && args->struct_size >= offsetof(kx_workers_join_args, names),
+            Status::Misuse, "join: bad arguments");
     require(args->timeout_ms > 0, Status::InvalidArgument, "join: the timeout must be positive");
     JoinSpec spec;
     spec.mpi = args->launcher == KX_WORKERS_LAUNCH_MPI;
@@ -117,6 +123,72 @@ int32_t all_gather(kx_workers_group* g, const void* data, size_t bytes, kx_worke
   });
 }
 
+PeerGroup& peers_of(kx_workers_peers* p) {
+  require(p != nullptr && p->peers != nullptr, Status::Misuse, "no group of peers");
+  return *p->peers;
+}
+
+int32_t peers_join(const kx_workers_join_args* args, kx_workers_peers** out, char* message, size_t message_len) {
+  return guarded(message, message_len, [&] {
+    require(args != nullptr && out != nullptr && args->struct_size >= sizeof(kx_workers_join_args), Status::Misuse,
+            "peers_join: bad arguments");
+    require(args->timeout_ms > 0, Status::InvalidArgument, "join: the timeout must be positive");
+    require(args->launcher == KX_WORKERS_LAUNCH_TF_CONFIG && args->addresses != nullptr && args->size >= 2,
+            Status::InvalidArgument, "a group of peers is started by TF_CONFIG, with the address of every task");
+    PeerSpec spec;
+    spec.rank = args->rank;
+    spec.join_timeout = std::chrono::milliseconds(args->timeout_ms);
+    for (int32_t i = 0; i < args->size; ++i) {
+      require(args->addresses[i] != nullptr, Status::InvalidArgument, "join: a null task address");
+      spec.addresses.emplace_back(args->addresses[i]);
+      if (args->names) {
+        require(args->names[i] != nullptr, Status::InvalidArgument, "join: a null task name");
+        spec.names.emplace_back(args->names[i]);
+      }
+    }
+    auto handle = std::make_unique<kx_workers_peers>();
+    handle->peers = std::make_unique<PeerGroup>(spec);
+    *out = handle.release();
+  });
+}
+
+void peers_leave(kx_workers_peers* p) {
+  try {
+    std::unique_ptr<kx_workers_peers> owned(p);
+  } catch (...) {
+    // nowhere to report; the process goes on
+  }
+}
+
+int32_t outcome_code(PeerGroup::Outcome o) { return o == PeerGroup::Outcome::Done ? 0 : KX_WORKERS_PENDING; }
+
+int32_t peers_send(kx_workers_peers* p, int32_t rank, uint32_t tag, const void* data, size_t bytes, int64_t wait_ms,
+                   char* message, size_t message_len) {
+  int32_t code = 0;
+  const int32_t failed = guarded(message, message_len, [&] {
+    require(data != nullptr && wait_ms >= 0, Status::InvalidArgument, "peers_send: no data or a negative wait");
+    code = outcome_code(peers_of(p).send(rank, tag, data, bytes, Clock::now() + std::chrono::milliseconds(wait_ms)));
+  });
+  return failed ? failed : code;
+}
+
+int32_t peers_recv(kx_workers_peers* p, int32_t rank, uint32_t tag, void* data, size_t bytes, int64_t wait_ms,
+                   char* message, size_t message_len) {
+  int32_t code = 0;
+  const int32_t failed = guarded(message, message_len, [&] {
+    require(data != nullptr && wait_ms >= 0, Status::InvalidArgument, "peers_recv: no buffer or a negative wait");
+    code = outcome_code(peers_of(p).recv(rank, tag, data, bytes, Clock::now() + std::chrono::milliseconds(wait_ms)));
+  });
+  return failed ? failed : code;
+}
+
+int32_t peers_probe(kx_workers_peers* p, int32_t rank, int64_t window_ms, char* message, size_t message_len) {
+  return guarded(message, message_len, [&] {
+    require(window_ms > 0, Status::InvalidArgument, "peers_probe: the window must be positive");
+    peers_of(p).probe(rank, std::chrono::milliseconds(window_ms));
+  });
+}
+
 const std::string& description() {
   static const std::string text = "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) +
                                   "." + std::to_string(GLOO_VERSION_PATCH) + " over TCP (TF_CONFIG launches); " +
@@ -139,6 +211,11 @@ extern "C" __attribute__((visibility("default"))) const kx_workers_api* kx_worke
       &kx::workers::broadcast,
       &kx::workers::barrier,
       &kx::workers::all_gather,
+      &kx::workers::peers_join,
+      &kx::workers::peers_leave,
+      &kx::workers::peers_send,
+      &kx::workers::peers_recv,
+      &kx::workers::peers_probe,
   };
   return &api;
 }
