@@ -122,13 +122,13 @@ int64_t PsShard::apply(const float* grad, size_t count, float learning_rate) {
     for (const ShardSpan& sp : s_.trained)
       be_->adam_update(sp.count, p + sp.first, grad + sp.first, s_.m.data() + sp.first, s_.v.data() + sp.first, &rate,
                        backend::adam_one_minus(s_.beta1), backend::adam_one_minus(s_.beta2),
-                       static_cast<float>(s_.epsilon));
+                       static_cast<float>(s_.epsilon), nullptr);
   } else {
     for (const ShardSpan& sp : s_.trained)
       be_->sgd_update(sp.count, p + sp.first, grad + sp.first, s_.m.empty() ? nullptr : s_.m.data() + sp.first,
-                      &learning_rate, static_cast<float>(s_.momentum));
+                      &learning_rate, static_cast<float>(s_.momentum), nullptr);
   }
-  for (const ShardSpan& sp : s_.state) be_->sgd_update(sp.count, p + sp.first, grad + sp.first, nullptr, &one, 0.0f);
+  for (const ShardSpan& sp : s_.state) be_->sgd_update(sp.count, p + sp.first, grad + sp.first, nullptr, &one, 0.0f, nullptr);
   return t;
 }
 

@@ -80,6 +80,16 @@ class PsChiefControl final : public TrainingControl {
     require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
     m_.learning_rate = lr;
   }
+  double learning_rate() const override { return m_.learning_rate; }
+  std::vector<NamedTensor> named_weights() const override {
+    const std::vector<float> all = get_weights();
+    std::vector<NamedTensor> out;
+    for (const WeightInfo& w : m_.tensors_of(m_.net.keras_layer_order())) {
+      const auto first = all.begin() + w.offset;
+      out.push_back({w.name, std::vector<float>(first, first + num_elements(w.shape))});
+    }
+    return out;
+  }
   bool has_validation() const override { return validation_; }
   bool has_accuracy() const override { return m_.options.accuracy; }
 
