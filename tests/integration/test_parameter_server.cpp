@@ -156,7 +156,16 @@ TEST_F(ParameterServerFit, OneWorkerTrainsAsOneDeviceBitForBit) {
 // with SGD (momentum 0.9): within 0.01 of test accuracy. (An asynchronous run's accuracy varies from run
 // to run: measured here, by about 0.002 with SGD on all the data, but by up to 0.01 with Adam, or on
 // half of the data.)
+// Measured in the plain build only: under the sanitizers every run takes a minute, and the tasks'
+// relative speeds (the ps's updates are instrumented too), hence the gradients' staleness, differ.
+#ifdef KX_TEST_SANITIZED
+#define SKIP_ACCURACY_UNDER_SANITIZERS() GTEST_SKIP() << "accuracy is measured in the build without sanitizers"
+#else
+#define SKIP_ACCURACY_UNDER_SANITIZERS() (void)0
+#endif
+
 TEST_F(ParameterServerFit, TwoWorkersAndOnePsReachTheMirroredAccuracy) {
+  SKIP_ACCURACY_UNDER_SANITIZERS();
   run_mirrored(2, {"epochs=2", "batch=32", "optimizer=sgd"}, "mirrored");
   const double reference = accuracy(log("chief"));
   run(2, 1, {"epochs=2", "batch=32", "optimizer=sgd"}, "ps");
@@ -168,6 +177,7 @@ TEST_F(ParameterServerFit, TwoWorkersAndOnePsReachTheMirroredAccuracy) {
 }
 
 TEST_F(ParameterServerFit, TwoWorkersAndTwoPsReachTheMirroredAccuracy) {
+  SKIP_ACCURACY_UNDER_SANITIZERS();
   run_mirrored(2, {"epochs=2", "batch=32", "optimizer=sgd"}, "mirrored");
   const double reference = accuracy(log("chief"));
   run(2, 2, {"epochs=2", "batch=32", "optimizer=sgd"}, "ps");
@@ -248,6 +258,24 @@ TEST_F(ParameterServerFit, AKilledPsStopsEveryTaskAndARestartResumes) {
   EXPECT_NE(chief.find("Resuming from"), std::string::npos) << chief;
   EXPECT_EQ(epochs(chief).size(), 3u) << "epochs 2 to 4 after the checkpoint of epoch 1:\n" << chief;
   EXPECT_GT(accuracy(chief), 0.7) << chief;
+}
+
+// The chief killed after the first checkpoint: the workers and the ps end with KX_E_COMM naming it
+// within the timeout + 5 s.
+TEST_F(ParameterServerFit, AKilledChiefStopsEveryTask) {
+  const int timeout_ms = 3000;
+  start(2, 1, {"epochs=4", "samples=3200", "timeout_ms=" + std::to_string(timeout_ms), "checkpoints=" + (dir_ / "ckpt").string()},
+        "chief_killed");
+  const Clock::time_point give_up = Clock::now() + milliseconds(120000);
+  while (!fs::exists(dir_ / "ckpt" / "epoch-01.kx") && Clock::now() < give_up) std::this_thread::sleep_for(milliseconds(5));
+  kill(task("chief").pid, SIGKILL);
+  const Clock::time_point killed = Clock::now();
+  EXPECT_EQ(wait_task("chief", killed + milliseconds(10000)), std::optional<int>(-SIGKILL));
+  for (const std::string name : {"worker0", "worker1", "ps0"}) {
+    EXPECT_EQ(wait_task(name, killed + milliseconds(timeout_ms + 5000)), std::optional<int>(kCommExit))
+        << name << ":\n" << log(name);
+    EXPECT_NE(log(name).find("chief (127.0.0.1:"), std::string::npos) << log(name);
+  }
 }
 
 }  // namespace
