@@ -29,39 +29,46 @@ KX_AVX512_BF16 inline __mmask16 lanes(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
 }
 
+// Row pair p of pack_row_pairs below. The loop bodies of the OpenMP regions are functions of their own:
+// clang outlines a region without its function's target attribute, so no vector type may appear in it.
+KX_AVX512_BF16 void pack_row_pair(int64_t p, int64_t k, int64_t cols, const float* src, int64_t ld, float* dst) {
+  const float* even = src + 2 * p * ld;
+  const float* odd = 2 * p + 1 < k ? even + ld : nullptr;
+  float* out = dst + p * cols;
+  for (int64_t j = 0; j < cols; j += 16) {
+    const __mmask16 m = lanes(cols - j);
+    __m512i v = bf16_low(even + j, m);
+    if (odd) v = _mm512_or_si512(v, _mm512_slli_epi32(bf16_low(odd + j, m), 16));
+    _mm512_mask_storeu_epi32(out + j, m, v);
+  }
+}
+
 // dst[p * cols + j] = pair(src[2p * ld + j], src[(2p + 1) * ld + j]) for p < ceil(k / 2), j < cols; a
 // missing last row reads as zero.
 KX_AVX512_BF16 void pack_row_pairs(int64_t k, int64_t cols, const float* src, int64_t ld, float* dst, int threads) {
   const int64_t pairs = (k + 1) / 2;
 #pragma omp parallel for num_threads(threads) schedule(static) if (pairs * cols * 2 >= kParallelPack)
-  for (int64_t p = 0; p < pairs; ++p) {
-    const float* even = src + 2 * p * ld;
-    const float* odd = 2 * p + 1 < k ? even + ld : nullptr;
-    float* out = dst + p * cols;
-    for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 m = lanes(cols - j);
-      __m512i v = bf16_low(even + j, m);
-      if (odd) v = _mm512_or_si512(v, _mm512_slli_epi32(bf16_low(odd + j, m), 16));
-      _mm512_mask_storeu_epi32(out + j, m, v);
-    }
+  for (int64_t p = 0; p < pairs; ++p) pack_row_pair(p, k, cols, src, ld, dst);
+}
+
+// Row r of pack_rows below.
+KX_AVX512_BF16 void pack_row(int64_t r, int64_t k, const float* src, int64_t ld, float* dst) {
+  const int64_t pairs = (k + 1) / 2;
+  const float* in = src + r * ld;
+  char* out = reinterpret_cast<char*>(dst + r * pairs);
+  int64_t i = 0;
+  for (; i < k; i += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(k - i), in + i));
+    _mm256_mask_storeu_epi16(out + 2 * i, static_cast<__mmask16>(lanes(k - i)), reinterpret_cast<const __m256i&>(h));
   }
+  if (k % 2) _mm_mask_storeu_epi16(out + 2 * k, 1, _mm_setzero_si128());
 }
 
 // dst[r * pairs + p] = pair(src[r * ld + 2p], src[r * ld + 2p + 1]): each row's values as bfloat16 in
 // order (a missing last value reads as zero).
 KX_AVX512_BF16 void pack_rows(int64_t rows, int64_t k, const float* src, int64_t ld, float* dst, int threads) {
-  const int64_t pairs = (k + 1) / 2;
 #pragma omp parallel for num_threads(threads) schedule(static) if (rows * k >= kParallelPack)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* in = src + r * ld;
-    char* out = reinterpret_cast<char*>(dst + r * pairs);
-    int64_t i = 0;
-    for (; i < k; i += 16) {
-      const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(k - i), in + i));
-      _mm256_mask_storeu_epi16(out + 2 * i, static_cast<__mmask16>(lanes(k - i)), reinterpret_cast<const __m256i&>(h));
-    }
-    if (k % 2) _mm_mask_storeu_epi16(out + 2 * k, 1, _mm_setzero_si128());
-  }
+  for (int64_t r = 0; r < rows; ++r) pack_row(r, k, src, ld, dst);
 }
 
 // dst[p * cols + j] = pair(src[j * ld + 2p], src[j * ld + 2p + 1]): B transposed, packed for the kernel.
