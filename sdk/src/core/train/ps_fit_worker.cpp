@@ -6,6 +6,7 @@
 // the two-worker MLP lost about 0.01 of test accuracy.)
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <vector>
@@ -24,6 +25,15 @@ using distribute::PsKind;
 std::chrono::milliseconds injected_delay() {
   const char* v = std::getenv("KX_PS_STEP_DELAY_MS");
   return std::chrono::milliseconds(v ? std::max(0, std::atoi(v)) : 0);
+}
+
+// KX_PS_HOLD_FILE: while this file exists, the worker waits before it asks for a batch: a worker held
+// back for as long as a test says, without depending on how fast the others run.
+void wait_while_held() {
+  const char* path = std::getenv("KX_PS_HOLD_FILE");
+  if (!path || !*path) return;
+  std::error_code ec;
+  while (std::filesystem::exists(path, ec)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
@@ -49,6 +59,7 @@ Status Model::Impl::fit_as_ps_worker(Dataset& train, int64_t steps, int64_t pass
   ask.kind = static_cast<uint32_t>(PsKind::Next);
   ask.a = -1;
   for (;;) {
+    wait_while_held();
     // The chief may hold the answer (staleness, the end of an epoch): as long as it lives.
     const PsHeader given = c.call(0, ask, nullptr, nullptr, distribute::ClusterPeers::Wait::Idle);
     if (given.kind == static_cast<uint32_t>(PsKind::End)) break;
