@@ -60,8 +60,18 @@ struct StepValues {
 
 // Sums over the rows the loss has seen since they were last taken.
 struct LossSums {
-  double loss = 0;
-  double correct = 0;
+  double loss = 0;     // sum of weight * loss
+  double correct = 0;  // sum of weight * correct (accuracy's numerator)
+  double weight = 0;   // sum of the weights (accuracy's denominator): the rows when unweighted
+
+  LossSums& operator+=(const LossSums& o) {
+    loss += o.loss;
+    correct += o.correct;
+    weight += o.weight;
+    return *this;
+  }
+  // Accuracy, the weighted mean of correct; 0 when the weights sum to 0 (Keras's Mean, divide_no_nan).
+  double accuracy() const { return weight > 0 ? correct / weight : 0.0; }
 };
 
 // Memory of one backend's device, allocated by it and handed back to it when destroyed; the backend

@@ -142,8 +142,9 @@ class Model::Impl {
  private:
   // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
   EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
-  // Points every replica's feed at the dataset's samples and labels (see core::ReplicaFeed::stage).
-  void stage_dataset(const Dataset& data);
+  // Points every replica's feed at the dataset's samples and labels, and at weights (one per stored
+  // sample; null: none) when given (see core::ReplicaFeed::stage).
+  void stage_dataset(const Dataset& data, const core::SampleWeights& weights);
   // Step plans for global batches of up to global_rows rows.
   void reserve_plans(int64_t global_rows);
   void init_weights(uint64_t seed);

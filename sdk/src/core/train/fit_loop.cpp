@@ -11,6 +11,7 @@
 
 #include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
+#include "core/train/class_weights.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
 #include "kx/error.hpp"
@@ -42,12 +43,12 @@ class EpochLoss {
     backend::LossSums read;
     if (unread_ == 0) return read;
     read = model_.take_loss_sums();
-    sums_.loss += read.loss;
-    sums_.correct += read.correct;
+    sums_ += read;
     seen_ += unread_;
     unread_ = 0;
+    // Keras: the loss is the weighted sum over the samples, the accuracy the weighted mean.
     loss_ = sums_.loss / static_cast<double>(seen_);
-    acc_ = accuracy_ ? sums_.correct / static_cast<double>(seen_) : std::nan("");
+    acc_ = accuracy_ ? sums_.accuracy() : std::nan("");
     return read;
   }
   // The epoch's means as of the last read (NaN before the first), as the progress bar shows them.
@@ -61,7 +62,7 @@ class EpochLoss {
   // The epoch's means over what was read (NaN when nothing was).
   double mean_loss() const { return safe_ratio(sums_.loss, static_cast<double>(seen_)); }
   double mean_accuracy() const {
-    return accuracy_ ? safe_ratio(sums_.correct, static_cast<double>(seen_)) : std::nan("");
+    return accuracy_ && seen_ > 0 ? sums_.accuracy() : std::nan("");
   }
   // The sums over every worker's samples (collective; nothing changes with one worker).
   void combine_workers() {
@@ -74,6 +75,7 @@ class EpochLoss {
   void write_sums(core::TrainPosition& p) const {
     p.loss_sum = sums_.loss;
     p.correct_sum = sums_.correct;
+    p.weight_sum = sums_.weight;
     p.seen = seen_;
   }
 
@@ -193,7 +195,6 @@ class FitControl final : public TrainingControl {
 
 Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   require_compiled("fit");
-  require(o.class_weight.empty(), Status::Unsupported, "class_weight is not supported by this build of kx yet");
   require(o.validation_split >= 0 && o.validation_split < 1, Status::InvalidArgument,
           "validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
   if (o.validation_split > 0 && !o.validation) {
@@ -220,6 +221,10 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   require(o.verbose >= 0 && o.verbose <= 2, Status::InvalidArgument, "verbose must be 0, 1 or 2");
   check_dataset(train, "training");
   if (o.validation) check_dataset(*o.validation, "validation");
+  // Keras weighs training samples by class_weight or by the data's sample weights (never both);
+  // validation by the validation data's own weights.
+  const core::SampleWeights train_weights =
+      o.class_weight.empty() ? train.sample_weights() : core::class_sample_weights(train, o.class_weight);
   const int64_t pass_steps = train.batches_per_pass();
   require(pass_steps > 0, Status::InvalidArgument,
           "the training dataset has fewer samples (" + std::to_string(train.num_samples()) + ") than one batch (" +
@@ -268,7 +273,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     control.loss.begin(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
     stop = at_event([&] { return control.emit(control.event(EventKind::EpochBegin, epoch, first_step)); });
     bar.begin_epoch(epoch, o.epochs, steps, first_step);
-    stage_dataset(train);  // again after the validation of the epoch before
+    stage_dataset(train, train_weights);  // again after the validation of the epoch before
     core::Metrics m;
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const BatchStream::Batch batch = batches.next();
@@ -286,7 +291,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         const backend::LossSums read = control.loss.read();
         if (only_this_step) {
           batch_loss = read.loss / static_cast<double>(rows_here);
-          if (accuracy) batch_accuracy = read.correct / static_cast<double>(rows_here);
+          if (accuracy) batch_accuracy = read.accuracy();
         }
         if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss)) {
           diverged = std::make_exception_ptr(

@@ -15,8 +15,13 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
   const int64_t ls = m.label_size();
   r.be->gather_rows(r.feed.samples(), m.net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
   r.be->gather_rows(r.feed.labels(), ls, r.plan.batch_index(), s.rows, r.plan.labels());
+  const float* weights = nullptr;
+  if (r.feed.weights()) {
+    r.be->gather_rows(r.feed.weights(), 1, r.plan.batch_index(), s.rows, r.plan.weights());
+    weights = r.plan.weights();
+  }
   r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first);
-  r.be->loss(m.loss_spec, s.rows, m.net.output_size(), r.plan.output(), r.plan.labels(), ls, grad_scale,
+  r.be->loss(m.loss_spec, s.rows, m.net.output_size(), r.plan.output(), r.plan.labels(), ls, weights, grad_scale,
              training ? r.plan.output_grad() : nullptr);
 }
 
@@ -48,7 +53,8 @@ backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) con
 StepGraphKey StepRunner::graph_key(Model::Impl& m, int k, Part part, int64_t global_rows) const {
   Replica& r = m.replicas[static_cast<size_t>(k)];
   const Slice s = m.slice(k, global_rows);
-  return {part, s.first, s.rows, global_rows, r.plan.generation(), m.net.revision, r.feed.samples(), r.feed.labels()};
+  return {part, s.first, s.rows, global_rows, r.plan.generation(), m.net.revision, r.feed.samples(), r.feed.labels(),
+          r.feed.weights()};
 }
 
 template <class Body>
