@@ -528,7 +528,9 @@ KX_API kx_status kx_history_get(const kx_history* h, const char* name, int32_t e
 KX_API void kx_history_destroy(kx_history* h);
 
 /* Mean loss and accuracy over d (in storage order, its batch size or 32). Either out-pointer may be
- * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. */
+ * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. When d has sample weights
+ * (kx_dataset_from_arrays_weighted): the loss is sum(w * loss) / samples, the accuracy
+ * sum(w * correct) / sum(w), as Keras's evaluate with sample_weight. */
 KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
 
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)
