@@ -29,14 +29,21 @@ extern "C" {
 
 kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank, const void* y,
                                  kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank, kx_dataset** out) {
+  return kx_dataset_from_arrays_weighted(x, x_dtype, x_shape, x_rank, y, y_dtype, y_shape, y_rank, nullptr, out);
+}
+
+kx_status kx_dataset_from_arrays_weighted(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
+                                          const void* y, kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank,
+                                          const float* sample_weight, kx_dataset** out) {
   return guarded([&] {
-    constexpr const char* fn = "kx_dataset_from_arrays";
+    const char* fn = sample_weight ? "kx_dataset_from_arrays_weighted" : "kx_dataset_from_arrays";
     require_arg(x, "x", fn);
     require_arg(y, "y", fn);
     require_arg(out, "out", fn);
     const kx::Shape xs = checked_shape(x_shape, x_rank, "x_shape", fn);
     const kx::Shape ys = checked_shape(y_shape, y_rank, "y_shape", fn);
-    auto d = kx::Dataset::from_arrays(x, checked_dtype(x_dtype, "x", fn), xs, y, checked_dtype(y_dtype, "y", fn), ys);
+    auto d = kx::Dataset::from_arrays(x, checked_dtype(x_dtype, "x", fn), xs, y, checked_dtype(y_dtype, "y", fn), ys,
+                                      sample_weight);
     return kx::capi::hand_out(std::make_unique<kx_dataset>(kx_dataset{std::move(d)}), out);
   });
 }

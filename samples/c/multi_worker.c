@@ -58,7 +58,10 @@ int main(int argc, char** argv) {
   const int64_t input_shape[2] = {28, 28};
   kx_compile_options co;
   kx_fit_options fo;
-  double loss = 0;
+  double loss = 0, accuracy = 0;
+  float class_weight[16];
+  size_t n_class_weight = 0;
+  const char* class_weight_arg = arg(argc, argv, "class_weight", NULL); /* "2,0.5,1": Keras's class_weight */
   int i;
 
   if (local < 1 || local > 16) {
@@ -104,6 +107,15 @@ int main(int argc, char** argv) {
   fo.epochs = epochs;
   fo.steps_per_epoch = steps;
   fo.verbose = atoi(arg(argc, argv, "verbose", "2")); /* the chief shows it; the others are silent */
+  for (; class_weight_arg && *class_weight_arg && n_class_weight < 16; ++n_class_weight) {
+    char* end = NULL;
+    class_weight[n_class_weight] = strtof(class_weight_arg, &end);
+    class_weight_arg = *end == ',' ? end + 1 : end;
+  }
+  if (n_class_weight > 0) {
+    fo.class_weight = class_weight;
+    fo.n_class_weight = n_class_weight;
+  }
   if (ckpt_dir) {
     snprintf(ckpt_template, sizeof ckpt_template, "%s/epoch-{epoch:02d}.kx", ckpt_dir);
     CHECK(kx_callbacks_add_model_checkpoint(callbacks, ckpt_template, 0, 0)); /* the chief writes */
@@ -112,7 +124,8 @@ int main(int argc, char** argv) {
   CHECK(kx_fit(model, train, &fo, callbacks, &history));
   if (kx_history_epochs(history) > 0) {
     CHECK(kx_history_get(history, "loss", kx_history_epochs(history) - 1, &loss));
-    printf("worker %d: last epoch loss %.9f\n", kx_strategy_worker_index(strategy), loss);
+    CHECK(kx_history_get(history, "accuracy", kx_history_epochs(history) - 1, &accuracy));
+    printf("worker %d: last epoch loss %.9f accuracy %.9f\n", kx_strategy_worker_index(strategy), loss, accuracy);
   }
 
   if (weights_file) {

@@ -223,6 +223,138 @@ static void test_validation_split(kx_strategy* s) {
   kx_model_destroy(b);
 }
 
+/* ---- class_weight and sample weights ------------------------------------------------------------ */
+
+#define WN 12 /* samples of the one-step batch */
+
+/* Dense(2, softmax) on IN inputs, plain SGD at 0.5: its step is easy to compute by hand. */
+static kx_model* softmax_regression(kx_strategy* s) {
+  const int64_t shape[] = {IN};
+  kx_model* m = NULL;
+  kx_compile_options co;
+  EXPECT_OK(kx_model_create_sequential(s, shape, 1, &m));
+  if (!m) return NULL;
+  EXPECT_OK(kx_model_add_dense(m, 2, KX_ACT_SOFTMAX));
+  kx_compile_options_init(&co, sizeof co);
+  co.optimizer = KX_OPTIMIZER_SGD;
+  co.learning_rate = 0.5;
+  co.metrics = KX_METRIC_ACCURACY;
+  co.seed = 9;
+  EXPECT_OK(kx_model_compile(m, &co));
+  return m;
+}
+
+/* In double, from weights w (kernel [IN][2], then bias [2]): Keras's weighted loss sum(sw * l) / n and
+ * accuracy sum(sw * hit) / sum(sw) over the first WN samples, and w after one SGD step. */
+static void step_by_hand(double w[IN * 2 + 2], const double* sw, double* loss, double* accuracy) {
+  double grad[IN * 2 + 2] = {0}, hits = 0, weights = 0;
+  int i, k, c;
+  *loss = 0;
+  for (i = 0; i < WN; ++i) {
+    double z[2], mx, se = 0;
+    const int label = (int)g_y[i];
+    for (c = 0; c < 2; ++c) {
+      z[c] = w[IN * 2 + c];
+      for (k = 0; k < IN; ++k) z[c] += g_x[i * IN + k] * w[k * 2 + c];
+    }
+    mx = z[0] > z[1] ? z[0] : z[1];
+    for (c = 0; c < 2; ++c) se += exp(z[c] - mx);
+    *loss += sw[i] * -(z[label] - mx - log(se)) / WN;
+    hits += sw[i] * (((z[1] > z[0]) ? 1 : 0) == label ? 1.0 : 0.0);
+    weights += sw[i];
+    for (c = 0; c < 2; ++c) {
+      const double dz = sw[i] * (exp(z[c] - mx) / se - (c == label ? 1.0 : 0.0)) / WN;
+      for (k = 0; k < IN; ++k) grad[k * 2 + c] += g_x[i * IN + k] * dz;
+      grad[IN * 2 + c] += dz;
+    }
+  }
+  *accuracy = weights > 0 ? hits / weights : 0;
+  for (k = 0; k < IN * 2 + 2; ++k) w[k] -= 0.5 * grad[k];
+}
+
+/* One kx_fit step on the first WN samples, weighted by class_weight (cw, n_cw) or by the dataset's
+ * sample weights (sw_data); checks it against the hand computation with per-sample weights sw. */
+static void check_weighted_step(kx_strategy* s, const float* cw, size_t n_cw, const float* sw_data, const double* sw,
+                                float after[IN * 2 + 2]) {
+  kx_model* m = softmax_regression(s);
+  const int64_t xs[] = {WN, IN}, ys[] = {WN};
+  kx_dataset* d = NULL;
+  kx_history* h = NULL;
+  kx_fit_options o;
+  float w0[IN * 2 + 2];
+  double ref[IN * 2 + 2], loss = 0, accuracy = 0, got_loss = -1, got_accuracy = -1, worst = 0;
+  int k;
+  if (!m) return;
+  EXPECT_OK(kx_dataset_from_arrays_weighted(g_x, KX_DTYPE_F32, xs, 2, g_y, KX_DTYPE_F32, ys, 1, sw_data, &d));
+  if (!d) return;
+  EXPECT_OK(kx_dataset_batch(d, WN, 0));
+  EXPECT_OK(kx_model_get_weights(m, w0, IN * 2 + 2));
+  for (k = 0; k < IN * 2 + 2; ++k) ref[k] = w0[k];
+  step_by_hand(ref, sw, &loss, &accuracy);
+  kx_fit_options_init(&o, sizeof o);
+  o.class_weight = cw;
+  o.n_class_weight = n_cw;
+  EXPECT_OK(kx_fit(m, d, &o, NULL, &h));
+  EXPECT_OK(kx_model_get_weights(m, after, IN * 2 + 2));
+  for (k = 0; k < IN * 2 + 2; ++k) worst = fmax(worst, fabs(after[k] - ref[k]));
+  EXPECT(worst <= 2e-6);
+  EXPECT_OK(kx_history_get(h, "loss", 0, &got_loss));
+  EXPECT_OK(kx_history_get(h, "accuracy", 0, &got_accuracy));
+  EXPECT(fabs(got_loss - loss) <= 1e-6);
+  EXPECT(fabs(got_accuracy - accuracy) <= 1e-12);
+  kx_history_destroy(h);
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+}
+
+static void test_class_and_sample_weights(kx_strategy* s) {
+  const float cw[] = {2.5f, 0.5f};
+  const float bad_cw[] = {1.0f, -2.0f};
+  const int64_t xs[] = {WN, IN}, ys[] = {WN};
+  float sw_data[WN], by_class[IN * 2 + 2], by_sample[IN * 2 + 2], plain[IN * 2 + 2];
+  double sw[WN], ones[WN];
+  kx_dataset *d = NULL, *bad = (kx_dataset*)SENTINEL;
+  kx_model* m = softmax_regression(s);
+  kx_fit_options o;
+  int i, differs = 0;
+  for (i = 0; i < WN; ++i) {
+    sw_data[i] = cw[(int)g_y[i]];
+    sw[i] = sw_data[i];
+    ones[i] = 1;
+  }
+  check_weighted_step(s, cw, 2, NULL, sw, by_class);
+  check_weighted_step(s, NULL, 0, sw_data, sw, by_sample);
+  check_weighted_step(s, NULL, 0, NULL, ones, plain);
+  EXPECT(memcmp(by_class, by_sample, sizeof by_class) == 0); /* the same step, bit for bit */
+  for (i = 0; i < IN * 2 + 2; ++i) differs |= fabs(by_class[i] - plain[i]) > 1e-3;
+  EXPECT(differs); /* the weights matter */
+  /* Errors: a negative or NaN weight, class_weight with sample weights (as Keras), a NULL class_weight
+   * with a count. */
+  sw_data[3] = -1.0f;
+  EXPECT(kx_dataset_from_arrays_weighted(g_x, KX_DTYPE_F32, xs, 2, g_y, KX_DTYPE_F32, ys, 1, sw_data, &bad) ==
+         KX_E_INVALID_ARGUMENT);
+  EXPECT(bad == (kx_dataset*)SENTINEL);
+  sw_data[3] = NAN;
+  EXPECT(kx_dataset_from_arrays_weighted(g_x, KX_DTYPE_F32, xs, 2, g_y, KX_DTYPE_F32, ys, 1, sw_data, &bad) ==
+         KX_E_INVALID_ARGUMENT);
+  sw_data[3] = 1.0f;
+  EXPECT_OK(kx_dataset_from_arrays_weighted(g_x, KX_DTYPE_F32, xs, 2, g_y, KX_DTYPE_F32, ys, 1, sw_data, &d));
+  if (!m || !d) return;
+  kx_fit_options_init(&o, sizeof o);
+  o.class_weight = cw;
+  o.n_class_weight = 2;
+  EXPECT(kx_fit(m, d, &o, NULL, NULL) == KX_E_INVALID_ARGUMENT);
+  EXPECT(strstr(kx_last_error_message(), "class_weight") != NULL);
+  kx_dataset_destroy(d);
+  d = data_range(0, WN, 0);
+  o.class_weight = bad_cw;
+  EXPECT(kx_fit(m, d, &o, NULL, NULL) == KX_E_INVALID_ARGUMENT);
+  o.class_weight = NULL;
+  EXPECT(kx_fit(m, d, &o, NULL, NULL) == KX_E_INVALID_ARGUMENT);
+  kx_dataset_destroy(d);
+  kx_model_destroy(m);
+}
+
 static double halve_after_first(int32_t epoch, double lr, void* user_data) {
   ++*(int*)user_data;
   return epoch == 0 ? lr : lr * 0.5;
@@ -347,6 +479,7 @@ int main(int argc, char** argv) {
   test_summary(s);
   make_data();
   test_validation_split(s);
+  test_class_and_sample_weights(s);
   test_learning_rate_callbacks(s);
   test_backup_and_restore(s);
   kx_strategy_destroy(s);

@@ -299,14 +299,20 @@ TEST(CudaKernels, LossesMatchTheCpu) {
       backend::LossSpec spec{kind, logits, sparse ? AccuracyKind::SparseCategorical
                                            : kind == LossKind::BinaryCrossentropy ? AccuracyKind::Binary
                                                                                    : AccuracyKind::Categorical};
+      // Probabilities: 3 positions (rows) per sample, each weighed by its sample's weight.
+      spec.positions = logits ? 1 : 3;
       std::vector<float> d(out.size());
       float* dev_d = p.up(d);
-      p.gpu->loss(spec, rows, cols, p.up(out), p.up(y), y_cols, 1.0f / rows, dev_d);
-      p.cpu->loss(spec, rows, cols, out.data(), y.data(), y_cols, 1.0f / rows, d.data());
+      // Keras's sample weights, some of them zero.
+      std::vector<float> w = test::random_floats(static_cast<size_t>(rows / spec.positions), gen(), 0.0f, 2.0f);
+      for (size_t r = 0; r < w.size(); r += 7) w[r] = 0.0f;
+      p.gpu->loss(spec, rows, cols, p.up(out), p.up(y), y_cols, p.up(w), 1.0f / rows, dev_d);
+      p.cpu->loss(spec, rows, cols, out.data(), y.data(), y_cols, w.data(), 1.0f / rows, d.data());
       const backend::LossSums g = p.gpu->take_loss_sums(), c = p.cpu->take_loss_sums();
       const std::string what = std::string(loss_name(kind)) + (logits ? " logits" : " probabilities");
       EXPECT_NEAR(g.loss, c.loss, 1e-9 * std::abs(c.loss)) << what;
-      EXPECT_EQ(g.correct, c.correct) << what;
+      EXPECT_NEAR(g.correct, c.correct, 1e-9 * std::abs(c.correct)) << what;
+      EXPECT_NEAR(g.weight, c.weight, 1e-9 * c.weight) << what;
       EXPECT_LE(rel_error(p.down(dev_d, d.size()), d, 1e-6), 1e-5) << what;
       EXPECT_EQ(p.gpu->take_loss_sums().loss, 0.0) << "taking the sums zeroes them";
     }

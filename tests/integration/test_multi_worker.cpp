@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -241,6 +242,33 @@ TEST_F(MultiWorkerFit, AnUnevenLastBatchAcrossThreeWorkers) {
   const double d = relative_difference(weights("three0.bin"), weights("local0.bin"));
   std::printf("3 workers vs 3 replicas in one process, uneven last batch: max relative weight difference %.3g\n", d);
   EXPECT_LE(d, 1e-5);
+}
+
+// Keras's class_weight: each worker weighs its share of the batch, and the epoch's weighted loss and
+// accuracy add every worker's sums (the accuracy's weight sum included).
+TEST_F(MultiWorkerFit, ClassWeightAcrossThreeWorkersAsInOneProcess) {
+  const std::vector<std::string> args{"samples=1202", "batch=32", "class_weight=2,0.5,1,3,0,1,1,0.25"};
+  run(3, args, "weighted");
+  std::vector<std::string> local = args;
+  local.push_back("replicas=3");
+  run(1, local, "weighted_local");
+  const double d = relative_difference(weights("weighted0.bin"), weights("weighted_local0.bin"));
+  std::printf("class_weight, 3 workers vs 3 replicas in one process: max relative weight difference %.3g\n", d);
+  EXPECT_LE(d, 1e-5);
+  // "worker 0: last epoch loss L accuracy A" from each chief.
+  auto figures = [&](const std::string& log) {
+    const std::string text = bytes(log);
+    double loss = -1, accuracy = -1;
+    const size_t at = text.find("last epoch loss");
+    if (at != std::string::npos) std::sscanf(text.c_str() + at, "last epoch loss %lf accuracy %lf", &loss, &accuracy);
+    return std::make_pair(loss, accuracy);
+  };
+  const auto [loss3, acc3] = figures("weighted0.log");
+  const auto [loss1, acc1] = figures("weighted_local0.log");
+  ASSERT_GT(loss1, 0);
+  ASSERT_GT(acc1, 0);
+  EXPECT_NEAR(loss3, loss1, 1e-5 * loss1);
+  EXPECT_NEAR(acc3, acc1, 1e-6);
 }
 
 TEST_F(MultiWorkerFit, WorkersThatDoNotTrainTheSameThingAllFailClearly) {

@@ -84,12 +84,15 @@ TEST(BackendModule, KernelsThroughTheTableComputeWhatTheCpuComputes) {
   for (int64_t r = 0; r < M; ++r) labels[r] = static_cast<float>(r % N);
   const backend::LossSpec spec{LossKind::SparseCategoricalCrossentropy, false, AccuracyKind::SparseCategorical};
   std::vector<float> d1(M * N), d2(M * N);
-  b.direct->loss(spec, M, N, c1.data(), labels.data(), 1, 0.5f, d1.data());
-  b.crossed->loss(spec, M, N, c2.data(), labels.data(), 1, 0.5f, d2.data());
+  const std::vector<float> weights = test::random_floats(M, 5, 0.0f, 2.0f);
+  b.direct->loss(spec, M, N, c1.data(), labels.data(), 1, weights.data(), 0.5f, d1.data());
+  b.crossed->loss(spec, M, N, c2.data(), labels.data(), 1, weights.data(), 0.5f, d2.data());
   EXPECT_EQ(d1, d2);
   const backend::LossSums s1 = b.direct->take_loss_sums(), s2 = b.crossed->take_loss_sums();
   EXPECT_EQ(s1.loss, s2.loss);
   EXPECT_EQ(s1.correct, s2.correct);
+  EXPECT_EQ(s1.weight, s2.weight);
+  EXPECT_GT(s1.weight, 0.0);
   EXPECT_EQ(b.crossed->take_loss_sums().loss, 0.0);
 
   // A window op (its geometry crosses as a pointer to the struct) and Adam over an arena.

@@ -85,40 +85,63 @@ TEST_P(LossTest, ValueMatchesFloat64AndGradientMatchesFiniteDifferences) {
   spec.accuracy = sparse ? AccuracyKind::SparseCategorical
                          : (kind == LossKind::BinaryCrossentropy ? AccuracyKind::Binary : AccuracyKind::Categorical);
   auto be = backend::make_cpu_backend(1);
-  std::vector<float> d(out.size());
-  const float scale = 1.0f / rows;
-  be->loss(spec, rows, cols, out.data(), y.data(), y_cols, scale, d.data());
-  const backend::LossSums sums = be->take_loss_sums();
+  // Unweighted, then with Keras's sample weights (one of them zero).
+  for (bool weighted : {false, true}) {
+    SCOPED_TRACE(weighted ? "weighted" : "unweighted");
+    const std::vector<float> w = {0.5f, 2.0f, 0.0f, 1.0f, 3.25f, 0.75f};
+    auto weight = [&](int64_t r) { return weighted ? static_cast<double>(w[r]) : 1.0; };
+    std::vector<float> d(out.size());
+    const float scale = 1.0f / rows;
+    be->loss(spec, rows, cols, out.data(), y.data(), y_cols, weighted ? w.data() : nullptr, scale, d.data());
+    const backend::LossSums sums = be->take_loss_sums();
 
-  auto batch_loss = [&](const Vec& o) {
-    double s = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      s += ref_loss(kind, logits, Vec(o.begin() + r * cols, o.begin() + (r + 1) * cols),
-                    Vec(y.begin() + r * y_cols, y.begin() + (r + 1) * y_cols));
-    return s;
-  };
-  const Vec od(out.begin(), out.end());
-  EXPECT_NEAR(sums.loss, batch_loss(od), 1e-9 * rows + 1e-6 * std::fabs(batch_loss(od)));
-  Vec g = test::numeric_gradient([&](const Vec& o) { return batch_loss(o) / rows; }, od);
-  EXPECT_EQ(test::first_mismatch(d, g, g.size(), 1e-5), -1) << name;
+    // Keras: the batch's loss is sum(w * loss) (over the batch size), its gradient that of the sum.
+    auto batch_loss = [&](const Vec& o) {
+      double s = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        s += weight(r) * ref_loss(kind, logits, Vec(o.begin() + r * cols, o.begin() + (r + 1) * cols),
+                                  Vec(y.begin() + r * y_cols, y.begin() + (r + 1) * y_cols));
+      return s;
+    };
+    const Vec od(out.begin(), out.end());
+    EXPECT_NEAR(sums.loss, batch_loss(od), 1e-9 * rows + 1e-6 * std::fabs(batch_loss(od)));
+    Vec g = test::numeric_gradient([&](const Vec& o) { return batch_loss(o) / rows; }, od);
+    EXPECT_EQ(test::first_mismatch(d, g, g.size(), 1e-5), -1) << name;
 
-  // Accuracy, counted by hand.
-  double correct = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* o = out.data() + r * cols;
-    const int64_t arg = std::max_element(o, o + cols) - o;
-    if (spec.accuracy == AccuracyKind::SparseCategorical) {
-      correct += arg == static_cast<int64_t>(y[r]);
-    } else if (spec.accuracy == AccuracyKind::Categorical) {
-      const float* t = y.data() + r * cols;
-      correct += arg == std::max_element(t, t + cols) - t;
-    } else {
-      double hits = 0;
-      for (int64_t j = 0; j < cols; ++j) hits += ((o[j] > (logits ? 0.0f : 0.5f)) == (y[r * cols + j] > 0.5f));
-      correct += hits / cols;
+    // Accuracy, counted by hand: the weighted sum of the hits, and the weights' sum.
+    double correct = 0, weights = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* o = out.data() + r * cols;
+      const int64_t arg = std::max_element(o, o + cols) - o;
+      double hit = 0;
+      if (spec.accuracy == AccuracyKind::SparseCategorical) {
+        hit = arg == static_cast<int64_t>(y[r]);
+      } else if (spec.accuracy == AccuracyKind::Categorical) {
+        const float* t = y.data() + r * cols;
+        hit = arg == std::max_element(t, t + cols) - t;
+      } else {
+        double hits = 0;
+        for (int64_t j = 0; j < cols; ++j) hits += ((o[j] > (logits ? 0.0f : 0.5f)) == (y[r * cols + j] > 0.5f));
+        hit = hits / cols;
+      }
+      correct += weight(r) * hit;
+      weights += weight(r);
+    }
+    EXPECT_DOUBLE_EQ(sums.correct, correct);
+    EXPECT_DOUBLE_EQ(sums.weight, weights);
+    if (weighted) {  // a zero weight: no gradient at all for that sample
+      for (int64_t j = 0; j < cols; ++j) EXPECT_EQ(d[2 * cols + j], 0.0f);
     }
   }
-  EXPECT_DOUBLE_EQ(sums.correct, correct);
+}
+
+TEST(Loss, AccuracyOfZeroTotalWeightIsZeroAsKeras) {
+  backend::LossSums s;
+  s.correct = 0;
+  s.weight = 0;
+  EXPECT_EQ(s.accuracy(), 0.0);
+  s.correct = 1.5, s.weight = 2.0;
+  EXPECT_EQ(s.accuracy(), 0.75);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -138,7 +161,7 @@ TEST(Loss, LogitsPathIsStableForHugeLogits) {
   const std::vector<float> y = {1.0f};
   std::vector<float> d(3);
   be->loss({LossKind::SparseCategoricalCrossentropy, true, AccuracyKind::SparseCategorical}, 1, 3, out.data(),
-           y.data(), 1, 1.0f, d.data());
+           y.data(), 1, nullptr, 1.0f, d.data());
   const backend::LossSums sums = be->take_loss_sums();
   EXPECT_NEAR(sums.loss, 2000.0, 1e-6);
   for (float v : d) EXPECT_TRUE(std::isfinite(v));

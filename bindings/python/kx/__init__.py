@@ -322,18 +322,28 @@ class Dataset(_Handle):
     _destroy = staticmethod(lib.kx_dataset_destroy)
 
     @classmethod
-    def from_arrays(cls, x, y):
+    def from_arrays(cls, x, y, sample_weight=None):
         """Copies numpy arrays (shape[0] = samples): x float32/float64/int32/int64/uint8 (uint8 is
         scaled to [0, 1]), y the labels (class indices, one-hot rows or targets). Arrays of those dtypes
-        in C order are read where they are (kx makes its one float32 copy); others are converted first."""
+        in C order are read where they are (kx makes its one float32 copy); others are converted first.
+        sample_weight: one weight >= 0 per sample, Keras's sample_weight (loss sum(w * l) / samples,
+        accuracy sum(w * hit) / sum(w)), in training, validation and evaluate."""
         x, y = cls._prepare(x), cls._prepare(y)
         if y.ndim == 1:
             y = y.reshape(-1, 1)
         xs = (ctypes.c_int64 * x.ndim)(*x.shape)
         ys = (ctypes.c_int64 * y.ndim)(*y.shape)
         out = ctypes.c_void_p()
-        check(lib.kx_dataset_from_arrays(x.ctypes.data, _DTYPES[x.dtype], xs, x.ndim, y.ctypes.data,
-                                         _DTYPES[y.dtype], ys, y.ndim, ctypes.byref(out)))
+        if sample_weight is None:
+            check(lib.kx_dataset_from_arrays(x.ctypes.data, _DTYPES[x.dtype], xs, x.ndim, y.ctypes.data,
+                                             _DTYPES[y.dtype], ys, y.ndim, ctypes.byref(out)))
+            return cls(out.value)
+        w = np.ascontiguousarray(sample_weight, np.float32).ravel()
+        if w.size != x.shape[0]:
+            raise Error(-1, f"sample_weight has {w.size} values but x has {x.shape[0]} samples")
+        check(lib.kx_dataset_from_arrays_weighted(x.ctypes.data, _DTYPES[x.dtype], xs, x.ndim, y.ctypes.data,
+                                                  _DTYPES[y.dtype], ys, y.ndim, w.ctypes.data_as(P_FLOAT),
+                                                  ctypes.byref(out)))
         return cls(out.value)
 
     @staticmethod
@@ -627,7 +637,8 @@ class Model(_Handle):
             verbose=0, callbacks=None, resume_from=None, validation_split=0.0, class_weight=None):
         """Trains; returns a History (history.stopped is True when a callback stopped training).
         validation_split: Keras's, the last fraction of train (before shuffling) validates.
-        class_weight: {class: weight}, as Keras's."""
+        class_weight: {class: weight}, as Keras's: the training loss and accuracy of a sample of class c
+        weigh class_weight.get(c, 1.0) (not with a train dataset that has sample weights)."""
         o = _capi.FitOptions()
         lib.kx_fit_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.epochs, o.initial_epoch, o.steps_per_epoch = epochs, initial_epoch, steps_per_epoch

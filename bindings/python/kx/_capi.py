@@ -123,6 +123,8 @@ _SIGNATURES = {
     "kx_model_destroy": (None, [c_void_p]),
     "kx_dataset_from_arrays": (c_int32, [c_void_p, c_int32, P(c_int64), c_size_t, c_void_p, c_int32, P(c_int64),
                                          c_size_t, P(c_void_p)]),
+    "kx_dataset_from_arrays_weighted": (c_int32, [c_void_p, c_int32, P(c_int64), c_size_t, c_void_p, c_int32,
+                                                  P(c_int64), c_size_t, P(c_float), P(c_void_p)]),
     "kx_dataset_from_idx": (c_int32, [c_char_p, c_char_p, P(c_void_p)]),
     "kx_dataset_take": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
     "kx_dataset_skip": (c_int32, [c_void_p, c_int64, P(c_void_p)]),

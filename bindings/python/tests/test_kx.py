@@ -416,11 +416,81 @@ class FirstDay(unittest.TestCase):
             for a, b in zip(m.get_weights(), straight.get_weights()):
                 np.testing.assert_array_equal(a, b)
 
-    def test_evaluate_shows_keras_bar_and_class_weight_is_not_there_yet(self):
+    def test_evaluate_shows_keras_bar(self):
         x, y = blobs(64)
         with small_model() as m:
             data = kx.Dataset.from_arrays(x, y).batch(32)
             self.assertEqual(m.evaluate(data, verbose=2), m.evaluate(data))
+
+
+def softmax_regression():
+    m = kx.Sequential(kx.Strategy.mirrored(["cpu"]), input_shape=(8,))
+    m.add_dense(3, "softmax")
+    m.compile(optimizer="sgd", learning_rate=0.5, metrics=["accuracy"], seed=3)
+    return m
+
+
+def weighted_step_by_hand(kernel, bias, x, y, w, lr=0.5):
+    """float64: Keras's weighted loss sum(w * l) / n, accuracy sum(w * hit) / sum(w), and the SGD step."""
+    x, kernel, bias = x.astype(np.float64), kernel.astype(np.float64), bias.astype(np.float64)
+    z = x @ kernel + bias
+    p = np.exp(z - z.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    n = len(y)
+    onehot = np.eye(3)[y]
+    loss = np.sum(w * -np.log(p[np.arange(n), y])) / n
+    accuracy = np.sum(w * (p.argmax(axis=1) == y)) / np.sum(w)
+    dz = w[:, None] * (p - onehot) / n
+    return kernel - lr * x.T @ dz, bias - lr * dz.sum(axis=0), loss, accuracy
+
+
+class Weights(unittest.TestCase):
+    """Keras's class_weight and sample_weight against a hand computation of one SGD step."""
+
+    def check_step(self, data, x, y, w, **fit_args):
+        with softmax_regression() as m:
+            kernel, bias = m.get_weights()
+            h = m.fit(data, **fit_args)
+            k_ref, b_ref, loss, accuracy = weighted_step_by_hand(kernel, bias, x, y, w)
+            k, b = m.get_weights()
+            np.testing.assert_allclose(k, k_ref, atol=2e-6)
+            np.testing.assert_allclose(b, b_ref, atol=2e-6)
+            self.assertAlmostEqual(h.history["loss"][0], loss, places=6)
+            self.assertAlmostEqual(h.history["accuracy"][0], accuracy, places=10)
+            # The weights matter: the unweighted step lands elsewhere.
+            k_plain, _, _, _ = weighted_step_by_hand(kernel, bias, x, y, np.ones(len(y)))
+            self.assertGreater(np.abs(k - k_plain).max(), 1e-3)
+
+    def test_class_weight_changes_the_step_as_a_hand_computation(self):
+        x, y = blobs(24, seed=4)
+        class_weight = {0: 3.0, 2: 0.25}  # class 1 weighs 1, as Keras's dict.get(c, 1.0)
+        w = np.array([class_weight.get(int(c), 1.0) for c in y])
+        self.check_step(kx.Dataset.from_arrays(x, y).batch(24), x, y, w, class_weight=class_weight)
+
+    def test_sample_weights_change_the_step_and_weigh_evaluate(self):
+        x, y = blobs(24, seed=5)
+        w = np.random.default_rng(6).uniform(0, 2, 24).astype(np.float32)
+        w[:3] = 0
+        self.check_step(kx.Dataset.from_arrays(x, y, sample_weight=w).batch(24), x, y, w.astype(np.float64))
+        with softmax_regression() as m:
+            kernel, bias = m.get_weights()
+            loss, accuracy = m.evaluate(kx.Dataset.from_arrays(x, y, sample_weight=w).batch(10))
+            _, _, loss_ref, accuracy_ref = weighted_step_by_hand(kernel, bias, x, y, w.astype(np.float64))
+            self.assertAlmostEqual(loss, loss_ref, places=6)
+            self.assertAlmostEqual(accuracy, accuracy_ref, places=10)
+
+    def test_bad_weights_are_errors(self):
+        x, y = blobs(8)
+        for bad in (-1.0, float("nan")):
+            w = np.ones(8)
+            w[2] = bad
             with self.assertRaises(kx.Error) as e:
-                m.fit(data, class_weight={0: 2.0})
-            self.assertEqual(e.exception.name, "KX_E_UNSUPPORTED")
+                kx.Dataset.from_arrays(x, y, sample_weight=w)
+            self.assertEqual(e.exception.name, "KX_E_INVALID_ARGUMENT")
+        with softmax_regression() as m:
+            with self.assertRaises(kx.Error) as e:
+                m.fit(kx.Dataset.from_arrays(x, y), class_weight={1: -2.0})
+            self.assertEqual(e.exception.name, "KX_E_INVALID_ARGUMENT")
+            with self.assertRaises(kx.Error) as e:  # Keras refuses both together
+                m.fit(kx.Dataset.from_arrays(x, y, sample_weight=np.ones(8)), class_weight={1: 2.0})
+            self.assertEqual(e.exception.name, "KX_E_INVALID_ARGUMENT")

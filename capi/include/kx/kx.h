@@ -415,6 +415,17 @@ typedef enum kx_dtype {
 KX_API kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
                                         const void* y, kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank,
                                         kx_dataset** out);
+/* kx_dataset_from_arrays with Keras's sample_weight: sample_weight holds x_shape[0] floats, copied, one
+ * per sample. A sample weighs sample_weight[i] in the loss, its gradient and the accuracy, as in Keras 3:
+ * a batch's loss is sum(w * loss) / (samples in the batch) (not divided by the sum of the weights), the
+ * accuracy sum(w * correct) / sum(w) (0 when the weights sum to 0). Used by kx_fit (training and
+ * validation data), kx_evaluate and the datasets made from it by take/skip/shuffle/batch (and
+ * validation_split). NULL sample_weight: every sample weighs 1 (as kx_dataset_from_arrays). Errors:
+ * those of kx_dataset_from_arrays, a weight that is negative or not finite (KX_E_INVALID_ARGUMENT). */
+KX_API kx_status kx_dataset_from_arrays_weighted(const void* x, kx_dtype x_dtype, const int64_t* x_shape,
+                                                 size_t x_rank, const void* y, kx_dtype y_dtype,
+                                                 const int64_t* y_shape, size_t y_rank, const float* sample_weight,
+                                                 kx_dataset** out);
 
 /* Images and labels from IDX files (MNIST's format), gzip-compressed or not; images are scaled to
  * [0, 1]. Errors: KX_E_IO (cannot open/read), KX_E_CORRUPT (bad magic, truncated, counts differ). */
@@ -611,10 +622,14 @@ typedef struct kx_fit_options {
    * kx_fit fails with KX_E_INVALID_ARGUMENT when either part would be empty. Ignored when
    * `validation` is given (as Keras). 0: none. */
   double validation_split;
-  /* Keras's class_weight: class_weight[c] weighs the loss of each training sample of class c, for c <
-   * n_class_weight (other classes weigh 1, as Keras's dict.get(c, 1.0)); the class of a sample is its
-   * label (sparse), the argmax of its one-hot target, or its rounded target with one output.
-   * NOT YET IMPLEMENTED: kx_fit returns KX_E_UNSUPPORTED when class_weight is set. NULL: none. */
+  /* Keras's class_weight: class_weight[c] weighs the loss and the accuracy of each training sample of
+   * class c, for c < n_class_weight (other classes, negative ones included, weigh 1, as Keras's
+   * dict.get(c, 1.0)); the class of a sample is its label rounded to an integer when it has one value
+   * (sparse labels, one binary output), else the argmax of its target (one-hot). As the sample weights
+   * of kx_dataset_from_arrays_weighted: the loss is sum(w * loss) / samples, the accuracy
+   * sum(w * correct) / sum(w). Training data only: validation is not weighted by it. kx_fit fails with
+   * KX_E_INVALID_ARGUMENT when a weight is negative or not finite, or when train has sample weights
+   * (Keras refuses both together). NULL: none. */
   const float* class_weight;
   size_t n_class_weight;
 } kx_fit_options;
@@ -638,7 +653,9 @@ KX_API kx_status kx_history_get(const kx_history* h, const char* name, int32_t e
 KX_API void kx_history_destroy(kx_history* h);
 
 /* Mean loss and accuracy over d (in storage order, its batch size or 32). Either out-pointer may be
- * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. */
+ * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. When d has sample weights
+ * (kx_dataset_from_arrays_weighted): the loss is sum(w * loss) / samples, the accuracy
+ * sum(w * correct) / sum(w), as Keras's evaluate with sample_weight. */
 KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
 
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)

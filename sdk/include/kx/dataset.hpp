@@ -44,6 +44,8 @@ struct DatasetStorage {
   std::shared_ptr<const SampleSource> source;  // null: x holds the samples
   std::vector<std::string> class_names;        // an image folder's classes, label i = class_names[i]
   int64_t skipped = 0;                         // files left out because they did not decode
+  // Keras's sample_weight: one finite weight >= 0 per sample, or empty when every sample weighs 1.
+  std::vector<float> weight;
 };
 
 class SampleCache;  // sdk/src/data/sample_cache.hpp
@@ -63,8 +65,10 @@ class Dataset {
   static constexpr int64_t kDefaultBatch = 32;  // Keras's fit default
 
   // Copies x and y (row-major, shape[0] = samples). u8 x is scaled to [0, 1].
+  // sample_weight: shape[0] floats, finite and >= 0, weighing each sample's loss and metrics as Keras's
+  // sample_weight; null when every sample weighs 1.
   static Dataset from_arrays(const void* x, DType x_dtype, const Shape& x_shape, const void* y, DType y_dtype,
-                             const Shape& y_shape);
+                             const Shape& y_shape, const float* sample_weight = nullptr);
   // IDX image and label files (optionally gzip-compressed), images scaled to [0, 1].
   static Dataset from_idx(const std::string& images_path, const std::string& labels_path);
   // numpy .npy files (versions 1-3, little-endian f4/f8/u1/i4/i8, C order), converted as from_arrays.
@@ -111,6 +115,9 @@ class Dataset {
   const Shape& x_shape() const { return x_shape_; }
   const Shape& y_shape() const { return storage_->y_shape; }
   const DatasetStorage& storage() const { return *storage_; }
+  bool has_sample_weights() const { return !storage_->weight.empty(); }
+  // The sample weights indexed as the storage (sharing its ownership), or null when there are none.
+  std::shared_ptr<const std::vector<float>> sample_weights() const;
   // The storage, shared by every dataset made from the same arrays with take/skip/shuffle.
   const std::shared_ptr<const DatasetStorage>& shared_storage() const { return storage_; }
 

@@ -57,6 +57,9 @@ struct LossSpec {
   // into the loss: softmax + cross-entropy, sigmoid + binary cross-entropy).
   bool logits = false;
   AccuracyKind accuracy = AccuracyKind::SparseCategorical;
+  // Loss rows per sample: an output with positions (a [H, W, C] softmax) is a row per position, and
+  // row r's sample weight is weights[r / positions].
+  int64_t positions = 1;
 };
 
 // A 2-D window (convolution kernel or pooling) sliding over samples stored channels-last, [h, w, c].
@@ -80,8 +83,18 @@ struct StepValues {
 
 // Sums over the rows the loss has seen since they were last taken.
 struct LossSums {
-  double loss = 0;
-  double correct = 0;
+  double loss = 0;     // sum of weight * loss
+  double correct = 0;  // sum of weight * correct (accuracy's numerator)
+  double weight = 0;   // sum of the weights (accuracy's denominator): the rows when unweighted
+
+  LossSums& operator+=(const LossSums& o) {
+    loss += o.loss;
+    correct += o.correct;
+    weight += o.weight;
+    return *this;
+  }
+  // Accuracy, the weighted mean of correct; 0 when the weights sum to 0 (Keras's Mean, divide_no_nan).
+  double accuracy() const { return weight > 0 ? correct / weight : 0.0; }
 };
 
 // Memory of one backend's device, allocated by it and handed back to it when destroyed; the backend

@@ -27,13 +27,14 @@
     (act, rows, cols, y, dy, dz))                                                                                \
   /* db[c] = sum over rows of dz[r, c]. */                                                                       \
   X(bias_grad, (int64_t rows, int64_t cols, const float* dz, float* db), (rows, cols, dz, db))                   \
-  /* Loss of rows samples (outputs cols per sample, labels y with y_cols per sample), added to the             \
-     backend's running sums (take_loss_sums). The gradient of (sum of per-sample losses) * grad_scale          \
-     goes to dout when it is not null. */                                                                        \
+  /* Loss of rows rows (outputs cols per row, labels y with y_cols per row), added to the backend's           \
+     running sums (take_loss_sums). weights: one per sample of spec.positions rows (Keras's sample_weight),     \
+     or null for 1 each; row r's loss and accuracy count weights[r / spec.positions] times. The gradient of   \
+     (sum of weighted row losses) * grad_scale goes to dout when it is not null. */                             \
   X(loss,                                                                                                        \
     (const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,         \
-     float grad_scale, float* dout),                                                                             \
-    (spec, rows, cols, out, y, y_cols, grad_scale, dout))                                                        \
+     const float* weights, float grad_scale, float* dout),                                                       \
+    (spec, rows, cols, out, y, y_cols, weights, grad_scale, dout))                                               \
   /* col[(r * out_h + i) * out_w + j, (a * k_w + b) * channels + c] = x of sample r at                          \
      (i * stride_h + a - pad_top, j * stride_w + b - pad_left, c), or 0 outside the input. */                    \
   X(im2col, (const Window2d& g, int64_t rows, const float* x, float* col), (g, rows, x, col))                    \

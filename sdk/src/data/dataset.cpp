@@ -70,7 +70,7 @@ Dataset::Dataset(std::shared_ptr<const DatasetStorage> s)
     : storage_(std::move(s)), count_(storage_->samples), x_shape_(storage_->x_shape) {}
 
 Dataset Dataset::from_arrays(const void* x, DType x_dtype, const Shape& x_shape, const void* y, DType y_dtype,
-                             const Shape& y_shape) {
+                             const Shape& y_shape, const float* sample_weight) {
   require(x && y, Status::InvalidArgument, "x and y must not be NULL");
   require_dtype(x_dtype, "x");
   require_dtype(y_dtype, "y");
@@ -86,6 +86,13 @@ Dataset Dataset::from_arrays(const void* x, DType x_dtype, const Shape& x_shape,
   s->y.resize(static_cast<size_t>(ny));
   convert(x, x_dtype, nx, s->x.data(), true, "x");
   convert(y, y_dtype, ny, s->y.data(), false, "y");
+  if (sample_weight) {
+    for (int64_t i = 0; i < s->samples; ++i)
+      require(std::isfinite(sample_weight[i]) && sample_weight[i] >= 0, Status::InvalidArgument,
+              "sample weight " + std::to_string(sample_weight[i]) + " of sample " + std::to_string(i) +
+                  " is not a finite number >= 0");
+    s->weight.assign(sample_weight, sample_weight + s->samples);
+  }
   return Dataset(std::move(s));
 }
 
@@ -105,6 +112,11 @@ Dataset Dataset::from_source(std::shared_ptr<const SampleSource> source, const S
   s->y = std::move(y);
   s->source = std::move(source);
   return Dataset(std::move(s));
+}
+
+std::shared_ptr<const std::vector<float>> Dataset::sample_weights() const {
+  if (storage_->weight.empty()) return nullptr;
+  return {storage_, &storage_->weight};  // aliasing: alive as long as the storage
 }
 
 Dataset Dataset::take(int64_t n) const {

@@ -211,6 +211,7 @@ extern "C" {
     pub fn kx_model_destroy(m: *mut kx_model);
 
     pub fn kx_dataset_from_arrays(x: *const c_void, x_dtype: kx_dtype, x_shape: *const i64, x_rank: usize, y: *const c_void, y_dtype: kx_dtype, y_shape: *const i64, y_rank: usize, out: *mut *mut kx_dataset) -> kx_status;
+    pub fn kx_dataset_from_arrays_weighted(x: *const c_void, x_dtype: kx_dtype, x_shape: *const i64, x_rank: usize, y: *const c_void, y_dtype: kx_dtype, y_shape: *const i64, y_rank: usize, sample_weight: *const f32, out: *mut *mut kx_dataset) -> kx_status;
     pub fn kx_dataset_from_idx(images_path: *const c_char, labels_path: *const c_char, out: *mut *mut kx_dataset) -> kx_status;
     pub fn kx_dataset_take(d: *const kx_dataset, n: i64, out: *mut *mut kx_dataset) -> kx_status;
     pub fn kx_dataset_skip(d: *const kx_dataset, n: i64, out: *mut *mut kx_dataset) -> kx_status;

@@ -167,10 +167,11 @@ class CpuBackend final : public Backend {
   }
 
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
-            float grad_scale, float* dout) override {
-    const LossSums s = loss_rows(spec, rows, cols, out, y, y_cols, grad_scale, dout);
+            const float* weights, float grad_scale, float* dout) override {
+    const LossSums s = loss_rows(spec, rows, cols, out, y, y_cols, weights, grad_scale, dout);
     sums_.loss += s.loss;
     sums_.correct += s.correct;
+    sums_.weight += s.weight;
   }
   LossSums take_loss_sums() override { return std::exchange(sums_, LossSums{}); }
 

@@ -105,13 +105,16 @@ double row_correct(const LossSpec& spec, int64_t cols, const float* o, const flo
 }  // namespace
 
 LossSums loss_rows(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
-                   float grad_scale, float* dout) {
+                   const float* weights, float grad_scale, float* dout) {
   LossSums sums;
   for (int64_t r = 0; r < rows; ++r) {
     const float* o = out + r * cols;
     const float* t = y + r * y_cols;
-    sums.loss += row_loss(spec, cols, o, t, grad_scale, dout ? dout + r * cols : nullptr);
-    sums.correct += row_correct(spec, cols, o, t, y_cols);
+    // A sample weighs w in the loss, its gradient and the accuracy (Keras's sample_weight).
+    const float w = weights ? weights[r / spec.positions] : 1.0f;
+    sums.loss += w * row_loss(spec, cols, o, t, grad_scale * w, dout ? dout + r * cols : nullptr);
+    sums.correct += w * row_correct(spec, cols, o, t, y_cols);
+    sums.weight += w;
   }
   return sums;
 }

@@ -9,6 +9,6 @@ namespace kx::backend::cpu {
 
 // As Backend::loss: the sums over these rows (added to the backend's running sums by the caller).
 LossSums loss_rows(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
-                   float grad_scale, float* dout);
+                   const float* weights, float grad_scale, float* dout);
 
 }  // namespace kx::backend::cpu

@@ -26,15 +26,16 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLASLt's recommendati
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(int device, const BackendOptions& options) : device_(device), stream_(device), host_sums_(2) {
+  CudaBackend(int device, const BackendOptions& options)
+      : device_(device), stream_(device), host_sums_(kLossSumCount) {
     // Memory handed back to the pool stays there for the next allocation instead of going back to
     // the driver: plans reallocated between fit and evaluate cost no cudaMalloc.
     check(cudaDeviceGetDefaultMemPool(&pool_, device_), "cudaDeviceGetDefaultMemPool");
     uint64_t keep = UINT64_MAX;
     check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
     workspace_ = allocate(kWorkspaceBytes);
-    sums_ = allocate(2 * sizeof(double));
-    partials_ = allocate(2 * sizeof(double) * kLossMaxBlocks);
+    sums_ = allocate(kLossSumCount * sizeof(double));
+    partials_ = allocate(kLossSumCount * sizeof(double) * kLossMaxBlocks);
     gemm_ = std::make_unique<LtGemm>(workspace_.data<void>(), kWorkspaceBytes);
     if (options.cudnn) conv_ = CudnnConv::create(*this, device_, stream_);
     set_tf32(options.tf32);
@@ -115,19 +116,20 @@ class CudaBackend final : public Backend {
     launched("bias gradient");
   }
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
-            float grad_scale, float* dout) override {
+            const float* weights, float grad_scale, float* dout) override {
     use_device();
-    cuda::loss(stream_, spec, rows, cols, out, y, y_cols, grad_scale, dout, partials_.data<double>(),
+    cuda::loss(stream_, spec, rows, cols, out, y, y_cols, weights, grad_scale, dout, partials_.data<double>(),
                sums_.data<double>());
     launched("loss");
   }
   LossSums take_loss_sums() override {
     use_device();
-    check(cudaMemcpyAsync(host_sums_.get(), sums_.data(), 2 * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+    check(cudaMemcpyAsync(host_sums_.get(), sums_.data(), kLossSumCount * sizeof(double), cudaMemcpyDeviceToHost,
+                          stream_),
           "reading the loss");
-    check(cudaMemsetAsync(sums_.data(), 0, 2 * sizeof(double), stream_), "cudaMemsetAsync");
+    check(cudaMemsetAsync(sums_.data(), 0, kLossSumCount * sizeof(double), stream_), "cudaMemsetAsync");
     check(cudaStreamSynchronize(stream_), "a kernel of this step");
-    return {host_sums_[0], host_sums_[1]};
+    return {host_sums_[0], host_sums_[1], host_sums_[2]};
   }
   void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
     use_device();

@@ -17,10 +17,12 @@ void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t c
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu);
 void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db);
 
-// Per-row losses into partials[block] (loss, correct), then added in block order to sums[0..1].
+// Per-row losses into partials[block] (loss, correct, weight: kLossSumCount doubles), then added in block
+// order to sums[0..2].
 inline constexpr int kLossMaxBlocks = 1024;
+inline constexpr int kLossSumCount = 3;
 void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
-          int64_t y_cols, float grad_scale, float* dout, double* partials, double* sums);
+          int64_t y_cols, const float* weights, float grad_scale, float* dout, double* partials, double* sums);
 
 void im2col(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* col);
 void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, float* dx);

@@ -145,35 +145,42 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
 constexpr int kLossWarps = 8;
 
 // Block b's warps take rows b*8 + w, then every (gridDim * 8)-th row after; the block's sums go to
-// partials[b].
+// partials[b] (loss, correct, weight).
 __global__ void loss_kernel(LossKind kind, bool logits, AccuracyKind accuracy, int64_t rows, int64_t cols,
-                            const float* out, const float* y, int64_t y_cols, float scale, float* dout,
-                            double* partials) {
-  __shared__ double warp_loss[kLossWarps], warp_correct[kLossWarps];
+                            const float* out, const float* y, int64_t y_cols, const float* weights,
+                            int64_t positions, float scale, float* dout, double* partials) {
+  __shared__ double warp_loss[kLossWarps], warp_correct[kLossWarps], warp_weight[kLossWarps];
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
-  double loss = 0, correct = 0;
+  double loss = 0, correct = 0, weight = 0;
   for (int64_t r = blockIdx.x * static_cast<int64_t>(kLossWarps) + w; r < rows;
        r += static_cast<int64_t>(gridDim.x) * kLossWarps) {
-    const RowResult rr = row_loss(kind, logits, accuracy, cols, out + r * cols, y + r * y_cols, y_cols, scale,
+    // A sample weighs sw in the loss, its gradient and the accuracy (Keras's sample_weight) at each of
+    // its positions.
+    const float sw = weights ? weights[r / positions] : 1.0f;
+    const RowResult rr = row_loss(kind, logits, accuracy, cols, out + r * cols, y + r * y_cols, y_cols, scale * sw,
                                   dout ? dout + r * cols : nullptr, lane);
-    loss += rr.loss;
-    correct += rr.correct;
+    loss += sw * rr.loss;
+    correct += sw * rr.correct;
+    weight += sw;
   }
-  if (lane == 0) warp_loss[w] = loss, warp_correct[w] = correct;
+  if (lane == 0) warp_loss[w] = loss, warp_correct[w] = correct, warp_weight[w] = weight;
   __syncthreads();
   if (threadIdx.x == 0) {
-    double l = 0, c = 0;
-    for (int k = 0; k < kLossWarps; ++k) l += warp_loss[k], c += warp_correct[k];
-    partials[2 * blockIdx.x] = l;
-    partials[2 * blockIdx.x + 1] = c;
+    double l = 0, c = 0, wt = 0;
+    for (int k = 0; k < kLossWarps; ++k) l += warp_loss[k], c += warp_correct[k], wt += warp_weight[k];
+    partials[kLossSumCount * blockIdx.x] = l;
+    partials[kLossSumCount * blockIdx.x + 1] = c;
+    partials[kLossSumCount * blockIdx.x + 2] = wt;
   }
 }
 
 __global__ void add_partials_kernel(int blocks, const double* partials, double* sums) {
-  double l = 0, c = 0;
-  for (int b = 0; b < blocks; ++b) l += partials[2 * b], c += partials[2 * b + 1];
+  double l = 0, c = 0, wt = 0;
+  for (int b = 0; b < blocks; ++b)
+    l += partials[kLossSumCount * b], c += partials[kLossSumCount * b + 1], wt += partials[kLossSumCount * b + 2];
   sums[0] += l;
   sums[1] += c;
+  sums[2] += wt;
 }
 
 }  // namespace
@@ -184,12 +191,12 @@ void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, floa
 }
 
 void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
-          int64_t y_cols, float grad_scale, float* dout, double* partials, double* sums) {
+          int64_t y_cols, const float* weights, float grad_scale, float* dout, double* partials, double* sums) {
   if (rows == 0) return;
   const int64_t wanted = (rows + kLossWarps - 1) / kLossWarps;
   const int blocks = static_cast<int>(wanted < kLossMaxBlocks ? wanted : kLossMaxBlocks);
   loss_kernel<<<blocks, kLossWarps * 32, 0, s>>>(spec.kind, spec.logits, spec.accuracy, rows, cols, out, y, y_cols,
-                                                  grad_scale, dout, partials);
+                                                  weights, spec.positions, grad_scale, dout, partials);
   add_partials_kernel<<<1, 1, 0, s>>>(blocks, partials, sums);
 }
 

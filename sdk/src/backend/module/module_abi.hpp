@@ -17,7 +17,7 @@ namespace kx::backend::module {
 
 // Bumped with every change to these tables or to the types they pass. The operation list is checked
 // as well (kOperationList), so that a new operation cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 8;
+inline constexpr int32_t kInterfaceVersion = 9;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"

@@ -130,6 +130,7 @@ void Model::Impl::compile(const CompileOptions& o) {
   loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
   loss_spec.accuracy = choose_accuracy(lk, classes, sparse ? 1 : classes);
   loss_positions = loss_spec.accuracy == AccuracyKind::Binary ? 1 : outputs / classes;
+  loss_spec.positions = loss_positions;
 
   const int n = static_cast<int>(strategy.replicas().size());  // this process's
   replica_offset = strategy.worker_index() * n;

@@ -157,8 +157,9 @@ class Model::Impl {
   void push_gradients_to_ps(const std::vector<float>& grads, double learning_rate);
   void say_goodbye_to_ps();
   void end_ps_service();
-  // What the chief and a worker must agree on to train together, one "name=value" line each.
-  std::string training_fingerprint(const Dataset& train, int64_t steps) const;
+  // What the chief and a worker must agree on to train together, one "name=value" line each (weights:
+  // the training samples' weights, from class_weight or the data).
+  std::string training_fingerprint(const Dataset& train, const core::SampleWeights& weights, int64_t steps) const;
 
   // For the training code (core/train/): the replicas, run side by side.
   // Runs task(k) on every replica k: concurrently when there are several.
@@ -188,15 +189,18 @@ class Model::Impl {
 
  private:
   // The parameter-server strategy: the chief coordinates the fit (ps_fit_chief.cpp), the workers
-  // train (ps_fit_worker.cpp); steps: batches per epoch, pass_steps: per pass over the data.
-  Status fit_as_ps_chief(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history, int64_t steps,
-                         int64_t pass_steps);
-  Status fit_as_ps_worker(Dataset& train, int64_t steps, int64_t pass_steps, History* history);
+  // train (ps_fit_worker.cpp); steps: batches per epoch, pass_steps: per pass over the data; weights:
+  // the training samples' weights (class_weight or the data's), null for none.
+  Status fit_as_ps_chief(Dataset& train, const core::SampleWeights& weights, const FitOptions& o, const Callbacks* cb,
+                         History* history, int64_t steps, int64_t pass_steps);
+  Status fit_as_ps_worker(Dataset& train, const core::SampleWeights& weights, int64_t steps, int64_t pass_steps,
+                          History* history);
 
   // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
   EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
-  // Points every replica's feed at the dataset's samples and labels (see core::ReplicaFeed::stage).
-  void stage_dataset(const Dataset& data);
+  // Points every replica's feed at the dataset's samples and labels, and at weights (one per stored
+  // sample; null: none) when given (see core::ReplicaFeed::stage).
+  void stage_dataset(const Dataset& data, const core::SampleWeights& weights);
   // Step plans for global batches of up to global_rows rows.
   void reserve_plans(int64_t global_rows);
   void init_weights(uint64_t seed);

@@ -25,10 +25,10 @@ int64_t Model::Impl::local_rows(int64_t rows) const {
 
 backend::LossSums Model::Impl::sum_across_workers(backend::LossSums sums, int64_t* seen) const {
   if (!multi_worker()) return sums;
-  double values[3] = {sums.loss, sums.correct, seen ? static_cast<double>(*seen) : 0.0};
-  strategy.worker_group()->all_reduce_sum(values, 3);
-  if (seen) *seen = static_cast<int64_t>(values[2]);
-  return {values[0], values[1]};
+  double values[4] = {sums.loss, sums.correct, sums.weight, seen ? static_cast<double>(*seen) : 0.0};
+  strategy.worker_group()->all_reduce_sum(values, 4);
+  if (seen) *seen = static_cast<int64_t>(values[3]);
+  return {values[0], values[1], values[2]};
 }
 
 namespace {

@@ -7,42 +7,73 @@
 
 namespace kx::core {
 
+namespace {
+// Data seen before is compared by owner: the address of a freed dataset may come back.
+template <class T>
+bool same_owner(const std::weak_ptr<const T>& seen, const std::shared_ptr<const T>& p) {
+  return !seen.expired() && !seen.owner_before(p) && !p.owner_before(seen);
+}
+}  // namespace
+
 Slice replica_slice(int replica, int replicas, int64_t rows) {
   const int64_t n = replicas, k = replica;
   const int64_t base = rows / n, extra = rows % n;
   return {k * base + std::min(k, extra), base + (k < extra ? 1 : 0)};
 }
 
-void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, RowSizes row,
-                        int64_t batch_rows, bool always_stream, bool decoded) {
+void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage,
+                        const SampleWeights& weights, RowSizes row, int64_t batch_rows, bool always_stream,
+                        bool decoded) {
   row_ = row;
   streamed_.reset();
+  streamed_weights_.reset();
+  w_src_ = nullptr;
   rows_ = nullptr;
   decoded_ = decoded;
   if (always_stream || decoded) {
-    stream(be, storage, batch_rows);
+    stream(be, storage, weights, batch_rows);
     return;
   }
   if (be.host_accessible()) {
     x_src_ = storage->x.data();
     y_src_ = storage->y.data();
+    w_src_ = weights ? weights->data() : nullptr;
     return;
   }
   const CachedDataset* copy = device_copy(be, storage);
-  if (!copy) {
-    stream(be, storage, batch_rows);  // too large for the device: batch by batch
+  const CachedWeights* weights_copy = copy && weights ? device_copy(be, weights) : nullptr;
+  if (!copy || (weights && !weights_copy)) {
+    stream(be, storage, weights, batch_rows);  // too large for the device: batch by batch
     return;
   }
   x_src_ = copy->x.data();
   y_src_ = copy->y.data();
+  w_src_ = weights_copy ? weights_copy->w.data() : nullptr;
+}
+
+const CachedWeights* ReplicaFeed::device_copy(backend::Backend& be, const SampleWeights& weights) {
+  auto same = [&](const CachedWeights& c) { return same_owner(c.source, weights); };
+  if (auto hit = std::find_if(weight_cache_.begin(), weight_cache_.end(), same); hit != weight_cache_.end())
+    return &*hit;
+  std::erase_if(weight_cache_, [](const CachedWeights& c) { return c.source.expired(); });
+  if (weight_cache_.size() >= kCachedDatasets) weight_cache_.erase(weight_cache_.begin());
+  CachedWeights c;
+  const size_t bytes = weights->size() * sizeof(float);
+  try {
+    c.w = be.allocate(bytes);
+  } catch (const Error& e) {
+    if (e.status() != Status::OutOfMemory) throw;
+    return nullptr;
+  }
+  be.to_device(weights->data(), bytes, c.w.data());
+  c.source = weights;
+  weight_cache_.push_back(std::move(c));
+  return &weight_cache_.back();
 }
 
 const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be,
                                               const std::shared_ptr<const DatasetStorage>& storage) {
-  // Storage seen before is compared by owner: the address of a freed dataset may come back.
-  auto same = [&](const CachedDataset& c) {
-    return !c.storage.expired() && !c.storage.owner_before(storage) && !storage.owner_before(c.storage);
-  };
+  auto same = [&](const CachedDataset& c) { return same_owner(c.storage, storage); };
   if (auto hit = std::find_if(cache_.begin(), cache_.end(), same); hit != cache_.end()) return &*hit;
   // Freed datasets go first; then the oldest, keeping the most recent other one (training data while
   // validating, and back).
@@ -65,18 +96,22 @@ const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be,
 }
 
 void ReplicaFeed::stream(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage,
-                         int64_t batch_rows) {
-  if (!ring_x_ || ring_rows_ < batch_rows) {
+                         const SampleWeights& weights, int64_t batch_rows) {
+  if (!ring_x_ || ring_rows_ < batch_rows || (weights && !ring_w_)) {
     ring_x_.reset();
     ring_y_.reset();
+    ring_w_.reset();
     ring_x_ = be.make_transfer_ring(kRingSlots, static_cast<size_t>(batch_rows * row_.sample) * sizeof(float));
     ring_y_ = be.make_transfer_ring(kRingSlots, static_cast<size_t>(batch_rows * row_.label) * sizeof(float));
+    if (weights) ring_w_ = be.make_transfer_ring(kRingSlots, static_cast<size_t>(batch_rows) * sizeof(float));
     ring_rows_ = batch_rows;
     next_slot_ = 0;
   }
   streamed_ = storage;
+  streamed_weights_ = weights;
   x_src_ = static_cast<const float*>(ring_x_->device_slots());
   y_src_ = static_cast<const float*>(ring_y_->device_slots());
+  w_src_ = weights ? static_cast<const float*>(ring_w_->device_slots()) : nullptr;
 }
 
 void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_t* batch_index) {
@@ -89,8 +124,10 @@ void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_
   const int64_t in = row_.sample, ls = row_.label;
   ring_x_->wait_host_writable(slot);
   ring_y_->wait_host_writable(slot);
+  if (streamed_weights_) ring_w_->wait_host_writable(slot);
   auto* xs = static_cast<float*>(ring_x_->host_slot(slot));
   auto* ys = static_cast<float*>(ring_y_->host_slot(slot));
+  float* ws = streamed_weights_ ? static_cast<float*>(ring_w_->host_slot(slot)) : nullptr;
   const DatasetStorage& d = *streamed_;
   if (decoded_)
     require(rows_ && s.first >= rows_->first && s.first + s.rows <= rows_->first + rows_->rows, Status::Internal,
@@ -109,10 +146,12 @@ void ReplicaFeed::feed(backend::Backend& be, const int64_t* idx, Slice s, int64_
     const auto row = static_cast<size_t>(idx[s.first + i]);
     std::memcpy(xs + i * in, sample(i), static_cast<size_t>(in) * sizeof(float));
     std::memcpy(ys + i * ls, d.y.data() + row * static_cast<size_t>(ls), static_cast<size_t>(ls) * sizeof(float));
+    if (ws) ws[i] = (*streamed_weights_)[row];
     ring_index_[static_cast<size_t>(i)] = slot * ring_rows_ + i;  // the step gathers from the slot
   }
   ring_x_->upload(slot, static_cast<size_t>(s.rows * in) * sizeof(float));
   ring_y_->upload(slot, static_cast<size_t>(s.rows * ls) * sizeof(float));
+  if (ws) ring_w_->upload(slot, static_cast<size_t>(s.rows) * sizeof(float));
   be.to_device(ring_index_.data(), static_cast<size_t>(s.rows) * sizeof(int64_t), batch_index);
   fed_slot_ = slot;
 }
@@ -121,6 +160,7 @@ void ReplicaFeed::release() {
   if (!streamed_ || fed_slot_ < 0) return;
   ring_x_->release(fed_slot_);
   ring_y_->release(fed_slot_);
+  if (streamed_weights_) ring_w_->release(fed_slot_);
   fed_slot_ = -1;
 }
 

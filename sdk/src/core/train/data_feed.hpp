@@ -33,13 +33,22 @@ struct CachedDataset {
   backend::DeviceBuffer x, y;
 };
 
+// One weight per stored sample (Keras's sample_weight, or class_weight looked up per label); null: none.
+using SampleWeights = std::shared_ptr<const std::vector<float>>;
+
+// Sample weights copied to a device.
+struct CachedWeights {
+  std::weak_ptr<const std::vector<float>> source;
+  backend::DeviceBuffer w;
+};
+
 // One replica's source of batches. It reads the samples and labels of the staged dataset where its
 // backend can read them: the host storage itself on the CPU, else a copy in device memory, kept for
 // the next call that reads the same data; a dataset that does not fit in device memory (or every
-// dataset, when streaming is forced) is read through two rings of page-locked slots instead
-// (samples, labels), each batch gathered on the host and copied beside the compute. A decoded dataset
-// (samples made as they are read) always goes through the rings, its samples taken from the rows
-// decoded for the batch (use_rows).
+// dataset, when streaming is forced) is read through rings of page-locked slots instead (samples,
+// labels, and sample weights when there are some), each batch gathered on the host and copied beside
+// the compute. A decoded dataset (samples made as they are read) always goes through the rings, its
+// samples taken from the rows decoded for the batch (use_rows).
 class ReplicaFeed {
  public:
   // The floats of one sample and of one label.
@@ -47,10 +56,11 @@ class ReplicaFeed {
     int64_t sample = 0, label = 0;
   };
 
-  // Points the feed at storage's samples and labels, copying them to device memory first where the
-  // backend cannot read the host's. batch_rows: the most rows of a slice (the step plan's capacity).
-  void stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, RowSizes row,
-             int64_t batch_rows, bool always_stream, bool decoded);
+  // Points the feed at storage's samples and labels (and weights, indexed as storage, when not null),
+  // copying them to device memory first where the backend cannot read the host's. batch_rows: the most
+  // rows of a slice (the step plan's capacity).
+  void stage(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage,
+             const SampleWeights& weights, RowSizes row, int64_t batch_rows, bool always_stream, bool decoded);
   // For a decoded dataset: the rows the next feed() calls take their samples from (borrowed).
   void use_rows(const DecodedRows* rows) { rows_ = rows; }
   // Makes slice s of the batch (storage indices idx + s.first ...) readable by the step: the indices
@@ -63,12 +73,17 @@ class ReplicaFeed {
   // Where the step gathers its rows from, indexed by the uploaded batch index.
   const float* samples() const { return x_src_; }
   const float* labels() const { return y_src_; }
+  // Null when the staged data has no sample weights.
+  const float* weights() const { return w_src_; }
 
  private:
   // Stages storage through the rings (streaming) instead of a device copy.
-  void stream(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, int64_t batch_rows);
+  void stream(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage, const SampleWeights& weights,
+              int64_t batch_rows);
   // The device copy of storage: found in the cache, else made (null when it does not fit).
   const CachedDataset* device_copy(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage);
+  // The device copy of weights: found in the cache, else made (null when it does not fit).
+  const CachedWeights* device_copy(backend::Backend& be, const SampleWeights& weights);
 
   static constexpr size_t kCachedDatasets = 2;  // training and validation data
   static constexpr int kRingSlots = 2;
@@ -76,11 +91,14 @@ class ReplicaFeed {
   RowSizes row_;
   const float* x_src_ = nullptr;
   const float* y_src_ = nullptr;
+  const float* w_src_ = nullptr;
   std::vector<CachedDataset> cache_;
+  std::vector<CachedWeights> weight_cache_;
   std::shared_ptr<const DatasetStorage> streamed_;  // the dataset read through the rings, if any
   bool decoded_ = false;                            // the staged dataset is decoded: samples from rows_
   const DecodedRows* rows_ = nullptr;               // a decoded dataset's current batch
-  std::unique_ptr<backend::TransferRing> ring_x_, ring_y_;
+  SampleWeights streamed_weights_;
+  std::unique_ptr<backend::TransferRing> ring_x_, ring_y_, ring_w_;
   int64_t ring_rows_ = 0;  // samples per slot
   int next_slot_ = 0, fed_slot_ = -1;
   std::vector<int64_t> ring_index_;

@@ -12,14 +12,13 @@ namespace kx {
 backend::LossSums Model::Impl::take_loss_sums() {
   backend::LossSums total;
   for (Replica& r : replicas) {  // in replica order: repeatable sums
-    const backend::LossSums s = r.be->take_loss_sums();
-    total.loss += s.loss;
-    total.correct += s.correct;
+    total += r.be->take_loss_sums();
   }
   // The backends summed over positions (loss_positions rows per sample): per sample, their means.
   if (loss_positions > 1) {
     total.loss /= static_cast<double>(loss_positions);
     total.correct /= static_cast<double>(loss_positions);
+    total.weight /= static_cast<double>(loss_positions);
   }
   return total;
 }
@@ -36,7 +35,7 @@ EvalResult Model::Impl::evaluate(const Dataset& data, int verbose) {
 EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar* bar) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   reserve_plans(batch);
-  stage_dataset(data);
+  stage_dataset(data, data.sample_weights());  // weighted when the data carries weights (Keras)
   take_loss_sums();  // nothing left over from a call that failed
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
   const int64_t batches = (data.num_samples() + batch - 1) / batch;
@@ -46,12 +45,10 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
   core::Metrics m;
   // The running means of what was read, as the bar shows them.
   const auto read_sums = [&] {
-    const backend::LossSums s = take_loss_sums();
-    sums.loss += s.loss;
-    sums.correct += s.correct;
+    sums += take_loss_sums();
     read = seen;
     m.clear();
-    if (options.accuracy) m.emplace_back("accuracy", sums.correct / static_cast<double>(read));
+    if (options.accuracy) m.emplace_back("accuracy", sums.accuracy());
     m.emplace_back("loss", sums.loss / static_cast<double>(read));
   };
   std::unique_ptr<core::BatchDecoder> decoder;
@@ -92,10 +89,11 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
     }
   }
   read_sums();
-  // Each worker evaluated its share of every batch: the sums are the workers' together.
+  // Each worker evaluated its share of every batch: the sums are the workers' together. Keras: the
+  // loss is the weighted sum over the number of samples, the accuracy the weighted mean.
   sums = sum_across_workers(sums, nullptr);
   const double n = static_cast<double>(data.num_samples());
-  const EvalResult result{sums.loss / n, sums.correct / n};
+  const EvalResult result{sums.loss / n, sums.accuracy()};
   if (bar) {
     m.clear();
     if (options.accuracy) m.emplace_back("accuracy", result.accuracy);

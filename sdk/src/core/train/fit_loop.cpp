@@ -12,6 +12,7 @@
 #include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
 #include "core/train/batch_stream.hpp"
+#include "core/train/class_weights.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
 #include "distribute/ps_cluster.hpp"
@@ -44,12 +45,12 @@ class EpochLoss {
     backend::LossSums read;
     if (unread_ == 0) return read;
     read = model_.take_loss_sums();
-    sums_.loss += read.loss;
-    sums_.correct += read.correct;
+    sums_ += read;
     seen_ += unread_;
     unread_ = 0;
+    // Keras: the loss is the weighted sum over the samples, the accuracy the weighted mean.
     loss_ = sums_.loss / static_cast<double>(seen_);
-    acc_ = accuracy_ ? sums_.correct / static_cast<double>(seen_) : std::nan("");
+    acc_ = accuracy_ ? sums_.accuracy() : std::nan("");
     return read;
   }
   // The epoch's means as of the last read (NaN before the first), as the progress bar shows them.
@@ -63,7 +64,7 @@ class EpochLoss {
   // The epoch's means over what was read (NaN when nothing was).
   double mean_loss() const { return safe_ratio(sums_.loss, static_cast<double>(seen_)); }
   double mean_accuracy() const {
-    return accuracy_ ? safe_ratio(sums_.correct, static_cast<double>(seen_)) : std::nan("");
+    return accuracy_ && seen_ > 0 ? sums_.accuracy() : std::nan("");
   }
   // The sums over every worker's samples (collective; nothing changes with one worker).
   void combine_workers() {
@@ -76,6 +77,7 @@ class EpochLoss {
   void write_sums(core::TrainPosition& p) const {
     p.loss_sum = sums_.loss;
     p.correct_sum = sums_.correct;
+    p.weight_sum = sums_.weight;
     p.seen = seen_;
   }
 
@@ -164,7 +166,6 @@ class FitControl final : public TrainingControl {
 
 Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   require_compiled("fit");
-  require(o.class_weight.empty(), Status::Unsupported, "class_weight is not supported by this build of kx yet");
   require(o.validation_split >= 0 && o.validation_split < 1, Status::InvalidArgument,
           "validation_split must be in [0, 1), got " + std::to_string(o.validation_split));
   if (o.validation_split > 0 && !o.validation) {
@@ -191,6 +192,15 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   require(o.verbose >= 0 && o.verbose <= 2, Status::InvalidArgument, "verbose must be 0, 1 or 2");
   check_dataset(train, "training");
   if (o.validation) check_dataset(*o.validation, "validation");
+  // Keras weighs training samples by class_weight or by the data's sample weights (never both);
+  // validation by the validation data's own weights. Keras refuses class_weight for targets with more
+  // than one position per sample (3 or more dimensions); so does kx.
+  require(o.class_weight.empty() || loss_positions == 1, Status::InvalidArgument,
+          "class_weight needs one class per sample; this model's output has " + std::to_string(loss_positions) +
+              " positions per sample (Keras refuses class_weight for targets of 3 or more dimensions): weigh "
+              "its samples with sample weights instead");
+  const core::SampleWeights train_weights =
+      o.class_weight.empty() ? train.sample_weights() : core::class_sample_weights(train, o.class_weight);
   const int64_t pass_steps = train.batches_per_pass();
   require(pass_steps > 0, Status::InvalidArgument,
           "the training dataset has fewer samples (" + std::to_string(train.num_samples()) + ") than one batch (" +
@@ -201,8 +211,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     require(strategy.parameter_servers()->role() != distribute::PsCluster::Role::Ps, Status::InvalidArgument,
             "a ps task serves the parameters (kx_strategy_serve); the chief and the workers call fit");
     if (strategy.parameter_servers()->role() == distribute::PsCluster::Role::Worker)
-      return fit_as_ps_worker(train, steps, pass_steps, history);
-    return fit_as_ps_chief(train, o, cb, history, steps, pass_steps);
+      return fit_as_ps_worker(train, train_weights, steps, pass_steps, history);
+    return fit_as_ps_chief(train, train_weights, o, cb, history, steps, pass_steps);
   }
   require_same_training_on_every_worker(train, steps);
   reserve_plans(std::min(train.batch_size(), train.num_samples()));
@@ -248,7 +258,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     control.loss.begin(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
     stop = at_event([&] { return control.emit(control.event(EventKind::EpochBegin, epoch, first_step)); });
     bar.begin_epoch(epoch, o.epochs, steps, first_step);
-    stage_dataset(train);  // again after the validation of the epoch before
+    stage_dataset(train, train_weights);  // again after the validation of the epoch before
     core::Metrics m;
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const core::BatchStream::Batch batch = batches.next();
@@ -267,7 +277,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
         const backend::LossSums read = control.loss.read();
         if (only_this_step) {
           batch_loss = read.loss / static_cast<double>(rows_here);
-          if (accuracy) batch_accuracy = read.correct / static_cast<double>(rows_here);
+          if (accuracy) batch_accuracy = read.accuracy();
         }
         if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss)) {
           diverged = std::make_exception_ptr(

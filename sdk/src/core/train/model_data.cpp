@@ -91,9 +91,10 @@ void Model::Impl::reserve_plans(int64_t global_rows) {
   for (Replica& r : replicas) r.plan.reserve(*r.be, net, std::max(r.plan.capacity(), per_replica), label_size());
 }
 
-void Model::Impl::stage_dataset(const Dataset& data) {
+void Model::Impl::stage_dataset(const Dataset& data, const core::SampleWeights& weights) {
   const core::ReplicaFeed::RowSizes row{net.input_size(), label_size()};
-  for (Replica& r : replicas) r.feed.stage(*r.be, data.shared_storage(), row, r.plan.capacity(), always_stream_, data.decoded());
+  for (Replica& r : replicas)
+    r.feed.stage(*r.be, data.shared_storage(), weights, row, r.plan.capacity(), always_stream_, data.decoded());
 }
 
 }  // namespace kx

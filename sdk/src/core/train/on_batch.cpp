@@ -29,14 +29,14 @@ EvalResult Model::Impl::train_on_batch(const float* x, const float* y, int64_t n
   require_compiled("train_on_batch");
   const Dataset d = one_batch(*this, x, y, n, "train_on_batch");
   reserve_plans(n);
-  stage_dataset(d);
+  stage_dataset(d, nullptr);
   take_loss_sums();  // nothing left over from a call that failed
   std::vector<int64_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), int64_t{0});
   steps_.run(*this, idx.data(), n);
   const backend::LossSums s = sum_across_workers(take_loss_sums(), nullptr);  // every worker's share
   const double rows = static_cast<double>(n);
-  return {s.loss / rows, options.accuracy ? s.correct / rows : std::nan("")};
+  return {s.loss / rows, options.accuracy ? s.accuracy() : std::nan("")};
 }
 
 EvalResult Model::Impl::test_on_batch(const float* x, const float* y, int64_t n) {

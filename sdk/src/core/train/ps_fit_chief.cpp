@@ -178,8 +178,8 @@ class WorkerDesk {
 
 }  // namespace
 
-Status Model::Impl::fit_as_ps_chief(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history,
-                                    int64_t steps, int64_t pass_steps) {
+Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& weights, const FitOptions& o,
+                                    const Callbacks* cb, History* history, int64_t steps, int64_t pass_steps) {
   require(!optimizer.use_ema, Status::Unsupported, "use_ema with the parameter-server strategy");
   PsCluster& c = *strategy.parameter_servers();
   core::ProgressBar bar(o.verbose, stdout);
@@ -193,7 +193,7 @@ Status Model::Impl::fit_as_ps_chief(Dataset& train, const FitOptions& o, const C
   push_state_to_ps();
   control.ps_serving = true;
   core::BatchCoordinator coordinator(c.num_workers(), c.staleness());
-  WorkerDesk desk(c, coordinator, training_fingerprint(train, steps));
+  WorkerDesk desk(c, coordinator, training_fingerprint(train, weights, steps));
   const auto event = [&](EventKind kind, int32_t epoch = -1, int64_t step = -1) {
     Event e;
     e.kind = kind;

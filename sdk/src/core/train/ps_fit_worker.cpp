@@ -38,16 +38,17 @@ void wait_while_held() {
 
 }  // namespace
 
-Status Model::Impl::fit_as_ps_worker(Dataset& train, int64_t steps, int64_t pass_steps, History* history) {
+Status Model::Impl::fit_as_ps_worker(Dataset& train, const core::SampleWeights& weights, int64_t steps,
+                                     int64_t pass_steps, History* history) {
   require(!optimizer.use_ema, Status::Unsupported, "use_ema with the parameter-server strategy");
   distribute::PsCluster& c = *strategy.parameter_servers();
-  stage_dataset(train);
+  stage_dataset(train, weights);
   take_loss_sums();  // nothing left over from a call that failed
 
   // The chief answers once the ps tasks hold its state; a worker that trains something else is refused.
   PsHeader hello;
   hello.kind = static_cast<uint32_t>(PsKind::Hello);
-  const std::string fingerprint = training_fingerprint(train, steps);
+  const std::string fingerprint = training_fingerprint(train, weights, steps);
   hello.payload = fingerprint.size();
   c.call(0, hello, fingerprint.data(), nullptr, distribute::ClusterPeers::Wait::Idle);
 

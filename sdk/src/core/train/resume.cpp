@@ -71,7 +71,7 @@ FitStart start_of_fit(Model::Impl& m, const FitOptions& o, int64_t steps, int64_
   } else {
     start.epoch = p.epoch;
     start.step = p.step_in_epoch;
-    start.sums = {p.loss_sum, p.correct_sum};
+    start.sums = {p.loss_sum, p.correct_sum, p.weight_sum};
     start.seen = p.seen;
   }
   bar.message("Resuming from " + f->source() + ": epoch " + std::to_string(start.epoch + 1) + ", batch " +

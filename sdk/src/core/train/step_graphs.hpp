@@ -22,6 +22,7 @@ struct StepGraphKey {
   uint64_t network_revision = 0; // which layers train
   const float* x_src = nullptr;  // the staged dataset
   const float* y_src = nullptr;
+  const float* w_src = nullptr;  // its sample weights (null: none)
   bool operator==(const StepGraphKey&) const = default;
 };
 

@@ -69,6 +69,7 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   }
   labels_ = be.allocate(static_cast<size_t>(max_rows * label_size) * sizeof(float));
   batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
+  weights_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(float));
   capacity_ = max_rows;
   label_size_ = label_size;
   revision_ = net.revision;

@@ -32,6 +32,8 @@ class StepPlan {
 
   float* input() { return act_.front(); }
   float* labels() { return labels_.data(); }
+  // The sample weights of the batch (one per sample), where the step gathers them when there are any.
+  float* weights() { return weights_.data(); }
   // The storage index of every sample of the batch, in be's memory, where the step reads it.
   int64_t* batch_index() { return batch_index_.data<int64_t>(); }
   float* output() { return act_.back(); }
@@ -66,7 +68,7 @@ class StepPlan {
   std::vector<std::vector<float*>> edge_grad_; // edge_grad_[i][k]: where layer i writes dL/d input k
   std::vector<std::vector<PendingSum>> sums_after_;  // per layer, run after its backward
   std::vector<float*> scratch_;                // per layer
-  backend::DeviceBuffer labels_, batch_index_;
+  backend::DeviceBuffer labels_, batch_index_, weights_;
 };
 
 // A counter-based 64-bit mix, the root of every seed kx derives (shared with the device kernels).

@@ -15,12 +15,19 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
   const int64_t ls = m.label_size();
   r.be->gather_rows(r.feed.samples(), m.net.input_size(), r.plan.batch_index(), s.rows, r.plan.input());
   r.be->gather_rows(r.feed.labels(), ls, r.plan.batch_index(), s.rows, r.plan.labels());
+  // Keras's sample weights, one per sample (the loss weighs each of a sample's positions by it).
+  const float* weights = nullptr;
+  if (r.feed.weights()) {
+    r.be->gather_rows(r.feed.weights(), 1, r.plan.batch_index(), s.rows, r.plan.weights());
+    weights = r.plan.weights();
+  }
   r.plan.forward(*r.be, m.net, r.params.data(), s.rows, training, r.step_seed(), s.first, m.pass_precision(r));
   // Each position of a sample is a row of the loss; a sample's loss is their mean (take_loss_sums
   // divides the sums by the positions).
   const int64_t positions = m.loss_positions;
   r.be->loss(m.loss_spec, s.rows * positions, m.net.output_size() / positions, r.plan.output(), r.plan.labels(),
-             ls / positions, grad_scale / static_cast<float>(positions), training ? r.plan.output_grad() : nullptr);
+             ls / positions, weights, grad_scale / static_cast<float>(positions),
+             training ? r.plan.output_grad() : nullptr);
   if (!training || m.rounding() == backend::Rounding::None) return;
   // The loss (and its softmax) is float32; the gradient reaching the model's output is a 16-bit tensor,
   // of the scaled loss under float16's loss scaling.
@@ -58,7 +65,8 @@ backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) con
 StepGraphKey StepRunner::graph_key(Model::Impl& m, int k, Part part, int64_t global_rows) const {
   Replica& r = m.replicas[static_cast<size_t>(k)];
   const Slice s = m.slice(k, global_rows);
-  return {part, s.first, s.rows, global_rows, r.plan.generation(), m.net.revision, r.feed.samples(), r.feed.labels()};
+  return {part, s.first, s.rows, global_rows, r.plan.generation(), m.net.revision, r.feed.samples(), r.feed.labels(),
+          r.feed.weights()};
 }
 
 template <class Body>

@@ -80,6 +80,7 @@ void put_position(const TrainPosition& p, const DataOrder& order, io::Metadata& 
   m["epoch_loss_sum"] = meta_double_text(p.loss_sum);
   m["epoch_correct_sum"] = meta_double_text(p.correct_sum);
   m["epoch_seen"] = std::to_string(p.seen);
+  m["epoch_weight_sum"] = meta_double_text(p.weight_sum);
   m["data_samples"] = std::to_string(order.samples);
   m["data_batch"] = std::to_string(order.batch);
   m["data_drop_remainder"] = std::to_string(order.drop_remainder ? 1 : 0);
@@ -101,6 +102,9 @@ TrainPosition get_position(const io::SafetensorsFile& f) {
   p.loss_sum = meta_double(f, "epoch_loss_sum");
   p.correct_sum = meta_double(f, "epoch_correct_sum");
   p.seen = meta_int(f, "epoch_seen");
+  // Checkpoints written before sample weights existed: every sample weighed 1.
+  p.weight_sum = f.metadata().count("epoch_weight_sum") ? meta_double(f, "epoch_weight_sum")
+                                                        : static_cast<double>(p.seen);
   if (p.steps_per_epoch <= 0 || p.step_in_epoch < 0 || p.step_in_epoch > p.steps_per_epoch || p.data_position < 0 ||
       p.seen < 0)
     fail(Status::Corrupt, f.source() + ": the training position in the metadata is inconsistent");

@@ -17,6 +17,7 @@ struct TrainPosition {
   int64_t data_position = 0;     // and its batch index within that pass
   double loss_sum = 0;           // the epoch's running sums, so its metrics continue
   double correct_sum = 0;
+  double weight_sum = 0;         // of the sample weights (the samples seen when unweighted)
   int64_t seen = 0;
 };
 
