@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 data_seconds=${FUZZ_DATA_SECONDS:-20}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_FUZZ=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DKX_BUILD_TESTS=OFF -DKX_BUILD_SAMPLES=OFF -DKX_BUILD_BENCH=OFF -DKX_WITH_CUDA=OFF
 data_targets=(fuzz_npy_reader fuzz_csv_reader)
 # The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
