@@ -29,7 +29,12 @@ cmake --build "$build_dir" --target kx fashion_mnist_c kx_unit_tests kx_capi_tes
   kx_data_files_tests kx_export_logs_tests kx_first_day_tests
 readelf -h "$build_dir"/libkx.so.*.*.* | grep -q "Machine: *AArch64" || { echo "libkx is not an aarch64 library" >&2; exit 1; }
 # Idle OpenMP threads sleep instead of spinning: under emulation a spinning thread takes the core the
-# working one needs.
-OMP_WAIT_POLICY=passive ctest --test-dir "$build_dir" -E "$skip" --output-on-failure -j "$(nproc)"
+# working one needs. QEMU_CPU=max emulates a CPU with every feature qemu has, FEAT_BF16 among them: the
+# mixed_bfloat16 GEMMs then run on the BFDOT kernel (gemm_bf16_neon.cpp).
+QEMU_CPU=max OMP_WAIT_POLICY=passive ctest --test-dir "$build_dir" -E "$skip" --output-on-failure -j "$(nproc)"
+# The GEMM and mixed-precision tests again on a CPU without BF16 (Cortex-A72, Armv8.0): there bfloat16
+# products take the NEON FMA kernel and CpuBf16Gemm::Dot is refused.
+QEMU_CPU=cortex-a72 OMP_WAIT_POLICY=passive ctest --test-dir "$build_dir" -R '^(Gemm|MixedGemm|Kernels/MixedGemmTest)\.' \
+  --output-on-failure -j "$(nproc)"
 
 bash packaging/build_arm64_deb.sh "$build_dir"

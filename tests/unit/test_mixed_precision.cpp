@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
+#include <tuple>
 
 #include "backend/backend.hpp"
 #include "backend/rounding_math.hpp"
@@ -83,7 +85,8 @@ class MixedGemmTest : public ::testing::TestWithParam<GemmCase> {};
 // up to float32 accumulation; every stored value is a value of the type.
 TEST_P(MixedGemmTest, MatchesFloat64OfTheRoundedOperands) {
   const GemmCase g = GetParam();
-  if (g.kernel == CpuBf16Gemm::Dot && !backend::cpu::cpu_has_avx512_bf16()) GTEST_SKIP() << "no AVX512_BF16";
+  if (g.kernel == CpuBf16Gemm::Dot && !backend::cpu::cpu_has_bf16_dot())
+    GTEST_SKIP() << "this CPU lacks " << backend::cpu::bf16_dot_feature();
   auto be = backend::make_cpu_backend(2, CpuGemm::Auto, g.kernel);
   for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{13, 37, 29}, {64, 33, 517}, {3, 10, 256},
                                 {300, 48, 64}, {8, 32, 1}, {9, 20, 20000}})
@@ -126,13 +129,70 @@ INSTANTIATE_TEST_SUITE_P(Kernels, MixedGemmTest,
                                            GemmCase{CpuBf16Gemm::Fma, Rounding::Float16, "f16_fma"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(MixedGemm, DotProductsNeedAvx512Bf16) {
-  if (backend::cpu::cpu_has_avx512_bf16()) {
+TEST(MixedGemm, DotProductsNeedTheCpusBf16Instructions) {
+  if (backend::cpu::cpu_has_bf16_dot()) {
     EXPECT_NO_THROW(backend::make_cpu_backend(1, CpuGemm::Auto, CpuBf16Gemm::Dot));
   } else {
     EXPECT_EQ(test::status_of([] { backend::make_cpu_backend(1, CpuGemm::Auto, CpuBf16Gemm::Dot); }),
               Status::Unsupported);
   }
+}
+
+// The dot-product kernel (vdpbf16ps, BFDOT) against the float32 FMAs over the same bfloat16 operands,
+// before C is rounded (keep_float32): the same exact products, so the two differ only by the order and
+// the rounding of their float32 sums (BFDOT adds each pair first and rounds to odd). With beta, bias and
+// ReLU; odd K, rows that fill no tile, columns that fill no vector; long K cut into passes and slices.
+TEST(MixedGemm, DotKernelMatchesTheFmaPath) {
+  if (!backend::cpu::cpu_has_bf16_dot()) GTEST_SKIP() << "this CPU lacks " << backend::cpu::bf16_dot_feature();
+  auto dot = backend::make_cpu_backend(2, CpuGemm::Builtin, CpuBf16Gemm::Dot);
+  auto fma = backend::make_cpu_backend(2, CpuGemm::Builtin, CpuBf16Gemm::Fma);
+  for (const auto& [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{13, 37, 29}, {1, 3, 1}, {8, 32, 2}, {64, 33, 517},
+                                {17, 70, 2500}, {9, 20, 20000}})
+    for (Trans ta : {Trans::No, Trans::Yes})
+      for (Trans tb : {Trans::No, Trans::Yes}) {
+        std::vector<float> A = test::random_floats(M * K, 11), B = test::random_floats(K * N, 12);
+        for (float& x : A) x = bf16(x);
+        for (float& x : B) x = bf16(x);
+        const std::vector<float> bias = test::random_floats(N, 13), C0 = test::random_floats(M * N, 14);
+        backend::Epilogue ep{bias.data(), Activation::Relu};
+        ep.rounding = Rounding::BFloat16;
+        ep.keep_float32 = true;
+        const int64_t lda = ta == Trans::No ? K : M, ldb = tb == Trans::No ? N : K;
+        std::vector<float> Cd = C0, Cf = C0;
+        dot->gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, 0.5f, Cd.data(), N, ep);
+        fma->gemm(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, 0.5f, Cf.data(), N, ep);
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j) {
+            double mag = std::fabs(bias[j]) + 0.5 * std::fabs(C0[i * N + j]);
+            for (int64_t k = 0; k < K; ++k)
+              mag += std::fabs(double(ta == Trans::No ? A[i * lda + k] : A[k * lda + i]) *
+                               (tb == Trans::No ? B[k * ldb + j] : B[j * ldb + k]));
+            // BFDOT rounds each of its K additions to odd (under an ulp, 2^-23 relative), the FMAs to
+            // nearest (half that), the epilogue adds two more: bounds relative to the sum of magnitudes.
+            ASSERT_LE(std::fabs(Cd[i * N + j] - Cf[i * N + j]), 4 * (K + 2) * 0x1p-24 * mag)
+                << "ta=" << (ta == Trans::Yes) << " tb=" << (tb == Trans::Yes) << " " << M << "x" << N << "x" << K
+                << " at " << i << "," << j;
+          }
+      }
+}
+
+// Which kernel computes bfloat16 products on AArch64: BFDOT (" + bf16 dot") where the CPU reports
+// FEAT_BF16, chosen by Auto too; else the float32 FMAs of the NEON kernel, and Dot is refused.
+TEST(MixedGemm, TheBf16KernelOnAarch64IsBfdotWhereTheCpuHasIt) {
+#if defined(__aarch64__)
+  const std::string fma = backend::make_cpu_backend(1, CpuGemm::Builtin, CpuBf16Gemm::Fma)->gemm_kernel_name();
+  const std::string any = backend::make_cpu_backend(1, CpuGemm::Builtin, CpuBf16Gemm::Auto)->gemm_kernel_name();
+  EXPECT_EQ(fma, "builtin neon + bf16 fma");
+  if (backend::cpu::cpu_has_bf16_dot()) {
+    EXPECT_EQ(any, "builtin neon + bf16 dot");
+    EXPECT_EQ(backend::make_cpu_backend(1, CpuGemm::Builtin, CpuBf16Gemm::Dot)->gemm_kernel_name(),
+              "builtin neon + bf16 dot");
+  } else {
+    EXPECT_EQ(any, "builtin neon + bf16 fma");
+  }
+#else
+  GTEST_SKIP() << "not an AArch64 build";
+#endif
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -295,7 +355,7 @@ TEST(MixedModel, EveryLayerKindMatchesFloat32WithinTheTypesPrecision) {
     for (const auto& [p, kernel, tol] : {std::tuple{Precision::MixedBfloat16, CpuBf16Gemm::Fma, 0x1p-5},
                                          std::tuple{Precision::MixedBfloat16, CpuBf16Gemm::Dot, 0x1p-5},
                                          std::tuple{Precision::MixedFloat16, CpuBf16Gemm::Auto, 0x1p-8}}) {
-      if (kernel == CpuBf16Gemm::Dot && !backend::cpu::cpu_has_avx512_bf16()) continue;
+      if (kernel == CpuBf16Gemm::Dot && !backend::cpu::cpu_has_bf16_dot()) continue;
       SCOPED_TRACE(std::string(precision_name(p)) + (bn ? " with" : " without") + " batch normalisation");
       Model mixed = every_layer_model(p, kernel, bn);
       mixed.set_weights(w0);

@@ -337,8 +337,9 @@ typedef struct kx_compile_options {
  * so a model trained mixed loads into a float32 one and back. kx_evaluate and kx_predict use the
  * policy too.
  *  KX_PRECISION_MIXED_BFLOAT16  bfloat16. CPUs: AVX512_BF16's dot products on CPUs where they outrun
- *                               float32 FMAs, else float32 FMAs over the bfloat16 values (the same
- *                               exact products, float32 sums); GPUs: tensor cores.
+ *                               float32 FMAs (aarch64: BFDOT where the CPU has BF16), else float32 FMAs
+ *                               over the bfloat16 values (the same exact products, float32 sums); GPUs:
+ *                               tensor cores.
  *  KX_PRECISION_MIXED_FLOAT16   float16 with Keras's dynamic loss scaling (LossScaleOptimizer: the loss
  *                               is multiplied by a scale, first 2^15; a step whose gradients are not
  *                               finite is skipped and halves it; 2000 finite steps in a row double

@@ -18,10 +18,11 @@ class PsCluster;          // internal: sdk/src/distribute/ps_cluster.hpp
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
 // CBLAS when kx was built with it, else the portable built-in kernel.
 enum class CpuGemm { Auto = 0, Builtin = 1, Blas = 2 };
-// How the CPU computes the products of a mixed_bfloat16 model. Dot: AVX512_BF16's vdpbf16ps (two
-// bfloat16 products per float32 lane). Fma: float32 FMAs over the bfloat16 values (their products are
-// exact in float32 too). Auto: Dot on CPUs where it outruns float32 FMAs (AMD's, Zen 4 on), else Fma
-// (Intel's Xeons without AMX run vdpbf16ps at half the rate of their FMAs). Either sums in float32.
+// How the CPU computes the products of a mixed_bfloat16 model. Dot: AVX512_BF16's vdpbf16ps, on aarch64
+// FEAT_BF16's BFDOT (two bfloat16 products per float32 lane). Fma: float32 FMAs over the bfloat16 values
+// (their products are exact in float32 too). Auto: Dot on CPUs where it outruns float32 FMAs (AMD's, Zen 4
+// on) and on aarch64 CPUs with BF16, else Fma (Intel's Xeons without AMX run vdpbf16ps at half the rate
+// of their FMAs). Either sums in float32.
 enum class CpuBf16Gemm { Auto = 0, Dot = 1, Fma = 2 };
 
 // Whether a training step is recorded once and replayed (CUDA graphs). Auto: where the backends and
@@ -78,7 +79,7 @@ class Strategy {
   int num_threads() const { return num_threads_; }
   void set_cpu_gemm(CpuGemm g) { cpu_gemm_ = g; }
   CpuGemm cpu_gemm() const { return cpu_gemm_; }
-  // Unsupported at compile when Dot is asked of a CPU without AVX512_BF16.
+  // Unsupported at compile when Dot is asked of a CPU without AVX512_BF16 (aarch64: without BF16).
   void set_cpu_bf16_gemm(CpuBf16Gemm g) { cpu_bf16_gemm_ = g; }
   CpuBf16Gemm cpu_bf16_gemm() const { return cpu_bf16_gemm_; }
   // TF32 tensor cores for float32 GEMMs on GPUs that have them (on by default, as in TensorFlow).

@@ -1,4 +1,5 @@
-// The bfloat16 GEMM of mixed_bfloat16 on CPUs with AVX512_BF16 (gemm_bf16_avx512.cpp).
+// The bfloat16 GEMM of mixed_bfloat16 on CPUs with bfloat16 dot products: AVX512_BF16's vdpbf16ps on
+// x86-64 (gemm_bf16_avx512.cpp), FEAT_BF16's BFDOT on AArch64 (gemm_bf16_neon.cpp).
 #pragma once
 #include <cstdint>
 
@@ -23,10 +24,13 @@ struct Bf16Gemm {
   Rounding rounding;
 };
 
-bool cpu_has_avx512_bf16();
-// True where vdpbf16ps computes more products per second than float32 FMAs (see its definition).
+// x86-64: AVX512_BF16 (with the AVX-512 it needs); AArch64: FEAT_BF16 (HWCAP2_BF16); else false.
+bool cpu_has_bf16_dot();
+// What cpu_has_bf16_dot() asks of the CPU, for error messages: "AVX512_BF16", "FEAT_BF16".
+const char* bf16_dot_feature();
+// True where CpuBf16Gemm::Auto picks the dot products over float32 FMAs (see its definitions).
 bool bf16_dot_outruns_fma();
-// Only where cpu_has_avx512_bf16(). packed_a / packed_b / scratch receive the packed operands,
+// Only where cpu_has_bf16_dot(). packed_a / packed_b / scratch receive the packed operands,
 // workspace the driver's partial sums; all grow as needed.
 void bf16_gemm(const Bf16Gemm& g, FloatBuffer& packed_a, FloatBuffer& packed_b, FloatBuffer& scratch,
                FloatBuffer& workspace, int threads);

@@ -145,19 +145,21 @@ KX_AVX512_BF16 void bf16_any(const Tile& t) {
 
 }  // namespace
 
-bool cpu_has_avx512_bf16() {
+bool cpu_has_bf16_dot() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
 }
 
+const char* bf16_dot_feature() { return "AVX512_BF16"; }
+
 bool bf16_dot_outruns_fma() {
   // Measured: Intel's Xeons without AMX (Sapphire / Emerald Rapids) issue one vdpbf16ps every two
   // cycles, half their float32 FMA rate; AMD's Zen 4 and Zen 5 issue it at their FMA rate, each with
   // twice the products.
   __builtin_cpu_init();
-  return cpu_has_avx512_bf16() && __builtin_cpu_is("amd");
+  return cpu_has_bf16_dot() && __builtin_cpu_is("amd");
 }
 
 void bf16_gemm(const Bf16Gemm& g, FloatBuffer& packed_a, FloatBuffer& packed_b, FloatBuffer& scratch,
@@ -187,13 +189,14 @@ void bf16_gemm(const Bf16Gemm& g, FloatBuffer& packed_a, FloatBuffer& packed_b, 
 
 #pragma GCC diagnostic pop
 
-#else
+#elif !defined(__aarch64__)  // AArch64: gemm_bf16_neon.cpp
 
 namespace kx::backend::cpu {
-bool cpu_has_avx512_bf16() { return false; }
+bool cpu_has_bf16_dot() { return false; }
+const char* bf16_dot_feature() { return "AVX512_BF16 (x86-64) or FEAT_BF16 (AArch64)"; }
 bool bf16_dot_outruns_fma() { return false; }
 void bf16_gemm(const Bf16Gemm&, FloatBuffer&, FloatBuffer&, FloatBuffer&, FloatBuffer&, int) {
-  fail(Status::Internal, "bfloat16 dot products on a CPU without AVX512_BF16");
+  fail(Status::Internal, "bfloat16 dot products on a CPU without them");
 }
 }  // namespace kx::backend::cpu
 

@@ -31,8 +31,9 @@ GemmDispatch::GemmDispatch(int threads, CpuGemm choice, CpuBf16Gemm bf16) : thre
   if (!tile_) tile_ = tile_neon();
   if (!tile_) tile_ = &tile_portable;
   if (bf16 == CpuBf16Gemm::Dot)
-    require(cpu_has_avx512_bf16(), Status::Unsupported,
-            "bfloat16 dot products need a CPU with AVX512_BF16, which this one lacks (CpuBf16Gemm::Fma works on any)");
+    require(cpu_has_bf16_dot(), Status::Unsupported,
+            std::string("bfloat16 dot products need a CPU with ") + bf16_dot_feature() +
+                ", which this one lacks (CpuBf16Gemm::Fma works on any)");
   bf16_dot_ = bf16 == CpuBf16Gemm::Dot || (bf16 == CpuBf16Gemm::Auto && bf16_dot_outruns_fma());
 }
 

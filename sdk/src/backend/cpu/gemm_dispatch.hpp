@@ -1,6 +1,6 @@
 // Which CPU kernel computes a GEMM, and the copies it needs: the built-in AVX-512 (or portable)
 // register tiles through the blocked driver, the dot-product tiles for C = A B^T with few rows, CBLAS,
-// and for bfloat16 products AVX512_BF16's dot products or float32 FMAs.
+// and for bfloat16 products the CPU's bfloat16 dot products (AVX512_BF16, AArch64's BFDOT) or float32 FMAs.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -29,7 +29,7 @@ class GemmDispatch {
 
   int threads_;
   bool use_blas_ = false;
-  bool bf16_dot_ = false;  // bfloat16 products through vdpbf16ps, else float32 FMAs
+  bool bf16_dot_ = false;  // bfloat16 products through vdpbf16ps / BFDOT, else float32 FMAs
   TileKernel tile_ = nullptr;
   DotKernel dot_ = nullptr;
   FloatBuffer transposed_, workspace_, packed_a_, packed_b_, pack_scratch_;
