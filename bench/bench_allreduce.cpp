@@ -7,7 +7,6 @@
 //   bench_allreduce [--workers N] [--rounds N]
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include <vector>
 
 #include "distribute/cluster_spec.hpp"
+#include "worker_launch.hpp"
 #include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
@@ -83,50 +83,22 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-// Starts `workers` copies of this program with TF_CONFIG on loopback and waits for them.
-int launch(const char* self, int workers, int rounds) {
-  std::string list;
-  for (int i = 0; i < workers; ++i) list += (i ? ", \"127.0.0.1:" : "\"127.0.0.1:") + std::to_string(free_port()) + "\"";
+// Runs `workers` copies of this program, started with TF_CONFIG on loopback, or by mpirun (when the
+// build found one); 0 when they all succeeded (or there is no mpirun to try).
+int launch(bool by_mpirun, int workers, int rounds) {
+  const std::string self = kx::bench::own_path();
+  const std::vector<std::string> program{self, "--worker", "--rounds", std::to_string(rounds)};
+  if (by_mpirun) {
+    if (std::string(KX_MPIRUN).empty()) return 0;
+    const pid_t job = kx::bench::spawn(kx::bench::under_mpirun(KX_MPIRUN, workers, program), kx::bench::mpirun_environment());
+    return kx::bench::wait_all({job}) ? 0 : 1;
+  }
+  std::vector<std::string> addresses;
+  for (int i = 0; i < workers; ++i) addresses.push_back("127.0.0.1:" + std::to_string(free_port()));
   std::vector<pid_t> children;
-  for (int i = 0; i < workers; ++i) {
-    const std::string tf_config = "{\"cluster\": {\"worker\": [" + list + "]}, \"task\": {\"type\": \"worker\", \"index\": " +
-                                  std::to_string(i) + "}}";
-    const pid_t pid = fork();
-    if (pid == 0) {
-      setenv("TF_CONFIG", tf_config.c_str(), 1);
-      const std::string r = std::to_string(rounds);
-      execl(self, self, "--worker", "--rounds", r.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    if (pid > 0) children.push_back(pid);
-  }
-  int failed = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  return failed ? 1 : 0;
-}
-
-// The same under mpirun, when there is one.
-int launch_mpirun(const char* self, int workers, int rounds) {
-  if (std::string(KX_MPIRUN).empty()) return 0;
-  char exe[4096] = {};
-  if (readlink(self, exe, sizeof exe - 1) <= 0) return 1;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    unsetenv("TF_CONFIG");
-    setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-    setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-    const std::string n = std::to_string(workers), r = std::to_string(rounds);
-    execl(KX_MPIRUN, KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", n.c_str(), exe, "--worker", "--rounds",
-          r.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return 1;
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  for (int i = 0; i < workers; ++i)
+    children.push_back(kx::bench::spawn(program, {"TF_CONFIG=" + kx::bench::worker_tf_config(addresses, i)}));
+  return kx::bench::wait_all(children) ? 0 : 1;
 }
 
 }  // namespace
@@ -147,8 +119,8 @@ int main(int argc, char** argv) {
   try {
     if (worker) return run_worker(rounds);
     if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
-    const int tcp = launch("/proc/self/exe", std::max(2, workers), rounds);
-    return launch_mpirun("/proc/self/exe", std::max(2, workers), rounds) | tcp;
+    const int tcp = launch(false, std::max(2, workers), rounds);
+    return launch(true, std::max(2, workers), rounds) | tcp;
   } catch (const kx::Error& e) {
     std::fprintf(stderr, "bench_allreduce: %s\n", e.what());
     return 1;

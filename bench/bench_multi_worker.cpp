@@ -5,7 +5,6 @@
 // The job runs twice: started by TF_CONFIG (Gloo over TCP) and by mpirun (Open MPI carries the tensors).
 //
 //   bench_multi_worker [--steps N] [--data DIR]
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "worker_launch.hpp"
 
 namespace {
 
@@ -55,36 +55,19 @@ enum class Launcher { TfConfig, Mpirun };
 
 // Runs the 2-worker job (two copies of this program) and returns worker 0's ms/step per case, read
 // back through a pipe; empty when the job failed or cannot be launched.
-std::vector<double> run_job(Launcher launcher, const char* self, const std::string& dir, int64_t steps) {
+std::vector<double> run_job(Launcher launcher, const std::string& dir, int64_t steps) {
   if (launcher == Launcher::Mpirun && std::string(KX_MPIRUN).empty()) return {};
-  char exe[4096] = {};
-  if (readlink("/proc/self/exe", exe, sizeof exe - 1) <= 0) return {};
-  const std::string ports[2] = {std::to_string(20000 + getpid() % 20000), std::to_string(20001 + getpid() % 20000)};
-  const std::string list = "[\"127.0.0.1:" + ports[0] + "\", \"127.0.0.1:" + ports[1] + "\"]";
-  const std::string s = std::to_string(steps);
+  const std::vector<std::string> program{bench::own_path(), "--worker", "--steps", std::to_string(steps), "--data", dir};
+  const std::vector<std::string> addresses{"127.0.0.1:" + std::to_string(20000 + getpid() % 20000),
+                                           "127.0.0.1:" + std::to_string(20001 + getpid() % 20000)};
   int fds[2];
   if (pipe(fds) != 0) return {};
   std::vector<pid_t> children;
-  const int processes = launcher == Launcher::TfConfig ? 2 : 1;  // mpirun starts both workers itself
-  for (int i = 0; i < processes; ++i) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      dup2(fds[1], 1);
-      if (launcher == Launcher::TfConfig) {
-        const std::string tf = "{\"cluster\": {\"worker\": " + list + "}, \"task\": {\"type\": \"worker\", \"index\": " +
-                               std::to_string(i) + "}}";
-        setenv("TF_CONFIG", tf.c_str(), 1);
-        execl(exe, self, "--worker", "--steps", s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
-      } else {
-        unsetenv("TF_CONFIG");
-        setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
-        setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
-        execl(KX_MPIRUN, KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", exe, "--worker", "--steps",
-              s.c_str(), "--data", dir.c_str(), static_cast<char*>(nullptr));
-      }
-      _exit(127);
-    }
-    children.push_back(pid);
+  if (launcher == Launcher::Mpirun) {
+    children.push_back(bench::spawn(bench::under_mpirun(KX_MPIRUN, 2, program), bench::mpirun_environment(), fds[1]));
+  } else {
+    for (int i = 0; i < 2; ++i)
+      children.push_back(bench::spawn(program, {"TF_CONFIG=" + bench::worker_tf_config(addresses, i)}, fds[1]));
   }
   close(fds[1]);
   FILE* in = fdopen(fds[0], "r");
@@ -96,13 +79,7 @@ std::vector<double> run_job(Launcher launcher, const char* self, const std::stri
     if (std::sscanf(line, "WORKERS %15s %lf", name, &value) == 2) ms[std::string(name) == "CNN" ? 1 : 0] = value;
   }
   if (in) std::fclose(in);
-  int failed = 0;
-  for (pid_t pid : children) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
-  if (failed || ms[0] < 0 || ms[1] < 0) return {};
+  if (!bench::wait_all(children) || ms[0] < 0 || ms[1] < 0) return {};
   return ms;
 }
 
@@ -132,8 +109,8 @@ int main(int argc, char** argv) {
     one.set_num_threads(2);
     std::vector<double> single;
     for (const Case& c : kCases) single.push_back(time_case(one, c, dir, steps));
-    const std::vector<double> tf_config = run_job(Launcher::TfConfig, argv[0], dir, steps);
-    const std::vector<double> mpirun = run_job(Launcher::Mpirun, argv[0], dir, steps);
+    const std::vector<double> tf_config = run_job(Launcher::TfConfig, dir, steps);
+    const std::vector<double> mpirun = run_job(Launcher::Mpirun, dir, steps);
     if (tf_config.empty()) {
       std::fprintf(stderr, "bench_multi_worker: the 2-worker job failed (its messages are above)\n");
       return 1;

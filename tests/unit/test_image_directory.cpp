@@ -23,6 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+#ifdef KX_TEST_HAVE_IMAGES
+
 std::vector<float> sample(const Dataset& d, int64_t i) {
   std::vector<float> out(static_cast<size_t>(num_elements(d.x_shape())));
   d.read_sample(i, 0, out.data());
@@ -37,8 +39,6 @@ std::string error_of(const std::function<void()>& f) {
   }
   return "";
 }
-
-#ifdef KX_TEST_HAVE_IMAGES
 
 class ImageFolder : public ::testing::Test {
  protected:

@@ -19,6 +19,8 @@
 namespace kx::data {
 namespace {
 
+#ifdef KX_HAVE_IMAGES
+
 bool is_png(std::string_view b) { return b.size() >= 8 && b.substr(0, 8) == std::string_view("\x89PNG\r\n\x1a\n", 8); }
 bool is_jpeg(std::string_view b) { return b.size() >= 3 && b.substr(0, 3) == "\xFF\xD8\xFF"; }
 
@@ -30,8 +32,6 @@ void check_channels(int channels) {
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
-
-#ifdef KX_HAVE_IMAGES
 
 // libjpeg reports errors through error_exit, which must not return: it jumps back to the setjmp of
 // the function that called into the library (only C frames and trivially destructible objects lie

@@ -143,6 +143,8 @@ void PeerGroup::probe(int rank, std::chrono::milliseconds window) {
     case Reach::Ok: return;
     case Reach::Refused:
       fail(Status::Comm, describe(rank) + " is gone (nothing listens at its address: it exited or was killed)");
+    case Reach::Closed:
+      fail(Status::Comm, describe(rank) + " is gone (it closed the connection without answering: it exited or was killed)");
     case Reach::TimedOut:
       fail(Status::Comm, describe(rank) + " does not answer (stopped or hung: no reply within " + seconds_text(window) + ")");
     case Reach::Failed:

@@ -44,6 +44,9 @@ std::vector<std::string> find_absent_workers(int self, const std::vector<std::st
       case Reach::Refused:
         absent.push_back(name + " is gone (nothing listens at its address: it exited or was killed)");
         break;
+      case Reach::Closed:
+        absent.push_back(name + " is gone (it closed the connection without answering: it exited or was killed)");
+        break;
       case Reach::TimedOut:
         absent.push_back(name + " does not answer (stopped or hung: no reply within " + seconds(window) + ")");
         break;

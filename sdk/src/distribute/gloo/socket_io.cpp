@@ -132,7 +132,7 @@ Connection connect_to(const std::string& host, int port, Clock::time_point deadl
       c.error.clear();
       return c;
     }
-    c.result = errno == ECONNREFUSED ? Reach::Refused : Reach::Failed;
+    c.result = errno == ECONNREFUSED ? Reach::Refused : errno == ECONNRESET ? Reach::Closed : Reach::Failed;
     c.error = std::strerror(errno);
   }
   return c;
@@ -151,7 +151,7 @@ Reach send_all(int fd, const void* data, size_t bytes, Clock::time_point deadlin
       continue;
     } else {
       error = std::strerror(errno);
-      return Reach::Failed;
+      return errno == ECONNRESET || errno == EPIPE ? Reach::Closed : Reach::Failed;
     }
   }
   return Reach::Ok;
@@ -166,12 +166,12 @@ Reach recv_all(int fd, void* data, size_t bytes, Clock::time_point deadline, std
       bytes -= static_cast<size_t>(n);
     } else if (n == 0) {
       error = "connection closed";
-      return Reach::Failed;
+      return Reach::Closed;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
       if (const Reach r = wait_for(fd, POLLIN, deadline, error); r != Reach::Ok) return r;
     } else if (errno != EINTR) {
       error = std::strerror(errno);
-      return Reach::Failed;
+      return errno == ECONNRESET ? Reach::Closed : Reach::Failed;
     }
   }
   return Reach::Ok;

@@ -32,8 +32,9 @@ class Socket {
 Socket listen_on(const std::string& host, int port, const std::string& what);
 int local_port(const Socket& listening);
 
-// How an attempt to reach a peer ended.
-enum class Reach { Ok, Refused, TimedOut, Failed };
+// How an attempt to reach a peer ended. Closed: connected, then the peer closed or reset the
+// connection before it answered (a process being killed can still accept a connection it will not serve).
+enum class Reach { Ok, Refused, TimedOut, Failed, Closed };
 
 struct Connection {
   Reach result = Reach::Failed;
@@ -42,7 +43,7 @@ struct Connection {
 };
 Connection connect_to(const std::string& host, int port, Clock::time_point deadline);
 
-// All `bytes`: Ok, or TimedOut / Failed (reset, or the peer closed) with the reason in `error`.
+// All `bytes`: Ok, or TimedOut / Closed (reset, or the peer closed) / Failed with the reason in `error`.
 Reach send_all(int fd, const void* data, size_t bytes, Clock::time_point deadline, std::string& error);
 Reach recv_all(int fd, void* data, size_t bytes, Clock::time_point deadline, std::string& error);
 
