@@ -90,6 +90,51 @@ inline double dot(const Vec& a, const Vec& b) {
   return s;
 }
 
+// Keras's BatchNormalization in float64, normalising with the batch's moments.
+inline Vec batch_norm_reference(const Vec& x, const Vec& w, int64_t n, int64_t C, double eps) {
+  Vec y(x.size());
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, var = 0;
+    for (int64_t r = 0; r < n; ++r) mean += x[static_cast<size_t>(r * C + c)] / n;
+    for (int64_t r = 0; r < n; ++r) var += std::pow(x[static_cast<size_t>(r * C + c)] - mean, 2) / n;
+    for (int64_t r = 0; r < n; ++r)
+      y[static_cast<size_t>(r * C + c)] =
+          w[static_cast<size_t>(c)] * (x[static_cast<size_t>(r * C + c)] - mean) / std::sqrt(var + eps) + w[static_cast<size_t>(C + c)];
+  }
+  return y;
+}
+
+// Keras's Normalization in float64: (x - mean) / max(sqrt(variance), 1e-7) per channel.
+inline Vec normalization_reference(const Vec& x, const std::vector<float>& mean, const std::vector<float>& var, int64_t C) {
+  Vec y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t c = i % static_cast<size_t>(C);
+    y[i] = (x[i] - mean[c]) / std::max(std::sqrt(static_cast<double>(var[c])), 1e-7);
+  }
+  return y;
+}
+
+// 2-D pooling of NHWC x (rows x H x W x C) with k_h x k_w windows and strides s_h, s_w, no padding:
+// the maximum or the mean of each window, in double.
+inline Vec pool2d_reference(const Vec& x, int64_t rows, int64_t H, int64_t W, int64_t C, int64_t k_h, int64_t k_w,
+                            int64_t s_h, int64_t s_w, bool max) {
+  const int64_t OH = (H - k_h) / s_h + 1, OW = (W - k_w) / s_w + 1;
+  Vec y(static_cast<size_t>(rows * OH * OW * C));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < OH; ++i)
+      for (int64_t j = 0; j < OW; ++j)
+        for (int64_t c = 0; c < C; ++c) {
+          double acc = max ? -1e300 : 0.0;
+          for (int64_t a = 0; a < k_h; ++a)
+            for (int64_t b = 0; b < k_w; ++b) {
+              const double v = x[static_cast<size_t>(((r * H + i * s_h + a) * W + j * s_w + b) * C + c)];
+              acc = max ? std::max(acc, v) : acc + v;
+            }
+          y[static_cast<size_t>(((r * OH + i) * OW + j) * C + c)] = max ? acc : acc / static_cast<double>(k_h * k_w);
+        }
+  return y;
+}
+
 // |got - want| <= tol * max(1, |want|) for every element; returns the first failing index or -1.
 template <class A, class B>
 long first_mismatch(const A& got, const B& want, size_t n, double tol) {

@@ -178,19 +178,8 @@ TEST(ZeroPadding2dLayer, PadsWithZerosAndCropsTheGradient) {
   });
 }
 
-// Keras's BatchNormalization in float64, normalising with the batch's moments.
-Vec batch_norm_reference(const Vec& x, const Vec& w, int64_t n, int64_t C, double eps) {
-  Vec y(x.size());
-  for (int64_t c = 0; c < C; ++c) {
-    double mean = 0, var = 0;
-    for (int64_t r = 0; r < n; ++r) mean += x[static_cast<size_t>(r * C + c)] / n;
-    for (int64_t r = 0; r < n; ++r) var += std::pow(x[static_cast<size_t>(r * C + c)] - mean, 2) / n;
-    for (int64_t r = 0; r < n; ++r)
-      y[static_cast<size_t>(r * C + c)] =
-          w[static_cast<size_t>(c)] * (x[static_cast<size_t>(r * C + c)] - mean) / std::sqrt(var + eps) + w[static_cast<size_t>(C + c)];
-  }
-  return y;
-}
+using test::batch_norm_reference;
+using test::normalization_reference;
 
 TEST(BatchNormalizationLayer, TrainingNormalisesWithTheBatchAndMovesTheStatistics) {
   LayerSpec s = spec_of(LayerKind::BatchNormalization, "bn");
@@ -265,16 +254,6 @@ TEST(BatchNormalizationLayer, InferenceAndFrozenUseTheMovingStatistics) {
         EXPECT_NEAR(dx[r * C + k], dy[r * C + k] * scale, 1e-5);
       }
   }
-}
-
-// Keras's Normalization in float64: (x - mean) / max(sqrt(variance), 1e-7) per channel.
-Vec normalization_reference(const Vec& x, const std::vector<float>& mean, const std::vector<float>& var, int64_t C) {
-  Vec y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t c = i % static_cast<size_t>(C);
-    y[i] = (x[i] - mean[c]) / std::max(std::sqrt(static_cast<double>(var[c])), 1e-7);
-  }
-  return y;
 }
 
 TEST(NormalizationLayer, SubtractsTheMeanAndDividesByTheStandardDeviationPerChannel) {
