@@ -77,6 +77,7 @@ struct MixedRun {
 
 struct MixedCheck {
   bool training = true;
+  bool backward = true;   // false: forward only (inference, where no backward follows)
   bool check_w = false;   // weight gradients against finite differences (float32 ones: not rounded)
   GradSlack dx_slack;     // null: dx is the reference rounded once
   std::vector<std::vector<float>> inputs{};  // given inputs (rounded here), else random
@@ -129,6 +130,7 @@ MixedRun check_mixed(core::Layer& layer, const std::vector<Shape>& in_shapes, in
   const Vec want = ref(xd, wd);
   EXPECT_EQ(want.size(), static_cast<size_t>(ny));
   EXPECT_EQ(first_beyond(run.y, want, u), -1) << "forward";
+  if (!opt.backward) return run;
 
   const std::vector<float> dyv = rounded(test::random_floats(static_cast<size_t>(ny), 99), r);
   FloatBuffer dy = test::to_buffer(dyv);
@@ -280,16 +282,17 @@ TEST_P(MixedLayerTest, BatchNormalizationInTraining) {
   EXPECT_GT(any_unrounded, 0) << "gamma and beta's gradients are float32, not rounded to the type";
 }
 
-TEST_P(MixedLayerTest, BatchNormalizationInInference) {
+// Frozen (trainable false): it normalises with the moving statistics in training too, and backward is
+// the affine map's (the inference forward, with a backward).
+TEST_P(MixedLayerTest, BatchNormalizationFrozen) {
   LayerSpec s = spec_of(LayerKind::BatchNormalization, "bn");
+  s.trainable = false;
   auto layer = core::make_layer(s);
   const int64_t rows = 4, C = 3;
   std::vector<float> w = test::random_floats(C, 5, 0.5f, 1.5f);
   for (float v : test::random_floats(C, 6)) w.push_back(v);
   for (float v : test::random_floats(C, 7)) w.push_back(v);
   for (float v : test::random_floats(C, 8, 0.5f, 2.0f)) w.push_back(v);
-  MixedCheck opt;
-  opt.training = false;
   check_mixed(*layer, {{C}}, rows, w, r(), [&](const std::vector<Vec>& x, const Vec& wv) {
     Vec y(x[0].size());
     for (size_t i = 0; i < y.size(); ++i) {
@@ -297,7 +300,7 @@ TEST_P(MixedLayerTest, BatchNormalizationInInference) {
       y[i] = (x[0][i] - wv[2 * C + k]) * wv[k] / std::sqrt(wv[3 * C + k] + static_cast<double>(s.epsilon)) + wv[C + k];
     }
     return y;
-  }, opt);
+  });
 }
 
 // Normalization autocasts its statistics (Keras casts them to the compute type): the reference takes
@@ -338,7 +341,7 @@ TEST_P(MixedLayerTest, Concatenate) {
   });
 }
 
-// Dropout: the identity in inference; in training y = x * mask (mask 0 or 1/(1 - rate), not a 16-bit
+// Dropout: the identity in inference (forward only); in training y = x * mask (mask 0 or 1/(1 - rate), not a 16-bit
 // value for rate 0.3: the plan rounds y), dx = dy * mask.
 TEST_P(MixedLayerTest, Dropout) {
   LayerSpec s = spec_of(LayerKind::Dropout, "drop");
@@ -349,6 +352,7 @@ TEST_P(MixedLayerTest, Dropout) {
     const int64_t rows = 4, n = 50;
     MixedCheck opt;
     opt.training = training;
+    opt.backward = training;
     // The mask the layer draws is known after forward; the reference reads it from the layer's scratch.
     const float* mask = nullptr;
     opt.after_forward = [&](const float* scratch) { mask = scratch; };
@@ -417,6 +421,64 @@ INSTANTIATE_TEST_SUITE_P(
                       ActivationCase{Activation::Tanh, Rounding::Float16, "tanh_f16"},
                       ActivationCase{Activation::Softmax, Rounding::Float16, "softmax_f16"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Through the real step plan: a one-layer model's predict in a mixed policy rounds the input, runs the
+// layer and rounds what it stores, so every output is a value of the type and within u of the float32
+// model's output on the rounded input; in float32 the same outputs are not all 16-bit values (so the
+// check can fail).
+TEST(MixedLayerModel, PredictStoresValuesOfTheTypeForEveryLayerKind) {
+  const Shape in{4, 4, 3};
+  const int64_t n = 5;
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n * num_elements(in)), 31);
+  std::vector<LayerSpec> specs;
+  LayerSpec avg = spec_of(LayerKind::AveragePooling2D, "avg");
+  avg.pool_h = avg.pool_w = 3;
+  avg.pool_stride_h = avg.pool_stride_w = 1;
+  specs.push_back(avg);
+  specs.push_back(spec_of(LayerKind::GlobalAveragePooling2D, "gap"));
+  specs.push_back(spec_of(LayerKind::BatchNormalization, "bn"));
+  LayerSpec norm = spec_of(LayerKind::Normalization, "norm");
+  // Statistics that are 16-bit values: the mixed layer autocasts them, the float32 one does not.
+  norm.mean = {0.125f, -0.375f, 0.75f};
+  norm.variance = {1.75f, 0.3125f, 2.875f};
+  specs.push_back(norm);
+  for (Activation a : {Activation::Sigmoid, Activation::Tanh, Activation::Softmax}) {
+    LayerSpec act = spec_of(LayerKind::Activation, "act");
+    act.activation = a;
+    specs.push_back(act);
+  }
+  LayerSpec drop = spec_of(LayerKind::Dropout, "drop");
+  drop.rate = 0.3f;
+  specs.push_back(drop);
+  const auto model = [&](const LayerSpec& spec, Precision p) {
+    Strategy st = Strategy::default_strategy();
+    st.set_num_threads(2);
+    Model m = Model::sequential(st, in);
+    m.add(spec);
+    CompileOptions co;
+    co.loss.kind = LossKind::MeanSquaredError;
+    co.precision = p;
+    m.compile(co);
+    return m;
+  };
+  for (const LayerSpec& spec : specs) {
+    SCOPED_TRACE(spec.name + (spec.kind == LayerKind::Activation ? std::string(" ") + activation_name(spec.activation) : ""));
+    Model f32 = model(spec, Precision::Float32);
+    const std::vector<float> p32 = f32.predict(x.data(), n);
+    EXPECT_GE(first_unrounded(p32, p32.size(), Rounding::BFloat16), 0) << "float32 stores float32 values";
+    for (const auto& [p, r] : {std::pair{Precision::MixedBfloat16, Rounding::BFloat16},
+                               std::pair{Precision::MixedFloat16, Rounding::Float16}}) {
+      SCOPED_TRACE(precision_name(p));
+      const std::vector<float> xr = rounded(x, r);
+      const std::vector<float> want32 = f32.predict(xr.data(), n);
+      Model mixed = model(spec, p);
+      const std::vector<float> got = mixed.predict(x.data(), n);
+      ASSERT_EQ(got.size(), want32.size());
+      EXPECT_EQ(first_unrounded(got, got.size(), r), -1) << "an output that is not a value of the type";
+      EXPECT_EQ(first_beyond(got, Vec(want32.begin(), want32.end()), unit_of(r)), -1) << "far from float32's";
+    }
+  }
+}
 
 INSTANTIATE_TEST_SUITE_P(Policies, MixedLayerTest,
                          ::testing::Values(Policy{Rounding::BFloat16, "bf16"}, Policy{Rounding::Float16, "f16"}),
