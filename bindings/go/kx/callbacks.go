@@ -63,6 +63,7 @@ func NewCallbacks() (*Callbacks, error) {
 // AddModelCheckpoint is Keras's ModelCheckpoint: pathTemplate may use {epoch:02d}, {step}, {loss},
 // {val_loss}; everyNBatches 0 saves at each epoch end; keepLast > 0 keeps that many newest files.
 func (c *Callbacks) AddModelCheckpoint(pathTemplate string, everyNBatches int64, keepLast int) error {
+	defer runtime.KeepAlive(c)
 	t := C.CString(pathTemplate)
 	defer C.free(unsafe.Pointer(t))
 	return callErr(func() C.kx_status {
@@ -72,6 +73,7 @@ func (c *Callbacks) AddModelCheckpoint(pathTemplate string, everyNBatches int64,
 
 // AddEarlyStopping is Keras's EarlyStopping on monitor ("val_loss", "loss", ...).
 func (c *Callbacks) AddEarlyStopping(monitor string, patience int, minDelta float64, restoreBestWeights bool) error {
+	defer runtime.KeepAlive(c)
 	m := C.CString(monitor)
 	defer C.free(unsafe.Pointer(m))
 	restore := C.int32_t(0)
@@ -90,10 +92,12 @@ func (c *Callbacks) AddFunc(fn CallbackFunc) error { return c.addFunc(fn, 0) }
 // events (it acts on epochs, or counts steps): a fit on a GPU then need not wait for each step's loss,
 // and those events carry the latest values read, which may be some batches old.
 func (c *Callbacks) AddFuncNoBatchMetrics(fn CallbackFunc) error {
+	defer runtime.KeepAlive(c)
 	return c.addFunc(fn, C.KX_CALLBACK_NO_BATCH_METRICS)
 }
 
 func (c *Callbacks) addFunc(fn CallbackFunc, flags C.uint32_t) error {
+	defer runtime.KeepAlive(c)
 	h := cgo.NewHandle(callbackEntry{fn: fn, owner: c})
 	if err := callErr(func() C.kx_status { return C.kx_go_add_function(c.p, C.uintptr_t(h), flags) }); err != nil {
 		h.Delete()
@@ -160,6 +164,7 @@ func (c *Callbacks) takePanic() interface{} {
 // `tensorboard --logdir logDir`. updateFreq N > 0 logs batch scalars every N batches (0: epochs only);
 // histogramFreq N > 0 logs the weights' histograms every N epochs.
 func (c *Callbacks) AddTensorBoard(logDir string, updateFreq int64, histogramFreq int) error {
+	defer runtime.KeepAlive(c)
 	d := C.CString(logDir)
 	defer C.free(unsafe.Pointer(d))
 	return callErr(func() C.kx_status {

@@ -6,7 +6,10 @@ package kx
 */
 import "C"
 
-import "unsafe"
+import (
+	"runtime"
+	"unsafe"
+)
 
 // DatasetFromNPY reads x and y from numpy .npy files (float32, float64, uint8, int32, int64; C order).
 func DatasetFromNPY(xPath, yPath string) (*Dataset, error) {
@@ -50,6 +53,7 @@ func DatasetFromImageDirectory(dir string, height, width, channels int64) (*Data
 
 // ClassNames are an image folder's classes (label i is ClassNames()[i]); empty for other datasets.
 func (d *Dataset) ClassNames() ([]string, error) {
+	defer runtime.KeepAlive(d)
 	n := int64(C.kx_dataset_num_classes(d.p))
 	names := make([]string, 0, n)
 	for i := int64(0); i < n; i++ {
@@ -68,6 +72,7 @@ func (d *Dataset) NumSkipped() int64 { return int64(C.kx_dataset_num_skipped(d.p
 // Cache keeps decoded samples after their first decode: in memory for "", else in the file at path
 // (reused by a later run made from the same files).
 func (d *Dataset) Cache(path string) error {
+	defer runtime.KeepAlive(d)
 	if path == "" {
 		return callErr(func() C.kx_status { return C.kx_dataset_cache(d.p, nil) })
 	}
@@ -78,16 +83,19 @@ func (d *Dataset) Cache(path string) error {
 
 // Prefetch decodes that many batches ahead of the step on a background thread.
 func (d *Dataset) Prefetch(batches int32) error {
+	defer runtime.KeepAlive(d)
 	return callErr(func() C.kx_status { return C.kx_dataset_prefetch(d.p, C.int32_t(batches)) })
 }
 
 // RandomFlip is Keras's RandomFlip("horizontal", seed) on every image sample as it is read.
 func (d *Dataset) RandomFlip(seed uint64) error {
+	defer runtime.KeepAlive(d)
 	return callErr(func() C.kx_status { return C.kx_dataset_random_flip(d.p, C.uint64_t(seed)) })
 }
 
 // RandomCrop is Keras's RandomCrop(height, width, seed) on every image sample as it is read.
 func (d *Dataset) RandomCrop(height, width int64, seed uint64) error {
+	defer runtime.KeepAlive(d)
 	return callErr(func() C.kx_status {
 		return C.kx_dataset_random_crop(d.p, C.int64_t(height), C.int64_t(width), C.uint64_t(seed))
 	})

@@ -64,6 +64,7 @@ func DatasetFromIDX(imagesPath, labelsPath string) (*Dataset, error) {
 
 // Take is the first n samples (sharing storage); Skip all but the first n.
 func (d *Dataset) Take(n int64) (*Dataset, error) {
+	defer runtime.KeepAlive(d)
 	var p *C.kx_dataset
 	if err := callErr(func() C.kx_status { return C.kx_dataset_take(d.p, C.int64_t(n), &p) }); err != nil {
 		return nil, err
@@ -72,6 +73,7 @@ func (d *Dataset) Take(n int64) (*Dataset, error) {
 }
 
 func (d *Dataset) Skip(n int64) (*Dataset, error) {
+	defer runtime.KeepAlive(d)
 	var p *C.kx_dataset
 	if err := callErr(func() C.kx_status { return C.kx_dataset_skip(d.p, C.int64_t(n), &p) }); err != nil {
 		return nil, err
@@ -81,11 +83,13 @@ func (d *Dataset) Skip(n int64) (*Dataset, error) {
 
 // Shuffle reshuffles every epoch from seed with a buffer of bufferSize samples.
 func (d *Dataset) Shuffle(bufferSize int64, seed uint64) error {
+	defer runtime.KeepAlive(d)
 	return callErr(func() C.kx_status { return C.kx_dataset_shuffle(d.p, C.int64_t(bufferSize), C.uint64_t(seed)) })
 }
 
 // Batch sets the global batch size, which kx splits across a strategy's replicas.
 func (d *Dataset) Batch(globalBatchSize int64, dropRemainder bool) error {
+	defer runtime.KeepAlive(d)
 	drop := C.int32_t(0)
 	if dropRemainder {
 		drop = 1
@@ -99,6 +103,7 @@ func (d *Dataset) NumSamples() int64 { return int64(C.kx_dataset_num_samples(d.p
 // FeatureMoments is Keras's Normalization.adapt: the mean and variance of x per channel (channels =
 // x's last axis) or over all values (channels = 1).
 func (d *Dataset) FeatureMoments(channels int) (mean, variance []float32, err error) {
+	defer runtime.KeepAlive(d)
 	if channels <= 0 {
 		return nil, nil, invalid("FeatureMoments: channels must be positive, got %d", channels)
 	}

@@ -73,3 +73,13 @@ func Version() string { return C.GoString(C.kx_version_string()) }
 
 // DeviceCount is the number of CUDA devices (0 without a GPU, driver or the CUDA module).
 func CUDADeviceCount() int { return int(C.kx_device_count(C.KX_DEVICE_CUDA)) }
+
+// keepAlive keeps objects whose finalizers free C handles reachable until the deferring function
+// returns. Every function that passes a handle (x.p) to C defers it, or runtime.KeepAlive for one
+// object: otherwise, once x.p is read, the collector may finalize x (a temporary argument, say) while
+// C still uses its handle, and a callback into Go during kx_fit can run that collection.
+func keepAlive(objects ...interface{}) {
+	for _, o := range objects {
+		runtime.KeepAlive(o)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -388,5 +389,23 @@ func TestTensorBoardAndONNXExport(t *testing.T) {
 	must(t, m.ExportONNX(path))
 	if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 		t.Fatalf("no ONNX file: %v", err)
+	}
+}
+
+// A dataset passed as a temporary stays alive through Fit even when callbacks run the collector (its
+// finalizer would free the C dataset while kx_fit reads it).
+func TestFitKeepsItsArgumentsAliveWhileCallbacksCollect(t *testing.T) {
+	cb, err := NewCallbacks()
+	must(t, err)
+	defer cb.Close()
+	must(t, cb.AddFuncNoBatchMetrics(func(e Event) bool {
+		runtime.GC()
+		return false
+	}))
+	m := smallModel(t, 1)
+	h, err := m.Fit(dataset(t, 320, 32), FitOptions{Epochs: 3}, cb)
+	must(t, err)
+	if len(h.Metrics["loss"]) != 3 {
+		t.Fatalf("%d epochs", len(h.Metrics["loss"]))
 	}
 }

@@ -119,6 +119,7 @@ func newModel(p *C.kx_model) *Model {
 
 // NewSequential makes an empty Sequential model for samples of inputShape (no batch dimension).
 func NewSequential(s *Strategy, inputShape ...int64) (*Model, error) {
+	defer runtime.KeepAlive(s)
 	if len(inputShape) == 0 {
 		return nil, invalid("NewSequential: the input shape needs at least one dimension")
 	}
@@ -134,6 +135,7 @@ func NewSequential(s *Strategy, inputShape ...int64) (*Model, error) {
 
 // ModelFromJSON builds a model from kx_model_to_json's JSON.
 func ModelFromJSON(s *Strategy, config string) (*Model, error) {
+	defer runtime.KeepAlive(s)
 	c := C.CString(config)
 	defer C.free(unsafe.Pointer(c))
 	var p *C.kx_model
@@ -145,6 +147,7 @@ func ModelFromJSON(s *Strategy, config string) (*Model, error) {
 
 // LoadModel reads a model saved with Save (or a checkpoint), compiled as it was.
 func LoadModel(s *Strategy, path string) (*Model, error) {
+	defer runtime.KeepAlive(s)
 	c := C.CString(path)
 	defer C.free(unsafe.Pointer(c))
 	var p *C.kx_model
@@ -155,10 +158,12 @@ func LoadModel(s *Strategy, path string) (*Model, error) {
 }
 
 func (m *Model) AddDense(units int64, act Activation) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_dense(m.p, C.int64_t(units), C.kx_activation(act)) })
 }
 
 func (m *Model) AddConv2D(filters int64, kernelH, kernelW, stride int, pad Padding, act Activation) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status {
 		return C.kx_model_add_conv2d(m.p, C.int64_t(filters), C.int32_t(kernelH), C.int32_t(kernelW), C.int32_t(stride),
 			C.kx_padding(pad), C.kx_activation(act))
@@ -167,6 +172,7 @@ func (m *Model) AddConv2D(filters int64, kernelH, kernelW, stride int, pad Paddi
 
 // AddDenseFlags adds a Dense layer with LayerFlags (LayerNoBias).
 func (m *Model) AddDenseFlags(units int64, act Activation, flags LayerFlags) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status {
 		return C.kx_model_add_dense_flags(m.p, C.int64_t(units), C.kx_activation(act), C.uint32_t(flags))
 	})
@@ -174,6 +180,7 @@ func (m *Model) AddDenseFlags(units int64, act Activation, flags LayerFlags) err
 
 // AddConv2DFlags adds a Conv2D layer with LayerFlags (LayerNoBias).
 func (m *Model) AddConv2DFlags(filters int64, kernelH, kernelW, stride int, pad Padding, act Activation, flags LayerFlags) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status {
 		return C.kx_model_add_conv2d_flags(m.p, C.int64_t(filters), C.int32_t(kernelH), C.int32_t(kernelW),
 			C.int32_t(stride), C.kx_padding(pad), C.kx_activation(act), C.uint32_t(flags))
@@ -181,19 +188,23 @@ func (m *Model) AddConv2DFlags(filters int64, kernelH, kernelW, stride int, pad 
 }
 
 func (m *Model) AddMaxPool2D(poolH, poolW int) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_max_pool2d(m.p, C.int32_t(poolH), C.int32_t(poolW)) })
 }
 
 func (m *Model) AddFlatten() error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_flatten(m.p) })
 }
 
 func (m *Model) AddDropout(rate float32) error {
+	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_dropout(m.p, C.float(rate)) })
 }
 
 // Compile plans the training step and initialises the weights.
 func (m *Model) Compile(o CompileOptions) error {
+	defer runtime.KeepAlive(m)
 	var co C.kx_compile_options
 	C.kx_compile_options_init(&co, C.size_t(unsafe.Sizeof(co)))
 	co.optimizer = C.kx_optimizer(o.Optimizer)
@@ -227,6 +238,7 @@ func (m *Model) OutputSize() int64 { return int64(C.kx_model_output_size(m.p)) }
 
 // Weights are all parameters, layer by layer (kernel then bias).
 func (m *Model) Weights() ([]float32, error) {
+	defer runtime.KeepAlive(m)
 	w := make([]float32, m.NumParams())
 	if len(w) == 0 {
 		return w, nil
@@ -239,6 +251,7 @@ func (m *Model) Weights() ([]float32, error) {
 
 // SetWeights replaces all parameters (len(w) == NumParams()).
 func (m *Model) SetWeights(w []float32) error {
+	defer runtime.KeepAlive(m)
 	var ptr *C.float
 	if len(w) > 0 {
 		ptr = (*C.float)(&w[0])
@@ -248,6 +261,7 @@ func (m *Model) SetWeights(w []float32) error {
 
 // ToJSON is the model's architecture as Keras-like JSON.
 func (m *Model) ToJSON() (string, error) {
+	defer runtime.KeepAlive(m)
 	var out *C.char
 	if err := callErr(func() C.kx_status { return C.kx_model_to_json(m.p, &out) }); err != nil {
 		return "", err
@@ -258,6 +272,7 @@ func (m *Model) ToJSON() (string, error) {
 
 // Save writes the model (config, weights, optimizer state) to one safetensors file.
 func (m *Model) Save(path string) error {
+	defer runtime.KeepAlive(m)
 	c := C.CString(path)
 	defer C.free(unsafe.Pointer(c))
 	return callErr(func() C.kx_status { return C.kx_model_save(m.p, c) })
@@ -265,6 +280,7 @@ func (m *Model) Save(path string) error {
 
 // Fit trains the model. cb may be nil. A panic in a callback function is raised again here.
 func (m *Model) Fit(train *Dataset, o FitOptions, cb *Callbacks) (*History, error) {
+	defer keepAlive(m, train, o.Validation, cb)
 	var fo C.kx_fit_options
 	C.kx_fit_options_init(&fo, C.size_t(unsafe.Sizeof(fo)))
 	fo.epochs, fo.initial_epoch = C.int32_t(o.Epochs), C.int32_t(o.InitialEpoch)
@@ -318,6 +334,7 @@ func (m *Model) Fit(train *Dataset, o FitOptions, cb *Callbacks) (*History, erro
 
 // Evaluate returns the loss and accuracy (NaN without the metric) over d.
 func (m *Model) Evaluate(d *Dataset) (loss, accuracy float64, err error) {
+	defer keepAlive(m, d)
 	var l, a C.double
 	err = callErr(func() C.kx_status { return C.kx_evaluate(m.p, d.p, &l, &a) })
 	return float64(l), float64(a), err
@@ -325,6 +342,7 @@ func (m *Model) Evaluate(d *Dataset) (loss, accuracy float64, err error) {
 
 // Predict returns OutputSize() values per sample for n samples of x.
 func (m *Model) Predict(x []float32, n int64) ([]float32, error) {
+	defer runtime.KeepAlive(m)
 	out := make([]float32, n*m.OutputSize())
 	if n == 0 {
 		return out, nil
@@ -350,6 +368,7 @@ func (m *Model) Close() {
 // ExportONNX writes the model as an ONNX file (opset 13) for inference runtimes; its output equals
 // Predict's.
 func (m *Model) ExportONNX(path string) error {
+	defer runtime.KeepAlive(m)
 	c := C.CString(path)
 	defer C.free(unsafe.Pointer(c))
 	return callErr(func() C.kx_status { return C.kx_model_export_onnx(m.p, c) })

@@ -60,6 +60,7 @@ func (s *Strategy) NumReplicas() int { return int(C.kx_strategy_num_replicas(s.p
 
 // SetNumThreads sets the CPU threads of models created afterwards (0 = every core).
 func (s *Strategy) SetNumThreads(n int) error {
+	defer runtime.KeepAlive(s)
 	return callErr(func() C.kx_status { return C.kx_strategy_set_num_threads(s.p, C.int32_t(n)) })
 }
 
