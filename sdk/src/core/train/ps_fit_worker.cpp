@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,12 +29,16 @@ std::chrono::milliseconds injected_delay() {
 }
 
 // KX_PS_HOLD_FILE: while this file exists, the worker waits before it asks for a batch: a worker held
-// back for as long as a test says, without depending on how fast the others run.
-void wait_while_held() {
+// back for as long as a test says, without depending on how fast the others run. Empty: no hold.
+std::string hold_file() {
   const char* path = std::getenv("KX_PS_HOLD_FILE");
-  if (!path || !*path) return;
+  return path ? path : "";
+}
+
+void wait_while_held(const std::string& hold) {
+  if (hold.empty()) return;
   std::error_code ec;
-  while (std::filesystem::exists(path, ec)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (std::filesystem::exists(hold, ec)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
@@ -53,6 +58,7 @@ Status Model::Impl::fit_as_ps_worker(Dataset& train, const core::SampleWeights& 
   c.call(0, hello, fingerprint.data(), nullptr, distribute::ClusterPeers::Wait::Idle);
 
   const std::chrono::milliseconds delay = injected_delay();
+  const std::string hold = hold_file();
   std::map<uint64_t, std::vector<int64_t>> orders;  // the passes over the data this worker has read
   std::vector<float> params, grads;
   int64_t done = 0;
@@ -60,7 +66,7 @@ Status Model::Impl::fit_as_ps_worker(Dataset& train, const core::SampleWeights& 
   ask.kind = static_cast<uint32_t>(PsKind::Next);
   ask.a = -1;
   for (;;) {
-    wait_while_held();
+    wait_while_held(hold);
     // The chief may hold the answer (staleness, the end of an epoch): as long as it lives.
     const PsHeader given = c.call(0, ask, nullptr, nullptr, distribute::ClusterPeers::Wait::Idle);
     if (given.kind == static_cast<uint32_t>(PsKind::End)) break;
