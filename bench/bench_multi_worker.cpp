@@ -4,9 +4,10 @@
 //
 // The job runs twice: started by TF_CONFIG (Gloo over TCP) and by mpirun (Open MPI carries the tensors).
 //
-//   bench_multi_worker [--steps N] [--data DIR]
+//   bench_multi_worker [--steps N] [--rounds N] [--data DIR]
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -51,7 +52,19 @@ int run_worker(const std::string& dir, int64_t steps) {
   return 0;
 }
 
-enum class Launcher { TfConfig, Mpirun };
+// The floor: the same two processes with nothing between them, each training half the global batch
+// on its own copy of the model (1 thread). What the job costs beyond this is the engine's.
+int run_alone(const std::string& dir, int64_t steps, bool report) {
+  Strategy s = Strategy::mirrored({"cpu"});
+  s.set_num_threads(1);
+  for (const Case& c : kCases) {
+    const double ms = time_case(s, Case{c.name, c.batch / 2}, dir, steps);
+    if (report) std::printf("WORKERS %s %.4f\n", c.name, ms);
+  }
+  return 0;
+}
+
+enum class Launcher { TfConfig, Mpirun, Independent };
 
 // Runs the 2-worker job (two copies of this program) and returns worker 0's ms/step per case, read
 // back through a pipe; empty when the job failed or cannot be launched.
@@ -65,6 +78,12 @@ std::vector<double> run_job(Launcher launcher, const std::string& dir, int64_t s
   std::vector<pid_t> children;
   if (launcher == Launcher::Mpirun) {
     children.push_back(bench::spawn(bench::under_mpirun(KX_MPIRUN, 2, program), bench::mpirun_environment(), fds[1]));
+  } else if (launcher == Launcher::Independent) {
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::string> alone = program;
+      alone.push_back(i == 0 ? "--alone-report" : "--alone");
+      children.push_back(bench::spawn(alone, {}, fds[1]));
+    }
   } else {
     for (int i = 0; i < 2; ++i)
       children.push_back(bench::spawn(program, {"TF_CONFIG=" + bench::worker_tf_config(addresses, i)}, fds[1]));
@@ -83,45 +102,76 @@ std::vector<double> run_job(Launcher launcher, const std::string& dir, int64_t s
   return ms;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? -1 : v[v.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int64_t steps = 100;
+  int rounds = 3;
   bool worker = false;
+  int alone = 0;  // 1: an independent process, 2: one that reports
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--worker") worker = true;
+    else if (a == "--alone") alone = 1;
+    else if (a == "--alone-report") alone = 2;
     else if (a == "--steps" && i + 1 < argc) steps = std::max<int64_t>(1, std::atoll(argv[++i]));
+    else if (a == "--rounds" && i + 1 < argc) rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--data" && i + 1 < argc) dir = argv[++i];
     else {
-      std::fprintf(stderr, "usage: %s [--steps N] [--data DIR]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--steps N] [--rounds N] [--data DIR]\n", argv[0]);
       return 2;
     }
   }
   // The bench links the SDK statically: point it at the engine module built beside it.
   if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
   try {
+    if (alone) return run_alone(dir, steps, alone == 2);
     if (worker) return run_worker(dir, steps);
-    std::printf("kx multi-worker scaling: 1 process x 2 threads against 2 workers x 1 thread, %lld steps\n",
-                static_cast<long long>(steps));
+    std::printf("kx multi-worker scaling: 1 process x 2 threads against 2 workers x 1 thread, %lld steps, median of "
+                "%d rounds (each round times all three, so a slow spell of the machine falls on all of them)\n",
+                static_cast<long long>(steps), rounds);
     Strategy one = Strategy::mirrored({"cpu"});
     one.set_num_threads(2);
-    std::vector<double> single;
-    for (const Case& c : kCases) single.push_back(time_case(one, c, dir, steps));
-    const std::vector<double> tf_config = run_job(Launcher::TfConfig, dir, steps);
-    const std::vector<double> mpirun = run_job(Launcher::Mpirun, dir, steps);
-    if (tf_config.empty()) {
-      std::fprintf(stderr, "bench_multi_worker: the 2-worker job failed (its messages are above)\n");
-      return 1;
+    // [case][round]
+    std::vector<std::vector<double>> single(2), independent(2), tf_config(2), mpirun(2);
+    bool mpirun_ran = true;
+    for (int round = 0; round < rounds; ++round) {
+      for (size_t i = 0; i < 2; ++i) single[i].push_back(time_case(one, kCases[i], dir, steps));
+      const std::vector<double> floor = run_job(Launcher::Independent, dir, steps);
+      const std::vector<double> tf = run_job(Launcher::TfConfig, dir, steps);
+      if (tf.empty()) {
+        std::fprintf(stderr, "bench_multi_worker: the 2-worker job failed (its messages are above)\n");
+        return 1;
+      }
+      const std::vector<double> mpi = run_job(Launcher::Mpirun, dir, steps);
+      mpirun_ran = mpirun_ran && !mpi.empty();
+      for (size_t i = 0; i < 2; ++i) {
+        independent[i].push_back(floor.empty() ? -1 : floor[i]);
+        tf_config[i].push_back(tf[i]);
+        if (!mpi.empty()) mpirun[i].push_back(mpi[i]);
+      }
+      std::printf("  round %d: MLP %.3f / %.3f / %.3f / %s ms, CNN %.3f / %.3f / %.3f / %s ms (1 process / 2 "
+                  "independent processes / TF_CONFIG / mpirun)\n",
+                  round + 1, single[0].back(), independent[0].back(), tf[0],
+                  mpi.empty() ? "-" : std::to_string(mpi[0]).substr(0, 5).c_str(), single[1].back(),
+                  independent[1].back(), tf[1], mpi.empty() ? "-" : std::to_string(mpi[1]).substr(0, 5).c_str());
     }
     for (size_t i = 0; i < 2; ++i) {
-      std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step; 2 workers x 1 thread: TF_CONFIG (Gloo, TCP) %.3f "
-                  "ms/step (%+.1f %%)",
-                  kCases[i].name, static_cast<long long>(kCases[i].batch), single[i], tf_config[i],
-                  100.0 * (tf_config[i] / single[i] - 1));
-      if (mpirun.empty()) std::printf(", mpirun: not run (no mpirun, or the job failed)\n");
-      else std::printf(", mpirun (Open MPI) %.3f ms/step (%+.1f %%)\n", mpirun[i], 100.0 * (mpirun[i] / single[i] - 1));
+      const double base = median(single[i]), alone = median(independent[i]), tf = median(tf_config[i]),
+                   mpi = median(mpirun[i]);
+      std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step; 2 independent 1-thread processes on half the "
+                  "batch, nothing shared (the floor) %.3f ms/step (%+.1f %%); 2 workers x 1 thread: TF_CONFIG (Gloo, "
+                  "TCP) %.3f ms/step (%+.1f %%)",
+                  kCases[i].name, static_cast<long long>(kCases[i].batch), base, alone, 100.0 * (alone / base - 1), tf,
+                  100.0 * (tf / base - 1));
+      if (!mpirun_ran) std::printf(", mpirun: not run (no mpirun, or the job failed)\n");
+      else std::printf(", mpirun (Open MPI, shared memory) %.3f ms/step (%+.1f %%)\n", mpi, 100.0 * (mpi / base - 1));
     }
     return 0;
   } catch (const Error& e) {

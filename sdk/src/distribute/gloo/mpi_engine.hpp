@@ -1,8 +1,9 @@
-// The engine of a group launched by mpirun: Open MPI carries the tensors (shared memory between the
-// workers of one host, which loopback TCP cannot match: on this 2-core machine a 1 MiB sum takes about
-// 0.2-0.5 ms against Gloo's 0.7, a small call 1-5 us against 80) and first swaps the workers'
-// rendezvous addresses, as llm.c swaps NCCL's id. libmpi.so.40 is opened at run time, so neither libkx
-// nor this module links MPI.
+// The engine of a group launched by mpirun: Open MPI carries the tensors and first swaps the workers'
+// rendezvous addresses, as llm.c swaps NCCL's id. When every worker is on one host, sums go through an
+// MPI-3 shared-memory window (plain loads and stores: a 1 MiB sum of 2 workers takes about 0.25-0.3 ms
+// on this 2-core VM, against 0.47 through Open MPI's point-to-point path and 0.7 for Gloo's TCP
+// loopback); across hosts, through non-blocking point-to-point messages. libmpi.so.40 is opened at
+// run time, so neither libkx nor this module links MPI.
 //
 // Every call has a deadline: MPI has no timeout of its own, so each one is a non-blocking MPI call
 // polled until it completes or the deadline passes. After a missed deadline the engine is unusable
