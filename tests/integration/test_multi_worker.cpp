@@ -111,6 +111,72 @@ TEST_F(MultiWorkerFit, WorkersTrainAsTheSameReplicasInOneProcessAndRepeatBitwise
   EXPECT_LE(d, 1e-5);
 }
 
+// The job against one replica in one process: at each of 200 steps of the MLP every worker takes the
+// step again from the state one replica reached (kx_multi_worker_stepwise). Whole runs cannot be
+// compared against one replica: see multi_worker_stepwise.cpp.
+// Under the sanitizers (about 5x slower) 40 steps.
+#ifdef KX_TEST_SANITIZED
+constexpr int kStepwiseSteps = 40;
+#else
+constexpr int kStepwiseSteps = 200;
+#endif
+
+class MultiWorkerStepwise : public MultiWorkerFit {
+ protected:
+  // Worker i's "weights loss" differences.
+  std::pair<double, double> differences(const std::string& name) const {
+    double w = -1, l = -1;
+    std::sscanf(bytes(name).c_str(), "%lf %lf", &w, &l);
+    return {w, l};
+  }
+  void expect_one_replica(const std::string& tag, int workers, const std::string& what) {
+    for (int i = 0; i < workers; ++i) {
+      const auto [w, l] = differences(tag + std::to_string(i) + ".txt");
+      std::printf("%s, worker %d: max relative weight difference %.3g, loss %.3g over %d steps\n", what.c_str(), i,
+                  w, l, kStepwiseSteps);
+      EXPECT_GE(w, 0) << what << ", worker " << i << ": no result";
+      EXPECT_LE(w, 1e-5) << what << ", worker " << i;
+      EXPECT_GE(l, 0) << what << ", worker " << i << ": no result";
+      EXPECT_LE(l, 1e-5) << what << ", worker " << i;
+    }
+  }
+  void run_stepwise(int workers, int replicas, const std::string& tag) {
+    const std::vector<std::string> addresses = loopback_addresses(workers);
+    for (int i = 0; i < workers; ++i)
+      pids_.push_back(spawn({KX_STEPWISE_PROGRAM, "replicas=" + std::to_string(replicas),
+                             "steps=" + std::to_string(kStepwiseSteps), "batch=96",
+                             "out=" + (dir_ / (tag + std::to_string(i) + ".txt")).string()},
+                            {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / (tag + std::to_string(i) + ".log")));
+    const std::vector<std::optional<int>> codes = finish();
+    for (int i = 0; i < workers; ++i)
+      ASSERT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(0))
+          << tag << i << " log:\n" << read_file(dir_ / (tag + std::to_string(i) + ".log"));
+  }
+};
+
+TEST_F(MultiWorkerStepwise, TwoWorkersOfOneAndOfTwoReplicasComputeTheUpdateOfOneReplica) {
+  run_stepwise(2, 1, "one");
+  expect_one_replica("one", 2, "TF_CONFIG, 2 workers x 1 replica vs 1 process x 1 replica");
+  run_stepwise(2, 2, "two");
+  expect_one_replica("two", 2, "TF_CONFIG, 2 workers x 2 replicas vs 1 process x 1 replica");
+}
+
+TEST_F(MultiWorkerStepwise, UnderMpirunTwoWorkersComputeTheUpdateOfOneReplica) {
+  if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin)";
+  const fs::path out = dir_ / "mpi";
+  fs::create_directories(out);
+  const std::string script = "exec " + std::string(KX_STEPWISE_PROGRAM) +
+                             " replicas=1 steps=" + std::to_string(kStepwiseSteps) + " batch=96 out=" + out.string() + "/mpi$OMPI_COMM_WORLD_RANK.txt";
+  pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", "/bin/sh", "-c", script},
+                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options_without_leak_check()},
+                        dir_ / "mpirun.log"));
+  const std::vector<std::optional<int>> codes = finish();
+  const std::string log = read_file(dir_ / "mpirun.log");
+  if (log.find("built without MPI") != std::string::npos) GTEST_SKIP() << log;
+  ASSERT_EQ(codes[0], std::optional<int>(0)) << log;
+  expect_one_replica("mpi/mpi", 2, "mpirun, 2 workers x 1 replica vs 1 process x 1 replica");
+}
+
 TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
   if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin)";
   std::vector<std::string> args = {"steps=40", "samples=3840", "batch=48"};
