@@ -9,7 +9,11 @@
 // that sits at zero and then grow (see README, "multi-worker"). Each step here starts from the state
 // one replica reached, so what is measured is the update itself.
 //
-//   multi_worker_stepwise replicas=R steps=S batch=B out=FILE   (the cluster: TF_CONFIG or mpirun)
+// With device=cuda:N the job's replicas are on that GPU (TF32 off) and the reference stays on the CPU;
+// exit code 77 when there is no such device (with probe=1, only that check).
+//
+//   multi_worker_stepwise [replicas=R] [steps=S] [batch=B] [device=cpu|cuda:N] out=FILE
+//   (the cluster: TF_CONFIG or mpirun)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -59,9 +63,19 @@ int run(const std::map<std::string, std::string>& args) {
   const int replicas = static_cast<int>(number("replicas", 1));
   const int64_t steps = number("steps", 200), batch = number("batch", 96);
   const std::string out = args.count("out") ? args.at("out") : "";
+  const std::string device = args.count("device") ? args.at("device") : "cpu";
+  if (device != "cpu") {
+    const int index = device.rfind("cuda:", 0) == 0 ? std::atoi(device.c_str() + 5) : 0;
+    if (index >= device_count(DeviceKind::Cuda)) {
+      std::fprintf(stderr, "no CUDA device %s\n", device.c_str());
+      return 77;
+    }
+  }
+  if (args.count("probe")) return 0;  // only whether the device exists
 
-  Strategy job = Strategy::multi_worker(std::vector<std::string>(static_cast<size_t>(replicas), "cpu"));
-  job.set_num_threads(replicas);
+  Strategy job = Strategy::multi_worker(std::vector<std::string>(static_cast<size_t>(replicas), device));
+  if (device == "cpu") job.set_num_threads(replicas);
+  job.set_tf32(false);  // the update is compared, not the precision of the products
   Strategy one_replica = Strategy::mirrored({"cpu"});
   one_replica.set_num_threads(1);
   const int worker = job.worker_index();
@@ -91,9 +105,10 @@ int run(const std::map<std::string, std::string>& args) {
     worst_loss = std::max(worst_loss, std::fabs(h_many.get("loss", 0) - loss) / loss);
   }
   std::filesystem::remove(state);
-  std::printf("worker %d of %d, %d replicas each: over %lld steps against one replica, max relative weight "
+  std::printf("worker %d of %d, %d replicas each on %s: over %lld steps against one replica, max relative weight "
               "difference %.3g, loss %.3g\n",
-              worker, job.num_workers(), replicas, static_cast<long long>(steps), worst_weights, worst_loss);
+              worker, job.num_workers(), replicas, device.c_str(), static_cast<long long>(steps), worst_weights,
+              worst_loss);
   if (!out.empty()) std::ofstream(out) << worst_weights << " " << worst_loss << "\n";
   return 0;
 }
@@ -106,7 +121,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const size_t eq = a.find('=');
     if (eq == std::string::npos) {
-      std::fprintf(stderr, "usage: %s replicas=R steps=S batch=B out=FILE\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [replicas=R] [steps=S] [batch=B] [device=cpu|cuda:N] out=FILE\n", argv[0]);
       return 2;
     }
     args[a.substr(0, eq)] = a.substr(eq + 1);

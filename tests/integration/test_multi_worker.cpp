@@ -140,25 +140,47 @@ class MultiWorkerStepwise : public MultiWorkerFit {
       EXPECT_LE(l, 1e-5) << what << ", worker " << i;
     }
   }
-  void run_stepwise(int workers, int replicas, const std::string& tag) {
+  // False when a worker found no CUDA device (device "cuda": worker i on cuda:i, NCCL required).
+  bool run_stepwise(int workers, int replicas, const std::string& tag, const std::string& device = "cpu") {
+    if (device != "cpu") {  // every worker's GPU must exist, or the others would wait for it to join
+      pids_.push_back(spawn({KX_STEPWISE_PROGRAM, "probe=1", "device=cuda:" + std::to_string(workers - 1)}, {},
+                            dir_ / (tag + "-probe.log")));
+      if (finish().front() == std::optional<int>(77)) return false;
+    }
     const std::vector<std::string> addresses = loopback_addresses(workers);
-    for (int i = 0; i < workers; ++i)
+    for (int i = 0; i < workers; ++i) {
+      std::vector<std::string> env{"TF_CONFIG=" + tf_config(addresses, "worker", i)};
+      if (device != "cpu") env.push_back("KX_NCCL_ACROSS_WORKERS=1");
       pids_.push_back(spawn({KX_STEPWISE_PROGRAM, "replicas=" + std::to_string(replicas),
                              "steps=" + std::to_string(kStepwiseSteps), "batch=96",
+                             "device=" + (device == "cpu" ? device : "cuda:" + std::to_string(i)),
                              "out=" + (dir_ / (tag + std::to_string(i) + ".txt")).string()},
-                            {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / (tag + std::to_string(i) + ".log")));
+                            env, dir_ / (tag + std::to_string(i) + ".log")));
+    }
     const std::vector<std::optional<int>> codes = finish();
-    for (int i = 0; i < workers; ++i)
-      ASSERT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(0))
+    for (int i = 0; i < workers; ++i) {
+      EXPECT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(0))
           << tag << i << " log:\n" << read_file(dir_ / (tag + std::to_string(i) + ".log"));
+    }
+    return true;
   }
 };
 
 TEST_F(MultiWorkerStepwise, TwoWorkersOfOneAndOfTwoReplicasComputeTheUpdateOfOneReplica) {
-  run_stepwise(2, 1, "one");
+  ASSERT_TRUE(run_stepwise(2, 1, "one"));
   expect_one_replica("one", 2, "TF_CONFIG, 2 workers x 1 replica vs 1 process x 1 replica");
-  run_stepwise(2, 2, "two");
+  ASSERT_TRUE(run_stepwise(2, 2, "two"));
   expect_one_replica("two", 2, "TF_CONFIG, 2 workers x 2 replicas vs 1 process x 1 replica");
+}
+
+// NCCL across worker processes (KX_NCCL_ACROSS_WORKERS=1 requires it): one worker on one GPU, a
+// communicator of 1 rank made as every multi-worker one is (the chief's id, ncclCommInitRankConfig),
+// against one CPU replica; then 2 workers on 2 GPUs where a machine has them.
+TEST_F(MultiWorkerStepwise, GpuWorkersThroughNcclComputeTheUpdateOfOneCpuReplica) {
+  if (!run_stepwise(1, 1, "gpu", "cuda")) GTEST_SKIP() << "no CUDA device";
+  expect_one_replica("gpu", 1, "TF_CONFIG, 1 worker on cuda:0 through NCCL vs 1 CPU replica");
+  if (!run_stepwise(2, 1, "gpus", "cuda")) GTEST_SKIP() << "fewer than two CUDA devices";
+  expect_one_replica("gpus", 2, "TF_CONFIG, 2 workers on cuda:0 and cuda:1 through NCCL vs 1 CPU replica");
 }
 
 TEST_F(MultiWorkerStepwise, UnderMpirunTwoWorkersComputeTheUpdateOfOneReplica) {

@@ -5,6 +5,8 @@
 // refuses a table of another interface.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -55,6 +57,27 @@ int32_t create_in_process_collective(module::ModuleError* error, module::Backend
 }
 constexpr module::ModuleTable kCpuModule =
     module::make_module_table(&cpu_device_count, &describe_cpu, &create_cpu_backend, &create_in_process_collective);
+
+// NCCL between workers, faked: an id of 0x5a bytes, and a collective (the identity, one worker's sum)
+// made only from the arguments the test passes, so that each is seen to cross.
+int32_t fake_nccl_available(char*, size_t) { return 1; }
+int32_t fake_nccl_id(module::ModuleError* error, char* id, size_t id_len) {
+  return module::guarded(error, [&] { std::memset(id, 0x5a, id_len); });
+}
+int32_t fake_worker_collective(module::ModuleError* error, module::BackendHandle* replica, const char* id, size_t id_len,
+                               int32_t rank, int32_t size, int64_t timeout_ms, module::CollectiveHandle** collective) {
+  return module::guarded(error, [&] {
+    require(id_len == module::kNcclIdBytes && id[0] == 0x5a && id[id_len - 1] == 0x5a, Status::InvalidArgument,
+            "the id did not cross");
+    require(rank == 1 && size == 2 && timeout_ms == 1234, Status::InvalidArgument,
+            "rank " + std::to_string(rank) + " of " + std::to_string(size) + ", " + std::to_string(timeout_ms) + " ms");
+    module::backend_of(replica);
+    *collective = module::to_handle(distribute::make_in_process_collective(1));
+  });
+}
+constexpr module::ModuleTable kCpuModuleWithNccl =
+    module::make_module_table(&cpu_device_count, &describe_cpu, &create_cpu_backend, &create_in_process_collective,
+                              &fake_nccl_available, &fake_nccl_id, &fake_worker_collective);
 
 constexpr BackendOptions kOneThread{.cpu_threads = 1};
 
@@ -230,6 +253,39 @@ TEST(BackendModule, ACollectiveCrossesAsAHandle) {
   // Only backends of this module's table take part.
   std::unique_ptr<Backend> cpu = backend::make_cpu_backend(1);
   EXPECT_EQ(test::status_of([&] { module::make_module_collective(kCpuModule, {replicas[0].get(), cpu.get()}); }),
+            Status::Misuse);
+}
+
+TEST(BackendModule, NcclBetweenWorkersCrossesTheTableOrIsRefusedSayingWhy) {
+  using namespace std::chrono_literals;
+  // A module without the entries (as the CPU test module): a reason, and every call refused.
+  EXPECT_NE(module::module_nccl_unavailable(kCpuModule).find("no NCCL"), std::string::npos);
+  EXPECT_EQ(test::status_of([&] { module::module_nccl_unique_id(kCpuModule); }), Status::Unsupported);
+  std::unique_ptr<Backend> plain = module::make_module_backend(kCpuModule, 0, kOneThread);
+  std::array<char, module::kNcclIdBytes> id{};
+  EXPECT_EQ(test::status_of([&] { module::make_module_worker_collective(kCpuModule, plain.get(), id, 1, 2, 1234ms); }),
+            Status::Unsupported);
+
+  // With them: the id, rank, size and timeout reach the module, and the collective it makes works.
+  EXPECT_EQ(module::module_nccl_unavailable(kCpuModuleWithNccl), "");
+  id = module::module_nccl_unique_id(kCpuModuleWithNccl);
+  EXPECT_EQ(id[0], 0x5a);
+  EXPECT_EQ(id.back(), 0x5a);
+  std::unique_ptr<Backend> replica = module::make_module_backend(kCpuModuleWithNccl, 0, kOneThread);
+  std::unique_ptr<distribute::Collective> across =
+      module::make_module_worker_collective(kCpuModuleWithNccl, replica.get(), id, 1, 2, 1234ms);
+  std::vector<float> x = test::random_floats(40, 11);
+  const std::vector<float> want = x;
+  across->all_reduce_sum(0, *replica, x.data(), static_cast<int64_t>(x.size()));
+  EXPECT_EQ(x, want);
+  // The module's error crosses with its status; a backend of another table is refused.
+  EXPECT_EQ(test::status_of([&] {
+              module::make_module_worker_collective(kCpuModuleWithNccl, replica.get(), id, 0, 2, 1234ms);
+            }),
+            Status::InvalidArgument);
+  EXPECT_EQ(test::status_of([&] {
+              module::make_module_worker_collective(kCpuModuleWithNccl, plain.get(), id, 1, 2, 1234ms);
+            }),
             Status::Misuse);
 }
 

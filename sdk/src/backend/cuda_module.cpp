@@ -94,4 +94,21 @@ std::unique_ptr<distribute::Collective> CudaModule::create_collective(const std:
   return module::make_module_collective(*table_, replicas);
 }
 
+std::string CudaModule::nccl_unavailable() const {
+  if (!table_) return "no CUDA backend module (" + status_ + ")";
+  return module::module_nccl_unavailable(*table_);
+}
+
+std::array<char, module::kNcclIdBytes> CudaModule::nccl_unique_id() const {
+  require(table_ != nullptr, Status::Device, "no CUDA backend module (" + status_ + ")");
+  return module::module_nccl_unique_id(*table_);
+}
+
+std::unique_ptr<distribute::Collective> CudaModule::create_worker_collective(
+    Backend* replica, const std::array<char, module::kNcclIdBytes>& id, int rank, int size,
+    std::chrono::milliseconds timeout) const {
+  require(table_ != nullptr, Status::Device, "no CUDA backend module (" + status_ + ")");
+  return module::make_module_worker_collective(*table_, replica, id, rank, size, timeout);
+}
+
 }  // namespace kx::backend

@@ -2,6 +2,8 @@
 // libkx_cuda.so at run time and reports no CUDA device when the module, the driver or a GPU is missing.
 // Everything between the two goes through the module's C table (module/module_abi.hpp).
 #pragma once
+#include <array>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +37,14 @@ class CudaModule {
   std::unique_ptr<Backend> create_backend(int index, const BackendOptions& options = {}) const;
   // NCCL between backends this module created, one per distinct GPU, in replica order.
   std::unique_ptr<distribute::Collective> create_collective(const std::vector<Backend*>& replicas) const;
+  // NCCL between worker processes, one GPU each: why it cannot be used here (empty when it can), the
+  // chief's new id, and each worker's collective on its replica (see module_backend.hpp).
+  std::string nccl_unavailable() const;
+  std::array<char, module::kNcclIdBytes> nccl_unique_id() const;
+  std::unique_ptr<distribute::Collective> create_worker_collective(Backend* replica,
+                                                                   const std::array<char, module::kNcclIdBytes>& id,
+                                                                   int rank, int size,
+                                                                   std::chrono::milliseconds timeout) const;
 
  private:
   const module::ModuleTable* table_ = nullptr;

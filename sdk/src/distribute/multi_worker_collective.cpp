@@ -1,10 +1,16 @@
 #include "distribute/multi_worker_collective.hpp"
 
+#include <algorithm>
+#include <array>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "backend/cuda_module.hpp"
 #include "kx/error.hpp"
 
 namespace kx::distribute {
@@ -92,7 +98,8 @@ class MultiWorkerCollective final : public Collective {
       group_->all_reduce_sum(buffer, count);
       return;
     }
-    // A GPU's buffer goes through the host (NCCL across processes is not wired in yet).
+    // A GPU's buffer goes through the host: several local replicas on one GPU, or a worker without
+    // NCCL (one GPU per worker with NCCL everywhere takes nccl_across_workers instead).
     host_.resize(count);
     be.to_host(buffer, count * sizeof(float), host_.data());
     group_->all_reduce_sum(host_.data(), count);
@@ -119,11 +126,64 @@ class MultiWorkerCollectiveFactory final : public CollectiveFactory {
               "a multi-worker strategy's local replicas must share one device (\"cpu\", or logical replicas of "
               "one GPU); " + devices.front().name() + " and " + d.name() + " are two");
     std::unique_ptr<Collective> local = make_collective(devices, replicas);
+    const NcclChoice nccl = nccl_choice();
+    if (devices.size() == 1 && devices.front().kind == DeviceKind::Cuda && nccl != NcclChoice::Never &&
+        (group_->size() > 1 || nccl == NcclChoice::Required))
+      if (std::unique_ptr<Collective> across = nccl_across_workers(replicas.front(), nccl)) return across;
     if (group_->size() == 1) return local;  // one worker: the mirrored strategy's collective
     return std::make_unique<MultiWorkerCollective>(std::move(local), group_, static_cast<int>(replicas.size()));
   }
 
  private:
+  // KX_NCCL_ACROSS_WORKERS: unset, NCCL between the workers' GPUs when every worker can use it; "0",
+  // never (through host memory); "1", required, even by a job of one worker (how a machine with one
+  // GPU tests the path: NCCL refuses two ranks on one GPU).
+  enum class NcclChoice { Auto, Never, Required };
+  static NcclChoice nccl_choice() {
+    const char* setting = std::getenv("KX_NCCL_ACROSS_WORKERS");
+    if (!setting || !*setting) return NcclChoice::Auto;
+    const std::string s = setting;
+    require(s == "0" || s == "1", Status::InvalidArgument,
+            "KX_NCCL_ACROSS_WORKERS=" + s + ": expected 0 (never), 1 (required) or unset (when every worker can)");
+    return s == "0" ? NcclChoice::Never : NcclChoice::Required;
+  }
+
+  // One GPU per worker: NCCL between the workers' GPUs, bootstrapped as llm.c does (the chief's id
+  // broadcast over the CPU engine); null when some worker cannot use NCCL and it is not required (the
+  // gradients then cross through host memory). Every worker makes the same calls, so one without NCCL
+  // sends all of them the host way, or gives all of them the error, rather than leaving them waiting.
+  std::unique_ptr<Collective> nccl_across_workers(backend::Backend* replica, NcclChoice choice) const {
+    const backend::CudaModule& cuda = backend::CudaModule::load();
+    const std::string unavailable = cuda.nccl_unavailable();
+    double usable = unavailable.empty() ? 1.0 : 0.0;
+    group_->all_reduce_sum(&usable, 1);
+    if (usable != static_cast<double>(group_->size())) {
+      require(choice != NcclChoice::Required, Status::Unsupported,
+              "KX_NCCL_ACROSS_WORKERS=1, but " +
+                  (unavailable.empty() ? std::string("another worker cannot use NCCL")
+                                       : "NCCL cannot be used on " + group_->describe_worker(group_->rank()) + ": " +
+                                             unavailable));
+      return nullptr;
+    }
+    // The chief's id, or its failure to make one (first byte 0, then the message).
+    std::array<char, 1 + backend::module::kNcclIdBytes> message{};
+    if (group_->is_chief()) {
+      try {
+        const std::array<char, backend::module::kNcclIdBytes> id = cuda.nccl_unique_id();
+        message[0] = 1;
+        std::copy(id.begin(), id.end(), message.begin() + 1);
+      } catch (const Error& e) {
+        std::snprintf(message.data() + 1, message.size() - 1, "%s", e.what());
+      }
+    }
+    group_->broadcast(message.data(), message.size(), 0);
+    message.back() = '\0';
+    require(message[0] == 1, Status::Device, std::string("the chief could not start NCCL: ") + (message.data() + 1));
+    std::array<char, backend::module::kNcclIdBytes> id{};
+    std::copy(message.begin() + 1, message.end(), id.begin());
+    return cuda.create_worker_collective(replica, id, group_->rank(), group_->size(), group_->timeout());
+  }
+
   std::shared_ptr<WorkerGroup> group_;
 };
 

@@ -344,8 +344,31 @@ int32_t create_collective(module::ModuleError* error, module::BackendHandle* con
   });
 }
 
+int32_t nccl_available(char* why, size_t why_len) {
+  const std::string reason = nccl_unavailable_reason();
+  if (reason.empty()) return 1;
+  std::snprintf(why, why_len, "%s", reason.c_str());
+  return 0;
+}
+
+int32_t nccl_id(module::ModuleError* error, char* id, size_t id_len) {
+  return module::guarded(error, [&] { nccl_unique_id(id, id_len); });
+}
+
+int32_t create_worker_collective(module::ModuleError* error, module::BackendHandle* replica, const char* id,
+                                 size_t id_len, int32_t rank, int32_t size, int64_t timeout_ms,
+                                 module::CollectiveHandle** collective) {
+  *collective = nullptr;
+  return module::guarded(error, [&] {
+    require(id_len == module::kNcclIdBytes, Status::Internal, "an NCCL id of " + std::to_string(id_len) + " bytes");
+    *collective = module::to_handle(
+        create_nccl_worker_collective(module::backend_of(replica), id, rank, size, timeout_ms));
+  });
+}
+
 constexpr module::ModuleTable kModule =
-    module::make_module_table(&device_count, &describe_device, &create_backend, &create_collective);
+    module::make_module_table(&device_count, &describe_device, &create_backend, &create_collective, &nccl_available,
+                              &nccl_id, &create_worker_collective);
 
 }  // namespace
 

@@ -3,10 +3,7 @@
 // "multiple threads, each provided with a comm object"). The sum is enqueued on the stream like any
 // kernel, so the optimizer that follows waits for it on the device, not on the host.
 //
-// libnccl is opened at run time: a machine without NCCL still trains on one GPU, and says what is
-// missing only when several GPUs are asked for.
-#include <dlfcn.h>
-
+// libnccl is opened at run time (nccl_library.hpp).
 #include <string>
 #include <vector>
 
@@ -15,7 +12,7 @@
 #include "distribute/collective.hpp"
 
 #ifdef KX_HAVE_NCCL
-#include <nccl.h>
+#include "backend/cuda/nccl_library.hpp"
 #endif
 
 namespace kx::backend::cuda {
@@ -23,47 +20,9 @@ namespace kx::backend::cuda {
 #ifdef KX_HAVE_NCCL
 namespace {
 
-// The few NCCL entry points kx uses, resolved from libnccl.so.2.
-struct NcclLibrary {
-  decltype(&ncclCommInitAll) comm_init_all = nullptr;
-  decltype(&ncclCommDestroy) comm_destroy = nullptr;
-  decltype(&ncclAllReduce) all_reduce = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-
-  // Loads NCCL once per process; the library stays loaded (its communicators' threads need it).
-  static const NcclLibrary& load() {
-    static const NcclLibrary lib = open();
-    if (!lib.all_reduce)
-      fail(Status::Unsupported,
-            "replicas on several GPUs need NCCL, and libnccl.so.2 could not be loaded (" + lib.why +
-                "); install NCCL 2 or train on one GPU");
-    return lib;
-  }
-
- private:
-  std::string why;
-
-  static NcclLibrary open() {
-    NcclLibrary lib;
-    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!h) {
-      const char* e = dlerror();
-      lib.why = e ? e : "not found";
-      return lib;
-    }
-    lib.comm_init_all = reinterpret_cast<decltype(lib.comm_init_all)>(dlsym(h, "ncclCommInitAll"));
-    lib.comm_destroy = reinterpret_cast<decltype(lib.comm_destroy)>(dlsym(h, "ncclCommDestroy"));
-    lib.all_reduce = reinterpret_cast<decltype(lib.all_reduce)>(dlsym(h, "ncclAllReduce"));
-    lib.error_string = reinterpret_cast<decltype(lib.error_string)>(dlsym(h, "ncclGetErrorString"));
-    if (!lib.comm_init_all || !lib.comm_destroy || !lib.error_string) lib.all_reduce = nullptr;
-    if (!lib.all_reduce) lib.why = "libnccl.so.2 lacks ncclCommInitAll, ncclAllReduce or ncclCommDestroy";
-    return lib;
-  }
-};
-
 class NcclCollective final : public distribute::Collective {
  public:
-  NcclCollective(Backend* const* replicas, int count) : nccl_(NcclLibrary::load()) {
+  NcclCollective(Backend* const* replicas, int count) : nccl_(NcclLibrary::load("replicas on several GPUs")) {
     std::vector<int> devices;
     for (int k = 0; k < count; ++k) {
       streams_.push_back(replica_stream(*replicas[k]));

@@ -17,13 +17,16 @@ namespace kx::backend::module {
 
 // Bumped with every change to these tables or to the types they pass. The operation list is checked
 // as well (kOperationList), so that a new operation cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 9;
+inline constexpr int32_t kInterfaceVersion = 10;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
 inline constexpr const char kOperationList[] =
     KX_BACKEND_KERNELS(KX_OPERATION_TEXT) KX_BACKEND_DIRECT_CALLS(KX_OPERATION_TEXT);
 #undef KX_OPERATION_TEXT
+
+// NCCL's ncclUniqueId, as bytes.
+inline constexpr size_t kNcclIdBytes = 128;
 
 // Opaque handles on the module's objects: declared, never defined on libkx's side.
 struct BackendHandle;
@@ -125,6 +128,14 @@ struct ModuleTable {
   // in replica order (errors: no NCCL, a device named twice).
   int32_t (*create_collective)(ModuleError*, BackendHandle* const* replicas, int32_t count,
                                CollectiveHandle** collective);
+  // NCCL between worker processes, one GPU each (llm.c's bootstrap). nccl_available: 1, or 0 with the
+  // reason in why. nccl_unique_id: the chief's new id, kNcclIdBytes written to id. Then every worker's
+  // collective on its replica's backend from that id, whose join and sums fail with Status::Comm past
+  // timeout_ms. Null in a module without NCCL support (the CPU test module).
+  int32_t (*nccl_available)(char* why, size_t why_len);
+  int32_t (*nccl_unique_id)(ModuleError*, char* id, size_t id_len);
+  int32_t (*create_worker_collective)(ModuleError*, BackendHandle* replica, const char* id, size_t id_len,
+                                      int32_t rank, int32_t size, int64_t timeout_ms, CollectiveHandle** collective);
   const BackendTable* backend;
   const TransferRingTable* transfer_ring;
   const StepGraphTable* step_graph;

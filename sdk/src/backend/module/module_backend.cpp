@@ -177,21 +177,58 @@ std::unique_ptr<Backend> make_module_backend(const ModuleTable& table, int index
   return std::make_unique<ModuleBackend>(table, handle);
 }
 
+namespace {
+
+BackendHandle* handle_of_backend(const ModuleTable& table, Backend* be) {
+  const auto* mine = dynamic_cast<const ModuleBackend*>(be);
+  require(mine != nullptr && &mine->module() == &table, Status::Misuse,
+          "a collective between GPUs was given a backend of another kind");
+  return mine->handle();
+}
+
+}  // namespace
+
 std::unique_ptr<distribute::Collective> make_module_collective(const ModuleTable& table,
                                                                const std::vector<Backend*>& replicas) {
   std::vector<BackendHandle*> handles;
-  for (Backend* be : replicas) {
-    const auto* mine = dynamic_cast<const ModuleBackend*>(be);
-    require(mine != nullptr && &mine->module() == &table, Status::Misuse,
-            "a collective between GPUs was given a backend of another kind");
-    handles.push_back(mine->handle());
-  }
+  for (Backend* be : replicas) handles.push_back(handle_of_backend(table, be));
   ModuleError error;
   error.message[0] = '\0';
   CollectiveHandle* handle = nullptr;
   check(table.create_collective(&error, handles.data(), static_cast<int32_t>(handles.size()), &handle), error);
   require(handle != nullptr, Status::Device, "the backend module created no collective");
   return std::make_unique<ModuleCollective>(*table.collective, handle, std::move(handles));
+}
+
+std::string module_nccl_unavailable(const ModuleTable& table) {
+  if (!table.nccl_available) return "the backend module has no NCCL between worker processes";
+  char why[512] = {};
+  return table.nccl_available(why, sizeof why) ? std::string() : std::string(why);
+}
+
+std::array<char, kNcclIdBytes> module_nccl_unique_id(const ModuleTable& table) {
+  require(table.nccl_unique_id != nullptr, Status::Unsupported, module_nccl_unavailable(table));
+  std::array<char, kNcclIdBytes> id{};
+  ModuleError error;
+  error.message[0] = '\0';
+  check(table.nccl_unique_id(&error, id.data(), id.size()), error);
+  return id;
+}
+
+std::unique_ptr<distribute::Collective> make_module_worker_collective(const ModuleTable& table, Backend* replica,
+                                                                      const std::array<char, kNcclIdBytes>& id,
+                                                                      int rank, int size,
+                                                                      std::chrono::milliseconds timeout) {
+  require(table.create_worker_collective != nullptr, Status::Unsupported, module_nccl_unavailable(table));
+  BackendHandle* handle = handle_of_backend(table, replica);
+  ModuleError error;
+  error.message[0] = '\0';
+  CollectiveHandle* collective = nullptr;
+  check(table.create_worker_collective(&error, handle, id.data(), id.size(), rank, size,
+                                       static_cast<int64_t>(timeout.count()), &collective),
+        error);
+  require(collective != nullptr, Status::Device, "the backend module created no collective between workers");
+  return std::make_unique<ModuleCollective>(*table.collective, collective, std::vector<BackendHandle*>{handle});
 }
 
 }  // namespace kx::backend::module

@@ -47,13 +47,19 @@ extern const TransferRingTable kTransferRingTable;
 extern const StepGraphTable kStepGraphTable;
 extern const CollectiveTable kCollectiveTable;
 
-// A module's whole table from its four entries of its own.
+// A module's whole table from its entries of its own (without the NCCL ones: a module without them).
 constexpr ModuleTable make_module_table(decltype(ModuleTable::device_count) device_count,
                                         decltype(ModuleTable::describe_device) describe_device,
                                         decltype(ModuleTable::create_backend) create_backend,
-                                        decltype(ModuleTable::create_collective) create_collective) {
-  return ModuleTable{kInterfaceVersion, kOperationList,   device_count,        describe_device,  create_backend,
-                     create_collective, &kBackendTable, &kTransferRingTable, &kStepGraphTable, &kCollectiveTable};
+                                        decltype(ModuleTable::create_collective) create_collective,
+                                        decltype(ModuleTable::nccl_available) nccl_available = nullptr,
+                                        decltype(ModuleTable::nccl_unique_id) nccl_unique_id = nullptr,
+                                        decltype(ModuleTable::create_worker_collective) create_worker_collective =
+                                            nullptr) {
+  return ModuleTable{kInterfaceVersion, kOperationList,    device_count,     describe_device,
+                     create_backend,    create_collective, nccl_available,   nccl_unique_id,
+                     create_worker_collective, &kBackendTable, &kTransferRingTable, &kStepGraphTable,
+                     &kCollectiveTable};
 }
 
 }  // namespace kx::backend::module
