@@ -13,6 +13,10 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DKX_WITH_CUDA=ON -D
 cmake --build build-gpu -j "$(nproc)" > "$out/build.txt" 2>&1 || { grep -E "error" "$out/build.txt" | head -30; exit 1; }
 ctest --test-dir build-gpu -R "Cuda|Mirrored" --output-on-failure > "$out/cuda_tests.txt" 2>&1
 tail -25 "$out/cuda_tests.txt"
+# NCCL across worker processes: one worker on cuda:0 with a communicator of 1 rank made as a job's
+# is (two when the machine has two GPUs). Skips, saying so, without the multi-worker module (Gloo).
+ctest --test-dir build-gpu -R "MultiWorkerStepwise.Gpu" -V > "$out/nccl_workers_test.txt" 2>&1
+grep -E "NCCL vs|Skipped|SKIP|Passed|Failed" "$out/nccl_workers_test.txt" | tail -8
 # The training tests again with every batch streamed through the page-locked rings.
 KX_DATA_STREAMING=always ctest --test-dir build-gpu -R "CudaTraining" --output-on-failure \
   > "$out/cuda_tests_streamed.txt" 2>&1

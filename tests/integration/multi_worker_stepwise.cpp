@@ -30,7 +30,11 @@ namespace {
 
 using namespace kx;
 
-const char* const kData = "/usr/share/datasets/fashion-mnist";
+// KX_FASHION_MNIST_DIR, for machines without the Debian package (the GPU machine).
+std::string data_dir() {
+  const char* dir = std::getenv("KX_FASHION_MNIST_DIR");
+  return dir ? dir : "/usr/share/datasets/fashion-mnist";
+}
 
 Model fashion_mlp(const Strategy& strategy) {
   Model m = Model::sequential(strategy, {28, 28});
@@ -84,8 +88,7 @@ int run(const std::map<std::string, std::string>& args) {
   const std::string state = (std::filesystem::path(out).parent_path() /
                              ("stepwise-state-" + std::to_string(worker) + ".kx")).string();
 
-  Dataset data = Dataset::from_idx(std::string(kData) + "/train-images-idx3-ubyte.gz",
-                                   std::string(kData) + "/train-labels-idx1-ubyte.gz")
+  Dataset data = Dataset::from_idx(data_dir() + "/train-images-idx3-ubyte.gz", data_dir() + "/train-labels-idx1-ubyte.gz")
                      .take(batch * steps);
   Model one = fashion_mlp(one_replica);
   double worst_weights = 0, worst_loss = 0;

@@ -16,7 +16,9 @@ namespace {
 using namespace kx::test_processes;
 
 constexpr int kCommExit = 3;  // the sample's exit code for KX_E_COMM
-const char* const kData = "/usr/share/datasets/fashion-mnist";
+// KX_FASHION_MNIST_DIR, for machines without the Debian package (the GPU machine).
+const char* const kData =
+    std::getenv("KX_FASHION_MNIST_DIR") ? std::getenv("KX_FASHION_MNIST_DIR") : "/usr/share/datasets/fashion-mnist";
 
 class MultiWorkerFit : public ::testing::Test {
  protected:
