@@ -241,10 +241,11 @@ struct MpiEngine::State {
       const size_t slot = (shared.uses++ % 2) * kSlotBytes;
       const auto segment = [&](size_t r) { return reinterpret_cast<T*>(shared.segment[r] + slot); };
       const auto part_begin = [&](size_t r) { return len * r / n; };
+      const auto part_bytes = [&](size_t r) { return (part_begin(r + 1) - part_begin(r)) * sizeof(T); };
       T* const chunk = data + done;
       T* const own_slot = segment(me);
       for (size_t r = 0; r < n; ++r)
-        if (r != me) std::memcpy(own_slot + part_begin(r), chunk + part_begin(r), (part_begin(r + 1) - part_begin(r)) * sizeof(T));
+        if (r != me) std::memcpy(own_slot + part_begin(r), chunk + part_begin(r), part_bytes(r));
       host_barrier(shared, deadline);
       for (size_t i = part_begin(me); i < part_begin(me + 1); ++i) {
         T sum = 0;
@@ -254,7 +255,7 @@ struct MpiEngine::State {
       }
       host_barrier(shared, deadline);
       for (size_t r = 0; r < n; ++r)
-        if (r != me) std::memcpy(chunk + part_begin(r), segment(r) + part_begin(r), (part_begin(r + 1) - part_begin(r)) * sizeof(T));
+        if (r != me) std::memcpy(chunk + part_begin(r), segment(r) + part_begin(r), part_bytes(r));
     }
   }
 
