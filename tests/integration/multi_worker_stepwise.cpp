@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "kx/kx.hpp"
+#include "reference.hpp"
 
 namespace {
 
@@ -47,16 +48,6 @@ Model fashion_mlp(const Strategy& strategy) {
   co.seed = 7;
   m.compile(co);
   return m;
-}
-
-// max |a - b| / max |b|: the weights' difference against their scale.
-double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return a.size() == b.size() && scale > 0 ? diff / scale : 1e30;
 }
 
 int run(const std::map<std::string, std::string>& args) {
@@ -103,7 +94,7 @@ int run(const std::map<std::string, std::string>& args) {
       std::fprintf(stderr, "worker %d: fit failed at step %lld\n", worker, static_cast<long long>(step));
       return 1;
     }
-    worst_weights = std::max(worst_weights, relative_difference(many.get_weights(), one.get_weights()));
+    worst_weights = std::max(worst_weights, test::relative_difference(many.get_weights(), one.get_weights()));
     const double loss = h_one.get("loss", 0);
     worst_loss = std::max(worst_loss, std::fabs(h_many.get("loss", 0) - loss) / loss);
   }

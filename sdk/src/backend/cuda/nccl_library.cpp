@@ -2,37 +2,24 @@
 #ifdef KX_HAVE_NCCL
 #include "backend/cuda/nccl_library.hpp"
 
-#include <dlfcn.h>
-
+#include "backend/cuda/runtime_library.hpp"
 #include "kx/error.hpp"
 
 namespace kx::backend::cuda {
 namespace {
 
-template <class T>
-void resolve(void* handle, const char* name, T& out, std::string& missing) {
-  out = reinterpret_cast<T>(dlsym(handle, name));
-  if (!out) missing += (missing.empty() ? "" : ", ") + std::string(name);
-}
-
 NcclLibrary open_library() {
   NcclLibrary lib;
-  void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!h) {
-    const char* e = dlerror();
-    lib.why = e ? e : "libnccl.so.2 not found";
-    return lib;
-  }
-  std::string missing;
-  resolve(h, "ncclCommInitAll", lib.comm_init_all, missing);
-  resolve(h, "ncclGetUniqueId", lib.get_unique_id, missing);
-  resolve(h, "ncclCommInitRankConfig", lib.comm_init_rank_config, missing);
-  resolve(h, "ncclCommGetAsyncError", lib.comm_get_async_error, missing);
-  resolve(h, "ncclCommAbort", lib.comm_abort, missing);
-  resolve(h, "ncclCommDestroy", lib.comm_destroy, missing);
-  resolve(h, "ncclAllReduce", lib.all_reduce, missing);
-  resolve(h, "ncclGetErrorString", lib.error_string, missing);
-  if (!missing.empty()) lib.why = "libnccl.so.2 lacks " + missing + " (NCCL 2.14 or later is needed)";
+  RuntimeLibrary so("libnccl.so.2");
+  so.resolve("ncclCommInitAll", lib.comm_init_all);
+  so.resolve("ncclGetUniqueId", lib.get_unique_id);
+  so.resolve("ncclCommInitRankConfig", lib.comm_init_rank_config);
+  so.resolve("ncclCommGetAsyncError", lib.comm_get_async_error);
+  so.resolve("ncclCommAbort", lib.comm_abort);
+  so.resolve("ncclCommDestroy", lib.comm_destroy);
+  so.resolve("ncclAllReduce", lib.all_reduce);
+  so.resolve("ncclGetErrorString", lib.error_string);
+  lib.why = so.why();
   return lib;
 }
 
@@ -46,7 +33,7 @@ const NcclLibrary& NcclLibrary::get() {
 const NcclLibrary& NcclLibrary::load(const std::string& purpose) {
   const NcclLibrary& lib = get();
   if (!lib.why.empty())
-    fail(Status::Unsupported, purpose + " need NCCL, and it could not be used (" + lib.why + "); install NCCL 2");
+    fail(Status::Unsupported, purpose + " need NCCL, and it could not be used (" + lib.why + "); install NCCL 2.14 or later");
   return lib;
 }
 
