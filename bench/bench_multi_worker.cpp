@@ -42,23 +42,13 @@ double time_case(const Strategy& strategy, const Case& c, const std::string& dir
   return bench::ms_per_step(m, d, steps, 10);
 }
 
-int run_worker(const std::string& dir, int64_t steps) {
-  Strategy s = Strategy::multi_worker({"cpu"});
-  s.set_num_threads(1);
+// Times every case on `s`, each global batch split `parts` ways, and prints the figures when `report`.
+// A worker of the job: the multi-worker strategy (parts 1: it splits the batch itself). The floor: the
+// same two processes with nothing between them, each training half the global batch on its own copy
+// of the model; what the job costs beyond this is the engine's.
+int time_cases(const Strategy& s, int64_t parts, bool report, const std::string& dir, int64_t steps) {
   for (const Case& c : kCases) {
-    const double ms = time_case(s, c, dir, steps);
-    if (s.worker_index() == 0) std::printf("WORKERS %s %.4f\n", c.name, ms);
-  }
-  return 0;
-}
-
-// The floor: the same two processes with nothing between them, each training half the global batch
-// on its own copy of the model (1 thread). What the job costs beyond this is the engine's.
-int run_alone(const std::string& dir, int64_t steps, bool report) {
-  Strategy s = Strategy::mirrored({"cpu"});
-  s.set_num_threads(1);
-  for (const Case& c : kCases) {
-    const double ms = time_case(s, Case{c.name, c.batch / 2}, dir, steps);
+    const double ms = time_case(s, Case{c.name, c.batch / parts}, dir, steps);
     if (report) std::printf("WORKERS %s %.4f\n", c.name, ms);
   }
   return 0;
@@ -131,8 +121,11 @@ int main(int argc, char** argv) {
   // The bench links the SDK statically: point it at the engine module built beside it.
   if (!std::getenv("KX_WORKERS_MODULE")) setenv("KX_WORKERS_MODULE", KX_WORKERS_MODULE_PATH, 0);
   try {
-    if (alone) return run_alone(dir, steps, alone == 2);
-    if (worker) return run_worker(dir, steps);
+    if (alone || worker) {
+      Strategy s = alone ? Strategy::mirrored({"cpu"}) : Strategy::multi_worker({"cpu"});
+      s.set_num_threads(1);
+      return time_cases(s, alone ? 2 : 1, alone ? alone == 2 : s.worker_index() == 0, dir, steps);
+    }
     std::printf("kx multi-worker scaling: 1 process x 2 threads against 2 workers x 1 thread, %lld steps, median of "
                 "%d rounds (each round times all three, so a slow spell of the machine falls on all of them)\n",
                 static_cast<long long>(steps), rounds);

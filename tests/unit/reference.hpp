@@ -135,6 +135,16 @@ inline Vec pool2d_reference(const Vec& x, int64_t rows, int64_t H, int64_t W, in
   return y;
 }
 
+// Concatenate along the last axis: at each of `positions` positions, a's ca values, then b's cb.
+inline Vec concatenate_reference(const Vec& a, const Vec& b, int64_t positions, int64_t ca, int64_t cb) {
+  Vec y;
+  for (int64_t p = 0; p < positions; ++p) {
+    for (int64_t c = 0; c < ca; ++c) y.push_back(a[static_cast<size_t>(p * ca + c)]);
+    for (int64_t c = 0; c < cb; ++c) y.push_back(b[static_cast<size_t>(p * cb + c)]);
+  }
+  return y;
+}
+
 // |got - want| <= tol * max(1, |want|) for every element; returns the first failing index or -1.
 template <class A, class B>
 long first_mismatch(const A& got, const B& want, size_t n, double tol) {

@@ -328,12 +328,7 @@ TEST(MergeLayers, ConcatenateJoinsTheLastAxis) {
   EXPECT_EQ(layer->build_inputs({{P, 2}, {P, 5}}), Shape({P, 7}));
   auto fresh = core::make_layer(spec_of(LayerKind::Concatenate, "cat"));
   check_layer(*fresh, {{P, 2}, {P, 5}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
-    Vec y;
-    for (int64_t p = 0; p < rows * P; ++p) {
-      for (int64_t c = 0; c < 2; ++c) y.push_back(x[0][static_cast<size_t>(p * 2 + c)]);
-      for (int64_t c = 0; c < 5; ++c) y.push_back(x[1][static_cast<size_t>(p * 5 + c)]);
-    }
-    return y;
+    return test::concatenate_reference(x[0], x[1], rows * P, 2, 5);
   });
 }
 

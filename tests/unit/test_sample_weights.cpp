@@ -49,16 +49,21 @@ Strategy cpu_replicas(int n, bool stream = false) {
   return s;
 }
 
-// Dense(3, softmax) on 4 inputs trained by plain SGD: its step is easy to compute by hand.
-Model softmax_regression(const Strategy& s) {
-  Model m = Model::sequential(s, {kIn});
-  m.add_dense(kClasses, Activation::Softmax);
+// Plain SGD at kRate with accuracy: a step easy to compute by hand.
+CompileOptions plain_sgd() {
   CompileOptions co;
   co.optimizer.kind = OptimizerKind::Sgd;
   co.optimizer.learning_rate = kRate;
   co.accuracy = true;
   co.seed = 11;
-  m.compile(co);
+  return co;
+}
+
+// Dense(3, softmax) on 4 inputs trained by plain SGD.
+Model softmax_regression(const Strategy& s) {
+  Model m = Model::sequential(s, {kIn});
+  m.add_dense(kClasses, Activation::Softmax);
+  m.compile(plain_sgd());
   return m;
 }
 
@@ -345,12 +350,7 @@ TEST(SampleWeights, WeighEveryPositionOfASampleByItsWeight) {
     Model positions = Model::sequential(cpu_replicas(1, stream), {1, kPositions, kIn});
     positions.add_conv2d(kClasses, 1, 1, 1, Padding::Valid, Activation::Softmax);
     Model samples = softmax_regression(cpu_replicas(1, stream));
-    CompileOptions co;
-    co.optimizer.kind = OptimizerKind::Sgd;
-    co.optimizer.learning_rate = kRate;
-    co.accuracy = true;
-    co.seed = 11;
-    positions.compile(co);
+    positions.compile(plain_sgd());
     samples.set_weights(positions.get_weights());  // kernel [1, 1, kIn, kClasses] is Dense's [kIn, kClasses]
     ASSERT_LE(test::relative_difference(positions.predict(x.data(), n), samples.predict(x.data(), n * kPositions)),
               1e-6);

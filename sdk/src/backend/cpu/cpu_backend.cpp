@@ -168,10 +168,7 @@ class CpuBackend final : public Backend {
 
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
             const float* weights, float grad_scale, float* dout) override {
-    const LossSums s = loss_rows(spec, rows, cols, out, y, y_cols, weights, grad_scale, dout);
-    sums_.loss += s.loss;
-    sums_.correct += s.correct;
-    sums_.weight += s.weight;
+    sums_ += loss_rows(spec, rows, cols, out, y, y_cols, weights, grad_scale, dout);
   }
   LossSums take_loss_sums() override { return std::exchange(sums_, LossSums{}); }
 

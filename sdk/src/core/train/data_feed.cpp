@@ -13,6 +13,30 @@ template <class T>
 bool same_owner(const std::weak_ptr<const T>& seen, const std::shared_ptr<const T>& p) {
   return !seen.expired() && !seen.owner_before(p) && !p.owner_before(seen);
 }
+
+// The device copy of `source` in cache (entries remember their source in Entry::*source_of): found, or
+// made by allocate(entry) then upload(entry); null when allocate runs out of device memory. Freed
+// sources go first, then the oldest, keeping the most recent other one (training data while
+// validating, and back).
+template <class Entry, class Source, class Allocate, class Upload>
+const Entry* find_or_copy(std::vector<Entry>& cache, size_t capacity, std::weak_ptr<const Source> Entry::*source_of,
+                          const std::shared_ptr<const Source>& source, Allocate&& allocate, Upload&& upload) {
+  auto same = [&](const Entry& c) { return same_owner(c.*source_of, source); };
+  if (auto hit = std::find_if(cache.begin(), cache.end(), same); hit != cache.end()) return &*hit;
+  std::erase_if(cache, [&](const Entry& c) { return (c.*source_of).expired(); });
+  if (cache.size() >= capacity) cache.erase(cache.begin());
+  Entry c;
+  try {
+    allocate(c);
+  } catch (const Error& e) {
+    if (e.status() != Status::OutOfMemory) throw;
+    return nullptr;
+  }
+  upload(c);
+  c.*source_of = source;
+  cache.push_back(std::move(c));
+  return &cache.back();
+}
 }  // namespace
 
 Slice replica_slice(int replica, int replicas, int64_t rows) {
@@ -52,47 +76,26 @@ void ReplicaFeed::stage(backend::Backend& be, const std::shared_ptr<const Datase
 }
 
 const CachedWeights* ReplicaFeed::device_copy(backend::Backend& be, const SampleWeights& weights) {
-  auto same = [&](const CachedWeights& c) { return same_owner(c.source, weights); };
-  if (auto hit = std::find_if(weight_cache_.begin(), weight_cache_.end(), same); hit != weight_cache_.end())
-    return &*hit;
-  std::erase_if(weight_cache_, [](const CachedWeights& c) { return c.source.expired(); });
-  if (weight_cache_.size() >= kCachedDatasets) weight_cache_.erase(weight_cache_.begin());
-  CachedWeights c;
   const size_t bytes = weights->size() * sizeof(float);
-  try {
-    c.w = be.allocate(bytes);
-  } catch (const Error& e) {
-    if (e.status() != Status::OutOfMemory) throw;
-    return nullptr;
-  }
-  be.to_device(weights->data(), bytes, c.w.data());
-  c.source = weights;
-  weight_cache_.push_back(std::move(c));
-  return &weight_cache_.back();
+  return find_or_copy(
+      weight_cache_, kCachedDatasets, &CachedWeights::source, weights,
+      [&](CachedWeights& c) { c.w = be.allocate(bytes); },
+      [&](CachedWeights& c) { be.to_device(weights->data(), bytes, c.w.data()); });
 }
 
 const CachedDataset* ReplicaFeed::device_copy(backend::Backend& be,
                                               const std::shared_ptr<const DatasetStorage>& storage) {
-  auto same = [&](const CachedDataset& c) { return same_owner(c.storage, storage); };
-  if (auto hit = std::find_if(cache_.begin(), cache_.end(), same); hit != cache_.end()) return &*hit;
-  // Freed datasets go first; then the oldest, keeping the most recent other one (training data while
-  // validating, and back).
-  std::erase_if(cache_, [](const CachedDataset& c) { return c.storage.expired(); });
-  if (cache_.size() >= kCachedDatasets) cache_.erase(cache_.begin());
-  CachedDataset c;
   const size_t x_bytes = storage->x.size() * sizeof(float), y_bytes = storage->y.size() * sizeof(float);
-  try {
-    c.x = be.allocate(x_bytes);
-    c.y = be.allocate(y_bytes);
-  } catch (const Error& e) {
-    if (e.status() != Status::OutOfMemory) throw;
-    return nullptr;
-  }
-  be.to_device(storage->x.data(), x_bytes, c.x.data());
-  be.to_device(storage->y.data(), y_bytes, c.y.data());
-  c.storage = storage;
-  cache_.push_back(std::move(c));
-  return &cache_.back();
+  return find_or_copy(
+      cache_, kCachedDatasets, &CachedDataset::storage, storage,
+      [&](CachedDataset& c) {
+        c.x = be.allocate(x_bytes);
+        c.y = be.allocate(y_bytes);
+      },
+      [&](CachedDataset& c) {
+        be.to_device(storage->x.data(), x_bytes, c.x.data());
+        be.to_device(storage->y.data(), y_bytes, c.y.data());
+      });
 }
 
 void ReplicaFeed::stream(backend::Backend& be, const std::shared_ptr<const DatasetStorage>& storage,

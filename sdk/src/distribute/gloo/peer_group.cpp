@@ -8,6 +8,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "distribute/gloo/local_address.hpp"
+#include "distribute/gloo/peer_probe.hpp"
 #include "distribute/gloo/tcp_store.hpp"
 #include "distribute/host_port.hpp"
 #include "kx/error.hpp"
@@ -139,17 +140,8 @@ void PeerGroup::probe(int rank, std::chrono::milliseconds window) {
   require_peer(rank, "probe");
   const distribute::HostPort at = distribute::split_host_port(addresses_[rank], describe(rank) + "'s address");
   const CallResult r = call(at.host, at.port, Request{Op::Ping, {}, {}}, Clock::now() + window);
-  switch (r.reach) {
-    case Reach::Ok: return;
-    case Reach::Refused:
-      fail(Status::Comm, describe(rank) + " is gone (nothing listens at its address: it exited or was killed)");
-    case Reach::Closed:
-      fail(Status::Comm, describe(rank) + " is gone (it closed the connection without answering: it exited or was killed)");
-    case Reach::TimedOut:
-      fail(Status::Comm, describe(rank) + " does not answer (stopped or hung: no reply within " + seconds_text(window) + ")");
-    case Reach::Failed:
-      fail(Status::Comm, describe(rank) + " cannot be reached (" + r.error + ")");
-  }
+  const std::string unanswered = describe_unanswered(describe(rank), r, window);
+  if (!unanswered.empty()) fail(Status::Comm, unanswered);
 }
 
 PeerGroup::Slot& PeerGroup::slot(int rank, uint32_t tag, bool recv, size_t bytes) {

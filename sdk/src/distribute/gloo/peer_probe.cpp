@@ -1,8 +1,8 @@
 #include "distribute/gloo/peer_probe.hpp"
 
 #include <thread>
+#include <utility>
 
-#include "distribute/gloo/rendezvous_protocol.hpp"
 #include "distribute/host_port.hpp"
 
 namespace kx::workers {
@@ -10,10 +10,23 @@ namespace {
 
 std::string seconds(std::chrono::milliseconds ms) {
   const long long tenths = (ms.count() + 50) / 100;
-  return std::to_string(tenths / 10) + (tenths % 10 ? "." + std::to_string(tenths % 10) : "") + " s";
+  std::string text = std::to_string(tenths / 10);
+  if (tenths % 10) text += '.' + std::to_string(tenths % 10);
+  return text + " s";
 }
 
 }  // namespace
+
+std::string describe_unanswered(const std::string& name, const CallResult& r, std::chrono::milliseconds window) {
+  switch (r.reach) {
+    case Reach::Ok: return "";
+    case Reach::Refused: return name + " is gone (nothing listens at its address: it exited or was killed)";
+    case Reach::Closed: return name + " is gone (it closed the connection without answering: it exited or was killed)";
+    case Reach::TimedOut: return name + " does not answer (stopped or hung: no reply within " + seconds(window) + ")";
+    case Reach::Failed: break;
+  }
+  return name + " cannot be reached (" + r.error + ")";
+}
 
 std::vector<std::string> find_absent_workers(int self, const std::vector<std::string>& addresses,
                                              std::chrono::milliseconds window) {
@@ -39,21 +52,8 @@ std::vector<std::string> find_absent_workers(int self, const std::vector<std::st
   for (size_t i = 0; i < addresses.size(); ++i) {
     if (static_cast<int>(i) == self) continue;
     const std::string name = "worker " + std::to_string(i) + " (" + addresses[i] + ")";
-    switch (results[i].reach) {
-      case Reach::Ok: break;
-      case Reach::Refused:
-        absent.push_back(name + " is gone (nothing listens at its address: it exited or was killed)");
-        break;
-      case Reach::Closed:
-        absent.push_back(name + " is gone (it closed the connection without answering: it exited or was killed)");
-        break;
-      case Reach::TimedOut:
-        absent.push_back(name + " does not answer (stopped or hung: no reply within " + seconds(window) + ")");
-        break;
-      case Reach::Failed:
-        absent.push_back(name + " cannot be reached (" + results[i].error + ")");
-        break;
-    }
+    if (std::string clause = describe_unanswered(name, results[i], window); !clause.empty())
+      absent.push_back(std::move(clause));
   }
   return absent;
 }

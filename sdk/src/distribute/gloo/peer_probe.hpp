@@ -6,7 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "distribute/gloo/rendezvous_protocol.hpp"
+
 namespace kx::workers {
+
+// What a probe of `name` that ended in `r` says of it, e.g. "worker 1 (127.0.0.1:2223) is gone
+// (nothing listens at its address: it exited or was killed)"; empty when it answered.
+std::string describe_unanswered(const std::string& name, const CallResult& r, std::chrono::milliseconds window);
 
 // One clause per worker other than `self` that is gone or silent, e.g. "worker 1 (127.0.0.1:2223) is
 // gone (nothing listens at its address: it exited or was killed)"; empty when every one answers
