@@ -362,17 +362,28 @@ TEST_F(MultiWorkerFit, ClassWeightAcrossThreeWorkersAsInOneProcess) {
 }
 
 TEST_F(MultiWorkerFit, WorkersThatDoNotTrainTheSameThingAllFailClearly) {
-  const std::vector<std::string> addresses = loopback_addresses(2);
-  for (int i = 0; i < 2; ++i)
-    pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM, "verbose=0", "threads=1", "samples=960", i == 0 ? "batch=48" : "batch=32"},
-                          {"TF_CONFIG=" + tf_config(addresses, "worker", i)}, dir_ / ("w" + std::to_string(i) + ".log")));
-  const std::vector<std::optional<int>> codes = finish(milliseconds(60000));
-  for (int i = 0; i < 2; ++i) {
-    const std::string log = read_file(dir_ / ("w" + std::to_string(i) + ".log"));
-    EXPECT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(1)) << log;
-    EXPECT_NE(log.find("do not train the same thing"), std::string::npos) << log;
-    EXPECT_NE(log.find("global batch"), std::string::npos) << log;
-  }
+  // Two workers, the i-th with arguments extra[i] besides the common ones: every worker fails, saying
+  // what differs.
+  auto expect_refused = [&](const std::vector<std::vector<std::string>>& extra, const std::string& tag,
+                            const std::vector<std::string>& named) {
+    const std::vector<std::string> addresses = loopback_addresses(2);
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::string> args{KX_MULTI_WORKER_PROGRAM, "verbose=0", "threads=1", "samples=960"};
+      args.insert(args.end(), extra[static_cast<size_t>(i)].begin(), extra[static_cast<size_t>(i)].end());
+      pids_.push_back(spawn(args, {"TF_CONFIG=" + tf_config(addresses, "worker", i)},
+                            dir_ / (tag + std::to_string(i) + ".log")));
+    }
+    const std::vector<std::optional<int>> codes = finish(milliseconds(60000));
+    for (int i = 0; i < 2; ++i) {
+      const std::string log = read_file(dir_ / (tag + std::to_string(i) + ".log"));
+      EXPECT_EQ(codes[static_cast<size_t>(i)], std::optional<int>(1)) << log;
+      EXPECT_NE(log.find("do not train the same thing"), std::string::npos) << log;
+      for (const std::string& words : named) EXPECT_NE(log.find(words), std::string::npos) << words << "\n" << log;
+    }
+  };
+  expect_refused({{"batch=48"}, {"batch=32"}}, "batch", {"batch=96", "batch=64"});  // per replica: global 96 and 64
+  // Weighted samples on one worker only would weigh half of each global batch: refused too.
+  expect_refused({{"class_weight=2,0.5,1,3,0,1,1,0.25"}, {}}, "weights", {"sample weights="});
   // No cluster at all: a clear error, not a hang.
   pids_.push_back(spawn({KX_MULTI_WORKER_PROGRAM}, {}, dir_ / "alone.log"));
   const std::vector<std::optional<int>> alone = finish(milliseconds(30000));

@@ -130,8 +130,9 @@ class Model::Impl {
   // every worker takes the chief's weights and optimizer state (collective).
   void align_workers_at_start(const core::FitStart& start);
   // InvalidArgument on every worker, naming the worker and what differs, unless every worker trains the
-  // same model with the same data layout (collective).
-  void require_same_training_on_every_worker(const Dataset& train, int64_t steps) const;
+  // same model with the same data layout and sample weights (collective).
+  void require_same_training_on_every_worker(const Dataset& train, const core::SampleWeights& weights,
+                                             int64_t steps) const;
   double learning_rate = 0;  // of the next step: the compiled one unless a schedule changes it
 
   // Mixed precision (core/train/mixed_precision.cpp). The type tensors are rounded to (None in float32).

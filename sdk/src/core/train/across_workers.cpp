@@ -10,6 +10,7 @@
 #include "core/model/model_impl.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
+#include "core/train/training_fingerprint.hpp"
 #include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 
@@ -115,39 +116,19 @@ bool Model::Impl::chief_decides(bool stop) const {
   return flag != 0;
 }
 
-void Model::Impl::require_same_training_on_every_worker(const Dataset& train, int64_t steps) const {
+void Model::Impl::require_same_training_on_every_worker(const Dataset& train, const core::SampleWeights& weights,
+                                                       int64_t steps) const {
   if (!multi_worker()) return;
-  // What must agree, in words, so that the error can say what differs.
-  const core::DataOrder order = core::DataOrder::of(train);
-  const std::vector<std::pair<std::string, std::string>> mine = {
-      {"model", std::to_string(std::hash<std::string>{}(to_json()))},
-      {"compile settings", std::to_string(std::hash<std::string>{}(compile_config().dump()))},
-      {"shuffle", std::to_string(order.shuffle_buffer) + " samples, seed " + std::to_string(order.shuffle_seed)},
-      {"drop_remainder", order.drop_remainder ? "true" : "false"},
-      {"parameters", std::to_string(net.num_params)},
-      {"local replicas", std::to_string(replicas.size())},
-      {"global batch", std::to_string(train.batch_size())},
-      {"samples", std::to_string(train.num_samples())},
-      {"steps per epoch", std::to_string(steps)},
-  };
-  std::string blob;
-  for (const auto& [key, value] : mine) blob += key + "=" + value + "\n";
-  const std::vector<std::string> all = strategy.worker_group()->all_gather(blob);
-  for (size_t w = 1; w < all.size(); ++w) {
-    if (all[w] == all[0]) continue;
-    // The first line that differs.
-    size_t a = 0, b = 0;
-    while (a < all[0].size() && b < all[w].size()) {
-      const size_t ea = all[0].find('\n', a), eb = all[w].find('\n', b);
-      const std::string la = all[0].substr(a, ea - a), lb = all[w].substr(b, eb - b);
-      if (la != lb)
-        fail(Status::InvalidArgument, "the workers do not train the same thing: " +
-                                          strategy.worker_group()->describe_worker(static_cast<int>(w)) + " has " +
-                                          lb + ", the chief " + la);
-      a = ea + 1;
-      b = eb + 1;
-    }
-  }
+  // What the parameter-server chief asks of its workers, and the local replicas (a worker's share of
+  // the global batch depends on them).
+  const std::string mine =
+      training_fingerprint(train, weights, steps) + "local replicas=" + std::to_string(replicas.size()) + "\n";
+  const std::vector<std::string> all = strategy.worker_group()->all_gather(mine);
+  for (size_t w = 1; w < all.size(); ++w)
+    require(all[w] == all[0], Status::InvalidArgument,
+            "the workers do not train the same thing: " +
+                strategy.worker_group()->describe_worker(static_cast<int>(w)) + " has " +
+                core::first_difference(all[w], all[0]));
 }
 
 }  // namespace kx

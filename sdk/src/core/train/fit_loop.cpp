@@ -214,7 +214,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       return fit_as_ps_worker(train, train_weights, steps, pass_steps, history);
     return fit_as_ps_chief(train, train_weights, o, cb, history, steps, pass_steps);
   }
-  require_same_training_on_every_worker(train, steps);
+  require_same_training_on_every_worker(train, train_weights, steps);
   reserve_plans(std::min(train.batch_size(), train.num_samples()));
 
   // With several workers the chief alone shows the bar and runs the callbacks (as Keras); what they

@@ -13,6 +13,7 @@
 #include "core/model/model_impl.hpp"
 #include "core/train/batch_coordinator.hpp"
 #include "core/train/resume.hpp"
+#include "core/train/training_fingerprint.hpp"
 #include "core/train/train_position.hpp"
 #include "distribute/ps_cluster.hpp"
 #include "kx/error.hpp"
@@ -31,20 +32,6 @@ PsHeader reply(PsKind kind) {
   PsHeader h;
   h.kind = static_cast<uint32_t>(kind);
   return h;
-}
-
-// The first "name=value" line that differs, as "<theirs>, the chief <ours>".
-std::string first_difference(const std::string& theirs, const std::string& ours) {
-  size_t a = 0, b = 0;
-  while (a < theirs.size() && b < ours.size()) {
-    const size_t ea = theirs.find('\n', a), eb = ours.find('\n', b);
-    const std::string la = theirs.substr(a, ea - a), lb = ours.substr(b, eb - b);
-    if (la != lb) return la + ", the chief " + lb;
-    if (ea == std::string::npos || eb == std::string::npos) break;
-    a = ea + 1;
-    b = eb + 1;
-  }
-  return "a different description, the chief " + ours;
 }
 
 // Callbacks' view of the fit: the chief's model, whose state is taken from the ps tasks when a
@@ -136,7 +123,7 @@ class WorkerDesk {
       const std::string theirs(payload.begin(), payload.end());
       if (request.kind != static_cast<uint32_t>(PsKind::Hello) || theirs != fingerprint_) {
         const std::string why = "the chief and " + c_.peers().describe(rank) + " do not train the same thing: it has " +
-                                first_difference(theirs, fingerprint_);
+                                core::first_difference(theirs, fingerprint_);
         c_.reply_error(rank, Status::InvalidArgument, why);
         coordinator_.fail(Status::InvalidArgument, why);
         return;

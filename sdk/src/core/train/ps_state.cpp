@@ -147,19 +147,4 @@ void Model::Impl::end_ps_service() {
   for_each_ps(c, [&](int j) { c.call(c.ps_rank(j), request(PsKind::End), nullptr, nullptr); });
 }
 
-std::string Model::Impl::training_fingerprint(const Dataset& train, const core::SampleWeights& weights,
-                                              int64_t steps) const {
-  const core::DataOrder order = core::DataOrder::of(train);
-  const std::string weighed =
-      weights ? std::to_string(std::hash<std::string_view>{}(std::string_view(
-                    reinterpret_cast<const char*>(weights->data()), weights->size() * sizeof(float))))
-              : "none";
-  return "model=" + std::to_string(std::hash<std::string>{}(to_json())) +
-         "\ncompile settings=" + std::to_string(std::hash<std::string>{}(compile_config().dump())) +
-         "\nparameters=" + std::to_string(net.num_params) + "\nbatch=" + std::to_string(train.batch_size()) +
-         "\nsamples=" + std::to_string(train.num_samples()) + "\nsteps per epoch=" + std::to_string(steps) +
-         "\nshuffle=" + std::to_string(order.shuffle_buffer) + " samples, seed " + std::to_string(order.shuffle_seed) +
-         "\ndrop_remainder=" + (order.drop_remainder ? "true" : "false") + "\nsample weights=" + weighed + "\n";
-}
-
 }  // namespace kx

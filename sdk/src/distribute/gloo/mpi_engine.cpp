@@ -144,6 +144,25 @@ void check(int rc, const char* what) {
   require(rc == MPI_SUCCESS, Status::Comm, std::string(what) + " failed (MPI error " + std::to_string(rc) + ")");
 }
 
+// sum[i] := 0 + sources[0][i] + sources[1][i] + ..., added in that order (every worker's part of a sum
+// is added in rank order, so a run repeats bit for bit). Block by block through a buffer in the L1
+// cache, so that the loops vectorise and `sum` may be one of the sources.
+template <typename T>
+void add_in_rank_order(const std::vector<const T*>& sources, size_t count, T* sum) {
+  constexpr size_t kBlock = 1024;
+  alignas(64) T block[kBlock];
+  for (size_t first = 0; first < count; first += kBlock) {
+    const size_t len = std::min(kBlock, count - first);
+    const T* const a = sources.front() + first;
+    for (size_t i = 0; i < len; ++i) block[i] = T(0) + a[i];
+    for (size_t r = 1; r < sources.size(); ++r) {
+      const T* const b = sources[r] + first;
+      for (size_t i = 0; i < len; ++i) block[i] += b[i];
+    }
+    std::memcpy(sum + first, block, len * sizeof(T));
+  }
+}
+
 // Shared memory that every worker on this host can read: two slots of kSlotBytes per worker, in one
 // MPI-3 window (MPI_Win_allocate_shared). When all workers share a host, a sum goes through it with
 // plain loads and stores, where Open MPI's point-to-point path copies through the kernel
@@ -227,7 +246,7 @@ struct MpiEngine::State {
 
   // The same sum as sum_piece, in the same order, through the shared segments (every worker on this
   // host). Each worker copies into its slot the parts the others own, sums its own part from its
-  // buffer and every other worker's slot (into its buffer, and into its slot for the others), and
+  // buffer and every other worker's slot (into its buffer, then its slot for the others), and
   // copies the other parts' sums from their owners' slots. Slots alternate between calls, so a worker
   // that starts the next call before another has copied this one's result writes into the other slot;
   // the barrier in that next call then guarantees the first slot is free again for the one after.
@@ -236,6 +255,7 @@ struct MpiEngine::State {
     const auto n = static_cast<size_t>(size);
     const auto me = static_cast<size_t>(rank);
     constexpr size_t kSlotElements = kSlotBytes / sizeof(T);
+    std::vector<const T*> sources;
     for (size_t done = 0; done < count; done += kSlotElements) {
       const size_t len = std::min(kSlotElements, count - done);
       const size_t slot = (shared.uses++ % 2) * kSlotBytes;
@@ -247,12 +267,11 @@ struct MpiEngine::State {
       for (size_t r = 0; r < n; ++r)
         if (r != me) std::memcpy(own_slot + part_begin(r), chunk + part_begin(r), part_bytes(r));
       host_barrier(shared, deadline);
-      for (size_t i = part_begin(me); i < part_begin(me + 1); ++i) {
-        T sum = 0;
-        for (size_t r = 0; r < n; ++r) sum += r == me ? chunk[i] : segment(r)[i];
-        chunk[i] = sum;
-        own_slot[i] = sum;
-      }
+      const size_t begin = part_begin(me);
+      sources.clear();
+      for (size_t r = 0; r < n; ++r) sources.push_back((r == me ? chunk : segment(r)) + begin);
+      add_in_rank_order(sources, part_begin(me + 1) - begin, chunk + begin);
+      std::memcpy(own_slot + begin, chunk + begin, (part_begin(me + 1) - begin) * sizeof(T));
       host_barrier(shared, deadline);
       for (size_t r = 0; r < n; ++r)
         if (r != me) std::memcpy(chunk + part_begin(r), segment(r) + part_begin(r), part_bytes(r));
@@ -282,11 +301,9 @@ struct MpiEngine::State {
     }
     wait(requests, deadline, "the all-reduce's exchange (MPI_Isend/MPI_Irecv)");
     T* own = data + part_begin(rank);
-    for (size_t i = 0; i < mine; ++i) {
-      T sum = 0;
-      for (size_t r = 0, slot = 0; r < n; ++r) sum += static_cast<int>(r) == rank ? own[i] : copies[slot++ * mine + i];
-      own[i] = sum;
-    }
+    std::vector<const T*> sources;
+    for (size_t r = 0, slot = 0; r < n; ++r) sources.push_back(static_cast<int>(r) == rank ? own : copies + slot++ * mine);
+    add_in_rank_order(sources, mine, own);
     requests.clear();
     for (size_t r = 0; r < n; ++r) {
       if (static_cast<int>(r) == rank) continue;
