@@ -205,20 +205,25 @@ TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
   if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin)";
   std::vector<std::string> args = {"steps=40", "samples=3840", "batch=48"};
   run(2, args, "tf");
-  const fs::path out = dir_ / "mpi";
-  fs::create_directories(out);
-  // Each rank writes its own file: the rank is in the sample's environment, not its arguments.
-  const std::string script = "w=" + out.string() + "/w$OMPI_COMM_WORLD_RANK.bin; exec " + KX_MULTI_WORKER_PROGRAM +
-                             " verbose=0 threads=1 steps=40 samples=3840 batch=48 weights=$w";
-  const std::string asan_options = asan_options_without_leak_check();
-  pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", "/bin/sh", "-c", script},
-                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options}, dir_ / "mpirun.log"));
-  const std::vector<std::optional<int>> codes = finish();
-  const std::string log = read_file(dir_ / "mpirun.log");
-  if (log.find("built without MPI") != std::string::npos) GTEST_SKIP() << log;
-  ASSERT_EQ(codes[0], std::optional<int>(0)) << log;
-  EXPECT_EQ(bytes("mpi/w0.bin"), bytes("tf0.bin"));
-  EXPECT_EQ(bytes("mpi/w1.bin"), bytes("tf0.bin"));
+  // Sums through shared memory (workers on one host), then point to point (as across hosts).
+  for (const std::string path : {"shared", "p2p"}) {
+    const fs::path out = dir_ / path;
+    fs::create_directories(out);
+    // Each rank writes its own file: the rank is in the sample's environment, not its arguments.
+    const std::string script = "w=" + out.string() + "/w$OMPI_COMM_WORLD_RANK.bin; exec " + KX_MULTI_WORKER_PROGRAM +
+                               " verbose=0 threads=1 steps=40 samples=3840 batch=48 weights=$w";
+    pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", "-x", "KX_MPI_SHARED_MEMORY",
+                           "/bin/sh", "-c", script},
+                          {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options_without_leak_check(),
+                           std::string("KX_MPI_SHARED_MEMORY=") + (path == "shared" ? "1" : "0")},
+                          dir_ / (path + ".log")));
+    const std::vector<std::optional<int>> codes = finish();
+    const std::string log = read_file(dir_ / (path + ".log"));
+    if (log.find("built without MPI") != std::string::npos) GTEST_SKIP() << log;
+    ASSERT_EQ(codes[0], std::optional<int>(0)) << path << "\n" << log;
+    EXPECT_EQ(bytes(path + "/w0.bin"), bytes("tf0.bin")) << path;
+    EXPECT_EQ(bytes(path + "/w1.bin"), bytes("tf0.bin")) << path;
+  }
 }
 
 // Under mpirun MPI carries the tensors and has no timeout of its own: a worker stopped mid-epoch

@@ -180,6 +180,17 @@ struct SharedSegments {
   uint64_t uses = 0;                // slots alternate, see sum_in_segments
 };
 
+// KX_MPI_SHARED_MEMORY=0: sums go point to point even when every worker is on this host, as they do
+// across hosts (how one machine tests that path, and a way round a shared-memory problem).
+bool shared_memory_wanted() {
+  const char* setting = std::getenv("KX_MPI_SHARED_MEMORY");
+  if (!setting || !*setting) return true;
+  const std::string s = setting;
+  require(s == "0" || s == "1", Status::InvalidArgument,
+          "KX_MPI_SHARED_MEMORY=" + s + ": expected 0 (point to point), 1 or unset (shared memory on one host)");
+  return s == "1";
+}
+
 SharedSegments& shared_segments(const MpiLibrary& mpi) {
   static SharedSegments segments = [&] {
     SharedSegments s;
@@ -189,7 +200,7 @@ SharedSegments& shared_segments(const MpiLibrary& mpi) {
     check(mpi.comm_split_type(mpi.world, MPI_COMM_TYPE_SHARED, world_rank, mpi.info_null, &s.host),
           "MPI_Comm_split_type");
     check(mpi.comm_size(s.host, &host_size), "MPI_Comm_size");
-    s.whole_group = host_size == world_size;
+    s.whole_group = host_size == world_size && shared_memory_wanted();
     if (!s.whole_group) return s;
     char* own = nullptr;
     check(mpi.win_allocate_shared(static_cast<MPI_Aint>(2 * kSlotBytes), 1, mpi.info_null, s.host, &own, &s.window),
