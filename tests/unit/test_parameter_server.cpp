@@ -47,6 +47,28 @@ TEST(BatchCoordinator, EveryBatchOnceAndALostWorkersBatchesGoToTheOthers) {
   EXPECT_EQ(c.next(1).kind, Kind::End);
 }
 
+// The chief counts an epoch's samples from the Done events: the one that completes the epoch comes
+// with its last Done, even when the worker finishes between two of the chief's waits.
+TEST(BatchCoordinator, TheEventsThatCompleteAnEpochCarryItsLastDone) {
+  BatchCoordinator c(1, 0);
+  c.begin_epoch(0, 2, 0.1);
+  const int64_t first = c.next(0).batch, second = c.next(0).batch;
+  c.done(0, first, 32, 1.0, 20);
+  const BatchCoordinator::Events before = c.wait(std::chrono::milliseconds(0));
+  EXPECT_EQ(before.done.size(), 1u);
+  EXPECT_FALSE(before.epoch_complete);
+  c.done(0, second, 16, 1.0, 10);  // the last batch, before the chief's next wait
+  EXPECT_TRUE(c.epoch_complete());
+  const BatchCoordinator::Events last = c.wait(std::chrono::hours(1));
+  EXPECT_TRUE(last.epoch_complete);
+  ASSERT_EQ(last.done.size(), 1u);
+  EXPECT_EQ(last.done[0].rows, 16);
+  // An epoch with nothing to hand out (training stopped) is complete at once: the wait returns (were
+  // it to wait for an event, the test would hang until ctest's timeout).
+  c.begin_epoch(2, 0, 0.1);
+  EXPECT_TRUE(c.wait(std::chrono::hours(1)).epoch_complete);
+}
+
 TEST(BatchCoordinator, StalenessHoldsAFastWorkerUntilTheSlowestTakesABatch) {
   BatchCoordinator c(2, 2);
   c.begin_epoch(0, 100, 0.1);

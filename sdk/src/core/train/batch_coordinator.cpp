@@ -32,8 +32,11 @@ void BatchCoordinator::set_learning_rate(double learning_rate) {
 
 BatchCoordinator::Events BatchCoordinator::wait(std::chrono::milliseconds wait) {
   std::unique_lock<std::mutex> lock(mutex_);
-  main_cv_.wait_for(lock, wait, [&] { return !events_.done.empty() || !events_.lost.empty() || failure_; });
-  return std::exchange(events_, Events{});
+  main_cv_.wait_for(lock, wait,
+                    [&] { return !events_.done.empty() || !events_.lost.empty() || failure_ || remaining_ == 0; });
+  Events taken = std::exchange(events_, Events{});
+  taken.epoch_complete = remaining_ == 0;  // under the lock that done() takes: no Done of the epoch is left
+  return taken;
 }
 
 bool BatchCoordinator::epoch_complete() const {

@@ -36,10 +36,15 @@ class BatchCoordinator {
   struct Events {
     std::vector<Done> done;
     std::vector<std::string> lost;  // why each worker lost since the last call was lost
+    // Every batch of the epoch is done (or was never handed out, after stop_epoch), and this is the
+    // last of the epoch's Done: the chief's loop ends on it, never on a separate epoch_complete(),
+    // which a worker may make true between a wait and that check, its Done still untaken.
+    bool epoch_complete = false;
   };
-  // What happened since the last call; waits up to `wait` for something to happen.
+  // What happened since the last call; waits up to `wait` for something to happen, or for the epoch
+  // to be complete.
   Events wait(std::chrono::milliseconds wait);
-  // Every batch of the epoch is done.
+  // Every batch of the epoch is done (a worker's view; see Events::epoch_complete for the chief's).
   bool epoch_complete() const;
   // Hands out no more batches of this epoch (a callback stopped training); those handed out finish.
   void stop_epoch();

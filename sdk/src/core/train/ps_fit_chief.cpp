@@ -208,8 +208,9 @@ Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& w
       core::Metrics metrics;
       coordinator.begin_epoch(static_cast<int64_t>(epoch) * steps, stop ? 0 : steps, learning_rate);
       Clock::time_point last_check = Clock::now();
-      while (!coordinator.epoch_complete()) {
+      for (bool complete = false; !complete;) {
         const core::BatchCoordinator::Events events = coordinator.wait(std::chrono::milliseconds(200));
+        complete = events.epoch_complete;
         coordinator.check();
         for (const std::string& why : events.lost) {
           bar.message("Lost " + why);
