@@ -178,16 +178,18 @@ struct SharedSegments {
   MPI_Win window = nullptr;         // kept until MPI_Finalize
   std::vector<char*> segment;       // each worker's segment (2 slots), mapped in this process
   uint64_t uses = 0;                // slots alternate, see sum_in_segments
+  std::string refused;              // this worker's KX_MPI_SHARED_MEMORY is not a setting
 };
 
 // KX_MPI_SHARED_MEMORY=0: sums go point to point even when every worker is on this host, as they do
-// across hosts (how one machine tests that path, and a way round a shared-memory problem).
-bool shared_memory_wanted() {
+// across hosts (how one machine tests that path, and a way round a shared-memory problem). A value
+// other than 0 or 1 is `refused`, with the reason, and counts as 0.
+bool shared_memory_wanted(std::string& refused) {
   const char* setting = std::getenv("KX_MPI_SHARED_MEMORY");
   if (!setting || !*setting) return true;
   const std::string s = setting;
-  require(s == "0" || s == "1", Status::InvalidArgument,
-          "KX_MPI_SHARED_MEMORY=" + s + ": expected 0 (point to point), 1 or unset (shared memory on one host)");
+  if (s != "0" && s != "1")
+    refused = "KX_MPI_SHARED_MEMORY=" + s + ": expected 0 (point to point), 1 or unset (shared memory on one host)";
   return s == "1";
 }
 
@@ -200,7 +202,14 @@ SharedSegments& shared_segments(const MpiLibrary& mpi) {
     check(mpi.comm_split_type(mpi.world, MPI_COMM_TYPE_SHARED, world_rank, mpi.info_null, &s.host),
           "MPI_Comm_split_type");
     check(mpi.comm_size(s.host, &host_size), "MPI_Comm_size");
-    s.whole_group = host_size == world_size && shared_memory_wanted();
+    // The window is made by every worker of the host or by none: each says whether it wants it. (The
+    // call agreement has shown every worker is in this call, so the collectives here complete.)
+    const char wanted = shared_memory_wanted(s.refused) ? 1 : 0;
+    std::vector<char> all_wanted(static_cast<size_t>(host_size));
+    MPI_Request request = nullptr;
+    check(mpi.iallgather(&wanted, 1, mpi.bytes, all_wanted.data(), 1, mpi.bytes, s.host, &request), "MPI_Iallgather");
+    for (int done = 0; !done;) check(mpi.testall(1, &request, &done, MPI_STATUSES_IGNORE), "MPI_Testall");
+    s.whole_group = host_size == world_size && std::count(all_wanted.begin(), all_wanted.end(), 1) == host_size;
     if (!s.whole_group) return s;
     char* own = nullptr;
     check(mpi.win_allocate_shared(static_cast<MPI_Aint>(2 * kSlotBytes), 1, mpi.info_null, s.host, &own, &s.window),
@@ -387,6 +396,7 @@ void MpiEngine::all_gather(const void* in, void* out, size_t bytes, Clock::time_
 
 void MpiEngine::all_reduce_sum(void* data, size_t count, int dtype, Clock::time_point deadline) {
   SharedSegments& shared = shared_segments(state_->mpi);
+  require(shared.refused.empty(), Status::InvalidArgument, shared.refused);
   if (shared.whole_group) {
     if (dtype == KX_WORKERS_FLOAT32) state_->sum_in_segments(shared, static_cast<float*>(data), count, deadline);
     else state_->sum_in_segments(shared, static_cast<double*>(data), count, deadline);
