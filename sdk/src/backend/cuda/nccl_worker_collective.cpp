@@ -22,6 +22,10 @@
 #endif
 
 namespace kx::backend::cuda {
+namespace {
+// What NCCL is asked for here, in messages.
+constexpr const char kPurpose[] = "GPUs of several worker processes";
+}  // namespace
 
 #ifdef KX_HAVE_NCCL
 namespace {
@@ -31,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 class NcclWorkerCollective final : public distribute::Collective {
  public:
   NcclWorkerCollective(Backend& replica, const char* id, int rank, int size, int64_t timeout_ms)
-      : nccl_(NcclLibrary::load("GPUs of several worker processes")),
+      : nccl_(NcclLibrary::load(kPurpose)),
         stream_(replica_stream(replica)),
         rank_(rank),
         timeout_(std::chrono::milliseconds(timeout_ms)) {
@@ -40,8 +44,14 @@ class NcclWorkerCollective final : public distribute::Collective {
     std::memcpy(unique.internal, id, sizeof unique.internal);
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;
-    started(nccl_.comm_init_rank_config(&comm_, size, unique, rank, &config), "ncclCommInitRankConfig");
-    wait_for_communicator("joining the other workers' GPUs (ncclCommInitRankConfig)", Clock::now() + timeout_);
+    try {
+      started(nccl_.comm_init_rank_config(&comm_, size, unique, rank, &config), "ncclCommInitRankConfig");
+      wait_for_communicator("joining the other workers' GPUs (ncclCommInitRankConfig)", Clock::now() + timeout_);
+    } catch (...) {
+      // A constructor that throws runs no destructor: the half-joined communicator is aborted here.
+      if (comm_) nccl_.comm_abort(comm_);
+      throw;
+    }
   }
 
   ~NcclWorkerCollective() override {
@@ -114,7 +124,7 @@ class NcclWorkerCollective final : public distribute::Collective {
 std::string nccl_unavailable_reason() { return NcclLibrary::get().why; }
 
 void nccl_unique_id(char* id, size_t id_len) {
-  const NcclLibrary& nccl = NcclLibrary::load("GPUs of several worker processes");
+  const NcclLibrary& nccl = NcclLibrary::load(kPurpose);
   ncclUniqueId unique{};
   require(id_len == sizeof unique.internal, Status::Internal,
           "an NCCL id of " + std::to_string(id_len) + " bytes, NCCL's has " + std::to_string(sizeof unique.internal));
@@ -132,12 +142,16 @@ std::unique_ptr<distribute::Collective> create_nccl_worker_collective(Backend& r
 
 std::string nccl_unavailable_reason() { return "this build of the CUDA module was made without nccl.h"; }
 
-void nccl_unique_id(char*, size_t) {
-  fail(Status::Unsupported, "GPUs of several worker processes need NCCL, and " + nccl_unavailable_reason());
+namespace {
+[[noreturn]] void no_nccl() {
+  fail(Status::Unsupported, std::string(kPurpose) + " need NCCL, and " + nccl_unavailable_reason());
 }
+}  // namespace
+
+void nccl_unique_id(char*, size_t) { no_nccl(); }
 
 std::unique_ptr<distribute::Collective> create_nccl_worker_collective(Backend&, const char*, int, int, int64_t) {
-  fail(Status::Unsupported, "GPUs of several worker processes need NCCL, and " + nccl_unavailable_reason());
+  no_nccl();
 }
 
 #endif

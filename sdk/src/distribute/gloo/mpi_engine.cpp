@@ -291,7 +291,7 @@ struct MpiEngine::State {
       sources.clear();
       for (size_t r = 0; r < n; ++r) sources.push_back((r == me ? chunk : segment(r)) + begin);
       add_in_rank_order(sources, part_begin(me + 1) - begin, chunk + begin);
-      std::memcpy(own_slot + begin, chunk + begin, (part_begin(me + 1) - begin) * sizeof(T));
+      std::memcpy(own_slot + begin, chunk + begin, part_bytes(me));
       host_barrier(shared, deadline);
       for (size_t r = 0; r < n; ++r)
         if (r != me) std::memcpy(chunk + part_begin(r), segment(r) + part_begin(r), part_bytes(r));
