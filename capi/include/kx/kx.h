@@ -254,6 +254,32 @@ typedef enum kx_padding { KX_PADDING_VALID = 0, KX_PADDING_SAME = 1 } kx_padding
 KX_API kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank,
                                             kx_model** out);
 
+/* A Functional model on strategy s: its input has the shape input_shape[0..rank) (no batch
+ * dimension) and the name input_name (Keras's Input(name=...); NULL: "input_layer"). Layers are added
+ * with kx_model_add_layer, each reading the input or layers added before it by name; the last layer
+ * added is the output. Errors: KX_E_INVALID_ARGUMENT (NULL s or out, rank not 1..8, a dimension < 1,
+ * an empty input_name). */
+KX_API kx_status kx_model_create_functional(kx_strategy* s, const int64_t* input_shape, size_t rank,
+                                            const char* input_name, kx_model** out);
+
+/* Adds any layer kx has, from its Keras config as JSON: {"class_name": "Dense", "config": {"units":
+ * 10, "activation": "relu"}}, as keras.layers.serialize() and model.to_json() write a layer (extra keys
+ * such as "module" are ignored; settings left out take Keras's defaults; "name" in the config names the
+ * layer, else it is named as Keras names it: "dense", "dense_1" ...). The layer reads inputs[0..
+ * num_inputs): the names of layers added before it or the model's input (a functional call
+ * layer(inputs)); with num_inputs 0 (inputs may then be NULL) it reads the last layer added, or the
+ * input (a Sequential model's add). When name is not NULL, *name receives the layer's name (free it
+ * with kx_free). New layers come to kx through this function alone: kx_layer_class_name lists them.
+ * Errors: KX_E_INVALID_ARGUMENT (NULL m or layer_json, bad JSON, an unknown class, a setting of the
+ * wrong type or value, an unknown or later input name, a duplicate layer name, input shapes the layer
+ * does not take), KX_E_UNSUPPORTED (a setting kx lacks), KX_E_MISUSE (the model is compiled). On error
+ * the model is unchanged. */
+KX_API kx_status kx_model_add_layer(kx_model* m, const char* layer_json, const char* const* inputs, size_t num_inputs,
+                                    char** name);
+/* The Keras class name of kx's layer number index (0, 1, ... in a fixed order), or NULL past the last:
+ * the classes kx_model_add_layer and kx_model_from_json know. The string is static. Never fails. */
+KX_API const char* kx_layer_class_name(size_t index);
+
 /* Layers are appended in order; each returns KX_E_MISUSE once the model is compiled. */
 /* Dense: y = act(x W + b); x must be rank 1 per sample (add a Flatten first). Glorot-uniform W,
  * zero b, as Keras. */
@@ -277,9 +303,7 @@ KX_API kx_status kx_model_add_conv2d_flags(kx_model* m, int64_t filters, int32_t
 
 /* A model from a JSON config: a "Sequential" one, or a "Functional" graph as Keras's model.to_json()
  * writes it (layers with their inbound layers, Keras 2 or Keras 3 notation; one input, one output,
- * each layer called once). Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
- * GlobalAveragePooling2D, ZeroPadding2D, BatchNormalization, Normalization, Add, Concatenate,
- * Activation, Flatten, Dropout; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
+ * each layer called once). Layers: every class kx_layer_class_name lists; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
  * unknown layer or inbound name, a cycle, a layer that does not lead to the output, shapes that do
  * not fit), KX_E_UNSUPPORTED (several inputs or outputs, shared layers, settings kx lacks). */
 KX_API kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);

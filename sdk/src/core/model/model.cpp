@@ -38,7 +38,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   net.shapes.push_back(std::move(input));
 }
 
-void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
+std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
   if (spec.name.empty()) {
     const std::string stem = core::layer_entry(spec.kind).name_stem;
@@ -74,6 +74,7 @@ void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   net.layers.push_back(std::move(layer));
   net.inputs.push_back(std::move(inputs));
   net.shapes.push_back(std::move(out));
+  return spec.name;
 }
 
 core::Layer& Model::Impl::layer_named(const std::string& name) const {
@@ -260,6 +261,9 @@ std::vector<std::string> Model::layer_names() const {
 
 void Model::add(LayerSpec spec) { impl_->add(std::move(spec), {}); }
 void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_->add(std::move(spec), inbound); }
+std::string Model::add_layer(const std::string& keras_layer_json, const std::vector<std::string>& inbound) {
+  return impl_->add(core::layer_spec_from_json(json::parse(keras_layer_json)), inbound);
+}
 void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
 bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }
 int64_t Model::num_trainable_params() const { return impl_->net.num_trainable_params(); }

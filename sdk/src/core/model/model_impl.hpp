@@ -49,7 +49,8 @@ class Model::Impl {
  public:
   Impl(Strategy s, Shape input);
 
-  void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  // Returns the layer's name (generated when spec has none).
+  std::string add(LayerSpec spec, const std::vector<std::string>& inbound);
   // The layer called name; InvalidArgument when there is none.
   core::Layer& layer_named(const std::string& name) const;
   void set_trainable(const std::string& layer, bool trainable);
