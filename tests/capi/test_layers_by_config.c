@@ -51,6 +51,7 @@ static const layer_case kLayerCases[] = {
     {"Add", {4}, 1, "{\"class_name\": \"Add\", \"config\": {}}", 1},
     {"Concatenate", {4}, 1, "{\"class_name\": \"Concatenate\", \"config\": {\"axis\": -1}}", 1},
     {"Activation", {4}, 1, "{\"class_name\": \"Activation\", \"config\": {\"activation\": \"tanh\"}}", 0},
+    {"ReLU", {2, 3}, 2, "{\"class_name\": \"ReLU\", \"config\": {\"max_value\": null}}", 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -31,6 +31,7 @@ var layerCases = map[string]layerCase{
 	"Add":                    {[]int64{4}, NewLayer("Add", nil), true},
 	"Concatenate":            {[]int64{4}, NewLayer("Concatenate", Config{"axis": -1}), true},
 	"Activation":             {[]int64{4}, NewLayer("Activation", Config{"activation": "tanh"}), false},
+	"ReLU":                   {[]int64{2, 3}, NewLayer("ReLU", Config{"max_value": nil}), false},
 }
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {

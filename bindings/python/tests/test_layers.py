@@ -29,6 +29,7 @@ LAYER_CASES = {
     "Add": ((4,), {}, True),
     "Concatenate": ((4,), dict(axis=-1), True),
     "Activation": ((4,), dict(activation="tanh"), False),
+    "ReLU": ((2, 3), dict(max_value=None), False),
 }
 
 

@@ -21,4 +21,5 @@
     make_batch_normalization_layer)                                                                            \
   X(Add, "Add", "add", read_no_config, make_add_layer)                                                         \
   X(Concatenate, "Concatenate", "concatenate", read_concatenate_config, make_concatenate_layer)                \
-  X(Activation, "Activation", "activation", read_activation_config, make_activation_layer)
+  X(Activation, "Activation", "activation", read_activation_config, make_activation_layer)                    \
+  X(ReLU, "ReLU", "re_lu", read_no_config, make_relu_layer)

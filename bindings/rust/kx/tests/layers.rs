@@ -19,6 +19,7 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Add" => (vec![4], l, true),
         "Concatenate" => (vec![4], l.set("axis", -1), true),
         "Activation" => (vec![4], l.set("activation", "tanh"), false),
+        "ReLU" => (vec![2, 3], l.set("max_value", kx::Value::Null), false),
         _ => return None,
     })
 }
