@@ -207,7 +207,8 @@ TEST_F(ParameterServerFit, EventsAndHistoryKeysAreTheOneDevicesPlusItsOwn) {
   for (const auto& [key, values] : ps.history) (key.rfind("ps_", 0) == 0 ? ps_extras : ps_keys).insert(key);
   EXPECT_EQ(device_keys, (std::set<std::string>{"accuracy", "learning_rate", "loss", "val_accuracy", "val_loss"}));
   EXPECT_EQ(ps_keys, device_keys);
-  EXPECT_EQ(ps_extras, (std::set<std::string>{"ps_max_step_gap", "ps_samples", "ps_steps_worker_0", "ps_steps_worker_1"}));
+  EXPECT_EQ(ps_extras,
+            (std::set<std::string>{"ps_max_step_gap", "ps_samples", "ps_steps_worker_0", "ps_steps_worker_1"}));
   for (const auto& [key, values] : ps.history) EXPECT_EQ(values.size(), 2u) << key;
 
   ASSERT_FALSE(device.events.empty());

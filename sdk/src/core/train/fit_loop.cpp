@@ -42,6 +42,13 @@ class SyncFitSession final : public core::FitSession {
     unread_ = 0;
     return read;
   }
+  // The epoch's sums over every worker's samples (collective; nothing changes with one worker).
+  void combine_workers() {
+    if (!model_.multi_worker()) return;
+    int64_t seen = metrics.seen();
+    const backend::LossSums sums = model_.sum_across_workers(metrics.sums(), &seen);
+    metrics.set_totals(sums, seen);
+  }
   // Whether a callback replaced weights since the last call.
   bool take_weights_changed() { return std::exchange(weights_changed_, false); }
 
@@ -179,11 +186,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
       });
     }
     session.read_steps();  // a callback stopped the epoch early
-    if (multi_worker()) {  // the epoch's figures are every worker's samples
-      int64_t seen = session.metrics.seen();
-      const backend::LossSums sums = sum_across_workers(session.metrics.sums(), &seen);
-      session.metrics.set_totals(sums, seen);
-    }
+    session.combine_workers();  // the epoch's figures are every worker's samples
     const Event end = session.end_epoch(epoch, stop);
     session.position = {epoch, steps, steps, batches.pass(), batches.position()};
     stop = at_event([&] { return session.emit(end) || stop; });

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/model/model_impl.hpp"
 #include "io/safetensors.hpp"
 #include "kx/error.hpp"
 

@@ -14,10 +14,10 @@
 
 #include "backend/backend.hpp"
 #include "core/callbacks/progress_bar.hpp"
-#include "core/model/model_impl.hpp"
 #include "core/train/epoch_metrics.hpp"
 #include "core/train/train_position.hpp"
 #include "kx/callback.hpp"
+#include "kx/model.hpp"
 
 namespace kx::core {
 
