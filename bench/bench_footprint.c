@@ -73,8 +73,8 @@ int main(int argc, char** argv) {
   const double strategy_done = now_ms();
   const int64_t shape[1] = {kInputs};
   if (check(kx_model_create_sequential(s, shape, 1, &m), "kx_model_create_sequential") ||
-      check(kx_model_add_dense(m, 64, KX_ACT_RELU), "kx_model_add_dense") ||
-      check(kx_model_add_dense(m, kClasses, KX_ACT_SOFTMAX), "kx_model_add_dense") ||
+      check(kx_model_add_dense_flags(m, 64, KX_ACT_RELU, 0), "kx_model_add_dense_flags") ||
+      check(kx_model_add_dense_flags(m, kClasses, KX_ACT_SOFTMAX, 0), "kx_model_add_dense_flags") ||
       check(kx_model_compile(m, NULL), "kx_model_compile"))
     return 1;
   const double compiled = now_ms();

@@ -86,6 +86,56 @@ kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape,
   });
 }
 
+kx_status kx_model_create_functional(kx_strategy* s, const int64_t* input_shape, size_t rank, const char* input_name,
+                                     kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_create_functional");
+    require_arg(input_shape, "input_shape", "kx_model_create_functional");
+    require_arg(out, "out", "kx_model_create_functional");
+    kx::require(rank > 0 && rank <= 8, kx::Status::InvalidArgument,
+                "kx_model_create_functional: rank must be 1..8, got " + std::to_string(rank));
+    kx::Shape shape(input_shape, input_shape + rank);
+    const std::string name = input_name ? input_name : "input_layer";
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::functional(s->strategy, shape, name)}),
+                              out);
+  });
+}
+
+kx_status kx_model_add_layer(kx_model* m, const char* layer_json, const char* const* inputs, size_t num_inputs,
+                             char** name) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_add_layer");
+    require_arg(layer_json, "layer_json", "kx_model_add_layer");
+    require_not_compiled(m, "kx_model_add_layer");
+    if (num_inputs > 0) require_arg(inputs, "inputs", "kx_model_add_layer");
+    std::vector<std::string> inbound;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      kx::require(inputs[i] != nullptr, kx::Status::InvalidArgument,
+                  "kx_model_add_layer: inputs[" + std::to_string(i) + "] is NULL");
+      inbound.emplace_back(inputs[i]);
+    }
+    // The name's memory is taken before the layer is added, so that running out of it leaves the model
+    // as it was. The name is the config's (no longer than the JSON that spells it) or a generated stem
+    // with a count.
+    constexpr size_t kGeneratedNameBytes = 64;
+    std::unique_ptr<char, decltype(&std::free)> buffer(nullptr, &std::free);
+    const size_t capacity = std::strlen(layer_json) + kGeneratedNameBytes;
+    if (name) {
+      buffer.reset(static_cast<char*>(std::malloc(capacity)));
+      if (!buffer) throw std::bad_alloc();
+    }
+    const std::string added = m->model.add_layer(layer_json, inbound);
+    if (name) {
+      kx::require(added.size() < capacity, kx::Status::Internal, "kx_model_add_layer: the layer's name outgrew its buffer");
+      std::memcpy(buffer.get(), added.c_str(), added.size() + 1);
+      *name = buffer.release();
+    }
+    return KX_OK;
+  });
+}
+
+const char* kx_layer_class_name(size_t index) { return kx::layer_class_name(index); }
+
 kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act) {
   return add_dense(m, units, act, 0, "kx_model_add_dense");
 }

@@ -54,12 +54,12 @@ static int build(kx_model* m) {
   const int32_t filters[4] = {32, 64, 128, 128};
   int b;
   for (b = 0; b < 4; ++b) {
-    if (!check(kx_model_add_conv2d(m, filters[b], 3, 3, 1, KX_PADDING_VALID, KX_ACT_RELU), "conv2d")) return 0;
+    if (!check(kx_model_add_conv2d_flags(m, filters[b], 3, 3, 1, KX_PADDING_VALID, KX_ACT_RELU, 0), "conv2d")) return 0;
     if (!check(kx_model_add_max_pool2d(m, 2, 2), "max_pool2d")) return 0;
   }
   return check(kx_model_add_flatten(m), "flatten") && check(kx_model_add_dropout(m, 0.5f), "dropout") &&
-         check(kx_model_add_dense(m, 512, KX_ACT_RELU), "dense") &&
-         check(kx_model_add_dense(m, 1, KX_ACT_SIGMOID), "dense");
+         check(kx_model_add_dense_flags(m, 512, KX_ACT_RELU, 0), "dense") &&
+         check(kx_model_add_dense_flags(m, 1, KX_ACT_SIGMOID, 0), "dense");
 }
 
 int main(int argc, char** argv) {

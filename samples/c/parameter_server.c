@@ -117,9 +117,9 @@ int main(int argc, char** argv) {
 
   CHECK(kx_model_create_sequential(strategy, input_shape, 2, &model));
   CHECK(kx_model_add_flatten(model));
-  CHECK(kx_model_add_dense(model, 256, KX_ACT_RELU));
-  CHECK(kx_model_add_dense(model, 256, KX_ACT_RELU));
-  CHECK(kx_model_add_dense(model, 10, KX_ACT_SOFTMAX));
+  CHECK(kx_model_add_dense_flags(model, 256, KX_ACT_RELU, 0));
+  CHECK(kx_model_add_dense_flags(model, 256, KX_ACT_RELU, 0));
+  CHECK(kx_model_add_dense_flags(model, 10, KX_ACT_SOFTMAX, 0));
   kx_compile_options_init(&co, sizeof co);
   co.metrics = KX_METRIC_ACCURACY;
   co.seed = (uint64_t)atol(arg(argc, argv, "seed", "7"));

@@ -10,93 +10,17 @@
 #include "backend/backend.hpp"
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
+#include "layer_check.hpp"
 #include "reference.hpp"
 
 namespace kx {
 namespace {
 
+using test::check_layer;
+using test::Checked;
+using test::Reference;
+using test::spec_of;
 using test::Vec;
-
-// A float64 model of a layer: the output for inputs xs and parameters w.
-using Reference = std::function<Vec(const std::vector<Vec>& xs, const Vec& w)>;
-
-struct Checked {
-  std::vector<float> y;           // the layer's forward output
-  std::vector<FloatBuffer> dxs;   // its input gradients
-  FloatBuffer dw;                 // its parameter gradients
-  FloatBuffer scratch;
-};
-
-// Runs the layer forward (training) and backward with a random dy, and checks the output against
-// ref and every gradient against finite differences of dot(dy, ref). Parameters are w (their count
-// must be the layer's); inputs are random. Returns the buffers for further checks.
-Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
-                    const Reference& ref, double tol = 1e-4, bool check_w = true) {
-  auto be = backend::make_cpu_backend(2);
-  const Shape out = layer.build_inputs(in_shapes);
-  std::vector<FloatBuffer> xs;
-  std::vector<const float*> x_ptrs;
-  std::vector<Vec> xd;
-  for (size_t k = 0; k < in_shapes.size(); ++k) {
-    xs.push_back(test::to_buffer(test::random_floats(rows * num_elements(in_shapes[k]), 100 + k)));
-    x_ptrs.push_back(xs.back().data());
-    xd.push_back(test::to_double(xs.back().data(), xs.back().size()));
-  }
-  const int64_t ny = rows * num_elements(out);
-  Checked r;
-  r.y.assign(ny, 0.0f);
-  r.scratch = FloatBuffer(std::max<int64_t>(layer.scratch_floats(rows), 1));
-  FloatBuffer wb = test::to_buffer(w);
-  core::LayerContext c;
-  c.be = be.get();
-  c.rows = rows;
-  c.x = x_ptrs[0];
-  c.xs = x_ptrs.data();
-  c.y = r.y.data();
-  c.w = wb.data();
-  c.scratch = r.scratch.data();
-  c.training = true;
-  layer.forward(c);
-  const Vec wd = test::to_double(w.data(), w.size());
-  const Vec want = ref(xd, wd);
-  EXPECT_EQ(want.size(), static_cast<size_t>(ny));
-  EXPECT_EQ(test::first_mismatch(r.y, want, want.size(), 1e-5), -1) << "forward";
-
-  const std::vector<float> dyv = test::random_floats(ny, 77);
-  FloatBuffer dy = test::to_buffer(dyv);
-  const Vec dyd(dyv.begin(), dyv.end());
-  std::vector<float*> dx_ptrs;
-  for (size_t k = 0; k < xs.size(); ++k) r.dxs.emplace_back(xs[k].size());
-  for (auto& b : r.dxs) dx_ptrs.push_back(b.data());
-  r.dw = FloatBuffer(std::max<size_t>(w.size(), 1));
-  c.dy = dy.data();
-  c.dx = dx_ptrs[0];
-  c.dxs = dx_ptrs.data();
-  c.dw = r.dw.data();
-  layer.backward(c);
-  for (size_t k = 0; k < xs.size(); ++k) {
-    const Vec g = test::numeric_gradient(
-        [&](const Vec& v) {
-          std::vector<Vec> in = xd;
-          in[k] = v;
-          return test::dot(dyd, ref(in, wd));
-        },
-        xd[k]);
-    EXPECT_EQ(test::first_mismatch(r.dxs[k], g, g.size(), tol), -1) << "gradient of input " << k;
-  }
-  if (check_w && !w.empty()) {
-    const Vec g = test::numeric_gradient([&](const Vec& v) { return test::dot(dyd, ref(xd, v)); }, wd);
-    EXPECT_EQ(test::first_mismatch(r.dw, g, g.size(), tol), -1) << "parameter gradient";
-  }
-  return r;
-}
-
-LayerSpec spec_of(LayerKind kind, const char* name) {
-  LayerSpec s;
-  s.kind = kind;
-  s.name = name;
-  return s;
-}
 
 size_t at(int64_t r, int64_t i, int64_t j, int64_t c, int64_t h, int64_t w, int64_t ch) {
   return static_cast<size_t>(((r * h + i) * w + j) * ch + c);

@@ -8,6 +8,7 @@ package kx
 
 /*
 #cgo LDFLAGS: -lkx
+#cgo CFLAGS: -DKX_ALLOW_DEPRECATED
 #include <kx/kx.h>
 */
 import "C"

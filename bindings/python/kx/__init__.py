@@ -17,13 +17,14 @@ import shutil
 
 import numpy as np
 
-from . import _capi
+from . import _capi, layers
 from ._capi import Error, check, lib, status_name
+from .layers import Input
 
 c_int64 = ctypes.c_int64
 P_FLOAT = ctypes.POINTER(ctypes.c_float)
 
-__all__ = ["Error", "Strategy", "Model", "Sequential", "Dataset", "Callbacks", "History", "load_model",
+__all__ = ["Error", "Strategy", "Model", "Sequential", "Input", "layers", "Dataset", "Callbacks", "History", "load_model",
            "image_dataset_from_directory",
            "version", "device_count", "device_status", "status_name"]
 
@@ -466,8 +467,43 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
 
 
 class Model(_Handle):
-    """A kx model. Build one with Sequential(...), Model.from_json(...) or load_model(...)."""
+    """A kx model. Build one as Keras does, Model(inputs=x, outputs=y) from kx.Input and kx.layers calls,
+    or with Sequential(...), Model.from_json(...) or load_model(...)."""
     _destroy = staticmethod(lib.kx_model_destroy)
+
+    def __init__(self, handle=None, *, inputs=None, outputs=None, strategy=None):
+        if inputs is None and outputs is None:
+            super().__init__(handle)
+            return
+        if handle is not None or inputs is None or outputs is None:
+            raise TypeError("Model(inputs=..., outputs=..., strategy=None) builds a functional model")
+        if not isinstance(outputs, layers.SymbolicTensor) or not isinstance(inputs, layers.SymbolicTensor):
+            raise TypeError("a kx functional model has one input and one output tensor")
+        if outputs.input() is not inputs:
+            raise ValueError("outputs are not computed from inputs")
+        strategy = strategy or Strategy.default()
+        shape = (ctypes.c_int64 * len(inputs.shape))(*inputs.shape)
+        out = ctypes.c_void_p()
+        name = inputs.name.encode() if inputs.name else None
+        check(lib.kx_model_create_functional(strategy.handle, shape, len(inputs.shape), name, ctypes.byref(out)))
+        super().__init__(out.value)
+        names = {id(inputs): inputs.name or "input_layer"}
+        walk = outputs._walk()
+        called = [id(t.layer) for t in walk if t.layer is not None]
+        if len(called) != len(set(called)):
+            raise Error(-7, "a layer called on several inputs shares its weights in Keras; kx has no shared layers")
+        for t in walk:
+            if t.layer is not None:
+                names[id(t)] = self._add(t.layer, [names[id(p)] for p in t.parents])
+
+    def _add(self, layer, inputs=()):
+        """Adds a kx.layers layer reading the named tensors (none: the last layer); returns its name."""
+        if not isinstance(layer, layers.Layer):
+            raise TypeError(f"expected a kx.layers layer, got {type(layer).__name__}")
+        names = (ctypes.c_char_p * max(len(inputs), 1))(*[n.encode() for n in inputs])
+        out = ctypes.c_void_p()
+        check(lib.kx_model_add_layer(self.handle, layer.to_json().encode(), names, len(inputs), ctypes.byref(out)))
+        return _capi.take_string(out)
 
     @classmethod
     def from_json(cls, strategy, text):
@@ -712,13 +748,34 @@ class Model(_Handle):
 
 
 class Sequential(Model):
-    """A stack of layers: Sequential(strategy, input_shape=(28, 28)) then add_* in order."""
+    """A stack of layers, as Keras: Sequential([kx.Input(shape=(28, 28)), kx.layers.Flatten(),
+    kx.layers.Dense(units=10)], strategy=None) and add(layer); or Sequential(strategy, input_shape=(28, 28))
+    then add(...) / add_* in order."""
 
-    def __init__(self, strategy, input_shape):
+    def __init__(self, layers_or_strategy=None, input_shape=None, strategy=None):
+        stack = []
+        if isinstance(layers_or_strategy, Strategy):
+            strategy = layers_or_strategy
+        elif layers_or_strategy is not None:
+            stack = list(layers_or_strategy)
+        if stack and isinstance(stack[0], layers.SymbolicTensor):
+            if input_shape is not None:
+                raise TypeError("give the input shape once: kx.Input(shape=...) or input_shape=")
+            input_shape = stack.pop(0).shape
+        if input_shape is None:
+            raise TypeError("Sequential needs its input's shape: kx.Input(shape=...) first, or input_shape=")
+        strategy = strategy or Strategy.default()
         shape = (ctypes.c_int64 * len(input_shape))(*input_shape)
         out = ctypes.c_void_p()
         check(lib.kx_model_create_sequential(strategy.handle, shape, len(input_shape), ctypes.byref(out)))
         super().__init__(out.value)
+        for layer in stack:
+            self.add(layer)
+
+    def add(self, layer):
+        """Appends a kx.layers layer (any Keras class kx has); returns the model."""
+        self._add(layer)
+        return self
 
     def add_dense(self, units, activation=None, use_bias=True):
         """Dense, as Keras: y = activation(x W + b); use_bias=False leaves b out."""

@@ -20,6 +20,19 @@
  *  Numerics  Training follows Keras 3 (3.x): the same formulas, defaults and float32 rounding of
  *            optimizer constants (Adam's rate and 1 - beta computed as Keras 3 computes them).
  *  Strings   UTF-8, NUL-terminated.
+ *  Callbacks A callback kx_fit calls runs on the thread that called kx_fit, between steps. Calls
+ *            that run or rebuild the model being fit (kx_fit, kx_evaluate, kx_predict,
+ *            kx_model_train_on_batch / test_on_batch, kx_model_compile, kx_model_add_*) are
+ *            KX_E_MISUSE from its callbacks and leave the fit as it was; other models and handles may
+ *            be used there. kx's own threads (the replicas' workers, the parameter-server and
+ *            multi-worker service threads) never call user code.
+ *  Growth    The ABI only grows within a major version: functions, enum values and struct members
+ *            are added, never changed or removed. A function likely to grow takes an options struct
+ *            (struct_size first) from its first version; one that must change otherwise gets a
+ *            successor with a suffix saying what it adds (_flags, _options), and the older is marked
+ *            KX_DEPRECATED with the name to use instead, but kept. A new layer needs no new function:
+ *            kx_model_add_layer takes every layer kx has by its Keras config.
+ *  Checking  Every kx_status function is KX_MUST_CHECK: ignoring its result is a compiler warning.
  */
 #ifndef KX_KX_H
 #define KX_KX_H
@@ -35,6 +48,21 @@
 #  endif
 #else
 #  define KX_API __attribute__((visibility("default")))
+#endif
+
+/* KX_MUST_CHECK: ignoring a kx_status is a compiler warning (GCC, Clang). KX_DEPRECATED: a function
+ * kept for old callers, with what to call instead; define KX_ALLOW_DEPRECATED before including kx.h to
+ * call such functions without the warning. Neither changes the ABI. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define KX_MUST_CHECK __attribute__((warn_unused_result))
+#  if defined(KX_ALLOW_DEPRECATED)
+#    define KX_DEPRECATED(instead)
+#  else
+#    define KX_DEPRECATED(instead) __attribute__((deprecated("use " instead)))
+#  endif
+#else
+#  define KX_MUST_CHECK
+#  define KX_DEPRECATED(instead)
 #endif
 
 #ifdef __cplusplus
@@ -96,13 +124,13 @@ KX_API int32_t kx_device_count(kx_device_kind kind);
 
 /* Writes the device's name ("cpu", "cuda:0" ...) into buf, NUL-terminated. Errors:
  * KX_E_INVALID_ARGUMENT for a bad kind, index out of range, NULL buf or a buf_len too small. */
-KX_API kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len);
+KX_API KX_MUST_CHECK kx_status kx_device_name(kx_device_kind kind, int32_t index, char* buf, size_t buf_len);
 
 /* What kx found for a kind of device, as text for people (one fact per line): for CUDA, where the
  * CUDA backend module was loaded from and each GPU (name, memory, compute capability), or why there
  * is none (module not installed, no driver, no GPU). *out_text is allocated; free it with kx_free.
  * Errors: KX_E_INVALID_ARGUMENT for a bad kind or NULL out_text. */
-KX_API kx_status kx_device_status(kx_device_kind kind, char** out_text);
+KX_API KX_MUST_CHECK kx_status kx_device_status(kx_device_kind kind, char** out_text);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Strategies: which devices train and how replicas stay in sync                                  */
@@ -111,7 +139,7 @@ KX_API kx_status kx_device_status(kx_device_kind kind, char** out_text);
 typedef struct kx_strategy kx_strategy;
 
 /* The first GPU if there is one, else the CPU. */
-KX_API kx_status kx_strategy_create_default(kx_strategy** out);
+KX_API KX_MUST_CHECK kx_status kx_strategy_create_default(kx_strategy** out);
 
 /* Synchronous replicas on the named devices ("cpu", "cuda:0", ...; a name may repeat to make several
  * logical replicas on one device, as TensorFlow's logical devices do: {"cpu", "cpu"} is two CPU
@@ -125,7 +153,7 @@ KX_API kx_status kx_strategy_create_default(kx_strategy** out);
  * without it). A model on both kinds at once ({"cuda:0", "cuda:0", "cuda:1"}) is KX_E_UNSUPPORTED.
  * Errors: KX_E_INVALID_ARGUMENT for an unknown name, a NULL entry or CPU and GPU replicas mixed,
  * KX_E_DEVICE for a device that is not present. */
-KX_API kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,
+KX_API KX_MUST_CHECK kx_status kx_strategy_create_mirrored(const char* const* devices, size_t n_devices,
                                              kx_strategy** out);
 
 /* Number of replicas that train in sync (TensorFlow's num_replicas_in_sync: every worker's with a
@@ -134,13 +162,13 @@ KX_API int32_t kx_strategy_num_replicas(const kx_strategy* s);
 
 /* CPU threads used by the kernels of models created from s afterwards: 0 = every core (the
  * default). Independent of OMP_NUM_THREADS. Errors: NULL s, negative n. */
-KX_API kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_num_threads(kx_strategy* s, int32_t n);
 
 /* TF32 tensor cores for float32 matrix products on GPUs that have them (Ampere and later), for models
  * created from s afterwards. On by default, as in TensorFlow: about 10 bits of mantissa in the
  * products, sums in float32. kx_strategy_set_tf32(s, 0) gives full float32 products. No effect on
  * the CPU. Errors: NULL s. */
-KX_API kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_tf32(kx_strategy* s, int32_t enabled);
 
 /* Whether each training step is recorded once and replayed as a CUDA graph. AUTO (the default):
  * where the devices and the collective can. OFF: every step runs directly (to compare figures).
@@ -153,19 +181,19 @@ typedef enum kx_step_graphs {
   KX_STEP_GRAPHS_OFF = 1,
   KX_STEP_GRAPHS_EMULATE = 2
 } kx_step_graphs;
-KX_API kx_status kx_strategy_set_step_graphs(kx_strategy* s, kx_step_graphs mode);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_step_graphs(kx_strategy* s, kx_step_graphs mode);
 
 /* How a dataset reaches a GPU. AUTO (the default): copied whole into device memory when it fits,
  * else streamed batch by batch through page-locked buffers beside the compute. ALWAYS: streamed even
  * when it would fit (to test that path; the CPU runs the same code path). KX_DATA_STREAMING=always
  * overrides this setting. Applies to models created from s afterwards. Errors: NULL s, an unknown mode. */
 typedef enum kx_data_streaming { KX_DATA_STREAMING_AUTO = 0, KX_DATA_STREAMING_ALWAYS = 1 } kx_data_streaming;
-KX_API kx_status kx_strategy_set_data_streaming(kx_strategy* s, kx_data_streaming mode);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_data_streaming(kx_strategy* s, kx_data_streaming mode);
 
 /* cuDNN for convolutions on GPUs where libcudnn.so.9 is installed (on by default); 0: im2col and
  * cuBLASLt GEMMs instead. KX_CUDNN=0 overrides it. No effect on the CPU. Applies to models created from
  * s afterwards. Errors: NULL s. */
-KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
 
 /* MultiWorkerMirroredStrategy: synchronous training across processes (and hosts). Every worker process
  * calls it with its own replica devices (as kx_strategy_create_mirrored; every worker must have the
@@ -185,7 +213,7 @@ KX_API kx_status kx_strategy_set_cudnn(kx_strategy* s, int32_t enabled);
  * Errors: KX_E_INVALID_ARGUMENT when neither mpirun nor TF_CONFIG describes a cluster (or it is
  * malformed, or this task is no worker); KX_E_UNSUPPORTED when libkx_workers.so (the Gloo engine
  * module) is missing; KX_E_COMM when the workers do not all join within 60 s. */
-KX_API kx_status kx_strategy_create_multi_worker(const char* const* local_devices, size_t n_local, kx_strategy** out);
+KX_API KX_MUST_CHECK kx_status kx_strategy_create_multi_worker(const char* const* local_devices, size_t n_local, kx_strategy** out);
 /* Worker processes training in sync (1 for single-process strategies), and this one's index (0: the
  * chief); -1 for NULL. */
 KX_API int32_t kx_strategy_num_workers(const kx_strategy* s);
@@ -193,7 +221,7 @@ KX_API int32_t kx_strategy_worker_index(const kx_strategy* s);
 /* How long a collective with other workers may wait (default 60000 ms) before it fails with KX_E_COMM
  * naming the worker that did not answer; applies to every model of s, at once. Errors: NULL s,
  * milliseconds <= 0. */
-KX_API kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds);
 
 /* ParameterServerStrategy: asynchronous training by the "worker" tasks of a TF_CONFIG cluster with a
  * "chief", "worker" and "ps" jobs ({"cluster": {"chief": ["h:2222"], "worker": ["h:2223", "h:2224"],
@@ -219,15 +247,15 @@ KX_API kx_status kx_strategy_set_timeout(kx_strategy* s, int32_t milliseconds);
  * this task's rank (the chief 0, worker i 1 + i, ps j 1 + workers + j). Not supported: use_ema.
  * Errors: KX_E_INVALID_ARGUMENT when TF_CONFIG is missing or has no chief, worker or ps task;
  * KX_E_UNSUPPORTED without the engine module libkx_workers.so. */
-KX_API kx_status kx_strategy_create_parameter_server(const char* const* local_devices, size_t n_local, kx_strategy** out);
+KX_API KX_MUST_CHECK kx_status kx_strategy_create_parameter_server(const char* const* local_devices, size_t n_local, kx_strategy** out);
 /* A ps task: serves its shard until the chief's kx_fit ends and every worker is done (KX_OK), or the
  * chief is lost (KX_E_COMM). One kx_fit of the chief per call. Errors: KX_E_INVALID_ARGUMENT on a task
  * that is no ps. */
-KX_API kx_status kx_strategy_serve(kx_strategy* s);
+KX_API KX_MUST_CHECK kx_status kx_strategy_serve(kx_strategy* s);
 /* A worker may run at most max_steps_ahead batches ahead of the slowest live worker (0: unbounded, the
  * default, as TensorFlow). Set it on the chief, before kx_fit. Errors: NULL s, a negative value, a
  * strategy that is not a parameter-server one. */
-KX_API kx_status kx_strategy_set_staleness(kx_strategy* s, int32_t max_steps_ahead);
+KX_API KX_MUST_CHECK kx_status kx_strategy_set_staleness(kx_strategy* s, int32_t max_steps_ahead);
 
 /* A model keeps its own reference to the strategy's devices: s may be destroyed before the models
  * made from it. */
@@ -251,41 +279,65 @@ typedef enum kx_padding { KX_PADDING_VALID = 0, KX_PADDING_SAME = 1 } kx_padding
 
 /* A Sequential model on strategy s whose samples have the shape input_shape[0..rank) (no batch
  * dimension; e.g. {784} or {28, 28}). */
-KX_API kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank,
+KX_API KX_MUST_CHECK kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank,
                                             kx_model** out);
+
+/* A Functional model on strategy s: its input has the shape input_shape[0..rank) (no batch
+ * dimension) and the name input_name (Keras's Input(name=...); NULL: "input_layer"). Layers are added
+ * with kx_model_add_layer, each reading the input or layers added before it by name; the last layer
+ * added is the output. Errors: KX_E_INVALID_ARGUMENT (NULL s or out, rank not 1..8, a dimension < 1,
+ * an empty input_name). */
+KX_API KX_MUST_CHECK kx_status kx_model_create_functional(kx_strategy* s, const int64_t* input_shape, size_t rank,
+                                            const char* input_name, kx_model** out);
+
+/* Adds any layer kx has, from its Keras config as JSON: {"class_name": "Dense", "config": {"units":
+ * 10, "activation": "relu"}}, as keras.layers.serialize() and model.to_json() write a layer (extra keys
+ * such as "module" are ignored; settings left out take Keras's defaults; "name" in the config names the
+ * layer, else it is named as Keras names it: "dense", "dense_1" ...). The layer reads inputs[0..
+ * num_inputs): the names of layers added before it or the model's input (a functional call
+ * layer(inputs)); with num_inputs 0 (inputs may then be NULL) it reads the last layer added, or the
+ * input (a Sequential model's add). When name is not NULL, *name receives the layer's name (free it
+ * with kx_free). New layers come to kx through this function alone: kx_layer_class_name lists them.
+ * Errors: KX_E_INVALID_ARGUMENT (NULL m or layer_json, bad JSON, an unknown class, a setting of the
+ * wrong type or value, an unknown or later input name, a duplicate layer name, input shapes the layer
+ * does not take), KX_E_UNSUPPORTED (a setting kx lacks), KX_E_MISUSE (the model is compiled). On error
+ * the model is unchanged. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_layer(kx_model* m, const char* layer_json, const char* const* inputs, size_t num_inputs,
+                                    char** name);
+/* The Keras class name of kx's layer number index (0, 1, ... in a fixed order), or NULL past the last:
+ * the classes kx_model_add_layer and kx_model_from_json know. The string is static. Never fails. */
+KX_API const char* kx_layer_class_name(size_t index);
 
 /* Layers are appended in order; each returns KX_E_MISUSE once the model is compiled. */
 /* Dense: y = act(x W + b); x must be rank 1 per sample (add a Flatten first). Glorot-uniform W,
  * zero b, as Keras. */
-KX_API kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act);
-KX_API kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_dense_flags (or kx_model_add_layer)") kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act);
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_conv2d_flags (or kx_model_add_layer)") kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
                                      int32_t stride, kx_padding padding, kx_activation act);
-KX_API kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w);
+KX_API KX_MUST_CHECK kx_status kx_model_add_max_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w);
 /* Flatten: reshapes each sample to rank 1 (no copy). */
-KX_API kx_status kx_model_add_flatten(kx_model* m);
+KX_API KX_MUST_CHECK kx_status kx_model_add_flatten(kx_model* m);
 /* Dropout: during training zeroes each value with probability rate (0 <= rate < 1) and scales the
  * rest by 1/(1-rate); the identity in evaluate and predict. */
-KX_API kx_status kx_model_add_dropout(kx_model* m, float rate);
+KX_API KX_MUST_CHECK kx_status kx_model_add_dropout(kx_model* m, float rate);
 /* Flags of kx_model_add_dense_flags and kx_model_add_conv2d_flags, or-ed together (0: the layer as
  * kx_model_add_dense and kx_model_add_conv2d make it). */
 #define KX_LAYER_NO_BIAS 1u /* no bias (Keras's use_bias=False): y = act(x W); e.g. before a batch norm */
 /* Dense and Conv2D with flags (KX_LAYER_*). Errors: those of kx_model_add_dense and
  * kx_model_add_conv2d, and KX_E_INVALID_ARGUMENT for a flag bit kx does not know. */
-KX_API kx_status kx_model_add_dense_flags(kx_model* m, int64_t units, kx_activation act, uint32_t flags);
-KX_API kx_status kx_model_add_conv2d_flags(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
+KX_API KX_MUST_CHECK kx_status kx_model_add_dense_flags(kx_model* m, int64_t units, kx_activation act, uint32_t flags);
+KX_API KX_MUST_CHECK kx_status kx_model_add_conv2d_flags(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,
                                            int32_t stride, kx_padding padding, kx_activation act, uint32_t flags);
 
 /* A model from a JSON config: a "Sequential" one, or a "Functional" graph as Keras's model.to_json()
  * writes it (layers with their inbound layers, Keras 2 or Keras 3 notation; one input, one output,
- * each layer called once). Layers: Dense, Conv2D, MaxPooling2D, AveragePooling2D,
- * GlobalAveragePooling2D, ZeroPadding2D, BatchNormalization, Normalization, Add, Concatenate,
- * Activation, Flatten, Dropout; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
+ * each layer called once). Layers: every class kx_layer_class_name lists; "trainable": false in a layer's config freezes it. Errors: KX_E_INVALID_ARGUMENT (bad JSON,
  * unknown layer or inbound name, a cycle, a layer that does not lead to the output, shapes that do
  * not fit), KX_E_UNSUPPORTED (several inputs or outputs, shared layers, settings kx lacks). */
-KX_API kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);
+KX_API KX_MUST_CHECK kx_status kx_model_from_json(kx_strategy* s, const char* json, kx_model** out);
 /* The model's architecture as JSON: "Sequential" when each layer reads the one before, else
  * "Functional"; free *out_json with kx_free. */
-KX_API kx_status kx_model_to_json(const kx_model* m, char** out_json);
+KX_API KX_MUST_CHECK kx_status kx_model_to_json(const kx_model* m, char** out_json);
 
 typedef enum kx_optimizer { KX_OPTIMIZER_ADAM = 0, KX_OPTIMIZER_SGD = 1 } kx_optimizer;
 
@@ -365,7 +417,7 @@ KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);
  * weights. o may be NULL for all defaults. Errors: KX_E_MISUSE if already compiled or there are no
  * layers, KX_E_INVALID_ARGUMENT for bad options (an unknown precision included) or a loss that does
  * not fit the output, KX_E_UNSUPPORTED for a precision the strategy's devices cannot run. */
-KX_API kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
+KX_API KX_MUST_CHECK kx_status kx_model_compile(kx_model* m, const kx_compile_options* o);
 
 /* Number of parameters, trainable or not (Keras's "Total params": batch normalisation's moving
  * statistics included), known as soon as layers are added; -1 for NULL. */
@@ -379,20 +431,20 @@ KX_API int64_t kx_model_output_size(const kx_model* m);
 /* Copies all parameters, layer by layer (each layer's weights in Keras's order: kernel, bias; gamma,
  * beta, moving_mean, moving_variance), into out (out_len floats, at least
  * kx_model_num_params). Errors: NULL, out_len too small, KX_E_MISUSE before compile. */
-KX_API kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len);
+KX_API KX_MUST_CHECK kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len);
 /* Replaces all parameters from w (w_len == kx_model_num_params floats, same order). */
-KX_API kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len);
+KX_API KX_MUST_CHECK kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len);
 
 /* Saves a compiled model to one file in the safetensors layout (readable by Python's safetensors):
  * every parameter as "<layer>/<kernel|bias>", the optimizer slots as "optimizer/m/...", the model
  * and compile configs as JSON in the metadata, with CRC32s. Written durably: path.tmp, fsync, rename,
  * fsync of the directory, so a crash leaves the old file or the new one. Errors: NULL arguments,
  * KX_E_MISUSE before compile, KX_E_IO. */
-KX_API kx_status kx_model_save(kx_model* m, const char* path);
+KX_API KX_MUST_CHECK kx_status kx_model_save(kx_model* m, const char* path);
 /* Loads a file written by kx_model_save (or a checkpoint) into a new compiled model on s, with any
  * number of replicas. *out belongs to the caller. Errors: NULL arguments, KX_E_IO (cannot read),
  * KX_E_CORRUPT (truncated, damaged or not a kx file; the message names the file and the problem). */
-KX_API kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out);
+KX_API KX_MUST_CHECK kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out);
 KX_API void kx_model_destroy(kx_model* m);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -413,7 +465,7 @@ typedef enum kx_dtype {
  * must have the same number of samples). u8 x is scaled to [0, 1]; other x and all y are converted to
  * float32 (y integers must be exactly representable). Errors: NULL pointers, rank 0, zero or
  * negative dimensions, mismatched sample counts, unknown dtype. */
-KX_API kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
                                         const void* y, kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank,
                                         kx_dataset** out);
 /* kx_dataset_from_arrays with Keras's sample_weight: sample_weight holds x_shape[0] floats, copied, one
@@ -423,27 +475,27 @@ KX_API kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const i
  * validation data), kx_evaluate and the datasets made from it by take/skip/shuffle/batch (and
  * validation_split). NULL sample_weight: every sample weighs 1 (as kx_dataset_from_arrays). Errors:
  * those of kx_dataset_from_arrays, a weight that is negative or not finite (KX_E_INVALID_ARGUMENT). */
-KX_API kx_status kx_dataset_from_arrays_weighted(const void* x, kx_dtype x_dtype, const int64_t* x_shape,
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_arrays_weighted(const void* x, kx_dtype x_dtype, const int64_t* x_shape,
                                                  size_t x_rank, const void* y, kx_dtype y_dtype,
                                                  const int64_t* y_shape, size_t y_rank, const float* sample_weight,
                                                  kx_dataset** out);
 
 /* Images and labels from IDX files (MNIST's format), gzip-compressed or not; images are scaled to
  * [0, 1]. Errors: KX_E_IO (cannot open/read), KX_E_CORRUPT (bad magic, truncated, counts differ). */
-KX_API kx_status kx_dataset_from_idx(const char* images_path, const char* labels_path, kx_dataset** out);
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_idx(const char* images_path, const char* labels_path, kx_dataset** out);
 
 /* The first n samples of d (in storage order), or all but the first n. The result shares d's storage
  * (d may be destroyed first) and copies d's shuffle and batch settings. n larger than the dataset is
  * clipped, as tf.data does. Errors: NULL, n < 0. */
-KX_API kx_status kx_dataset_take(const kx_dataset* d, int64_t n, kx_dataset** out);
-KX_API kx_status kx_dataset_skip(const kx_dataset* d, int64_t n, kx_dataset** out);
+KX_API KX_MUST_CHECK kx_status kx_dataset_take(const kx_dataset* d, int64_t n, kx_dataset** out);
+KX_API KX_MUST_CHECK kx_status kx_dataset_skip(const kx_dataset* d, int64_t n, kx_dataset** out);
 
 /* Shuffles sample order with a buffer of buffer_size samples (>= the sample count = a uniform
  * shuffle), reshuffled every epoch from seed; the same seed repeats the same orders. */
-KX_API kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t seed);
+KX_API KX_MUST_CHECK kx_status kx_dataset_shuffle(kx_dataset* d, int64_t buffer_size, uint64_t seed);
 /* Groups samples into batches of global_batch_size (split across replicas by kx_fit). The last
  * partial batch is kept unless drop_remainder is non-zero. Without this call, kx_fit uses 32. */
-KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder);
+KX_API KX_MUST_CHECK kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int32_t drop_remainder);
 /* tf.data's cache for datasets decoded from files (kx_dataset_from_image_directory): each sample is
  * kept after its first decode and read from there afterwards (before the maps: augmentation still
  * varies per epoch). path_or_null NULL keeps them in memory (the whole decoded dataset: only for data
@@ -451,19 +503,19 @@ KX_API kx_status kx_dataset_batch(kx_dataset* d, int64_t global_batch_size, int3
  * says it holds every sample of the same files (paths, sizes, modification times) decoded at the same
  * size, and rewrites otherwise. Workers of a multi-worker job need one path each. Datasets held in
  * memory are cached already: nothing to do. Errors: NULL d, an empty path, KX_E_IO (cannot create). */
-KX_API kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
+KX_API KX_MUST_CHECK kx_status kx_dataset_cache(kx_dataset* d, const char* path_or_null);
 /* Batches to prepare ahead of the step (0 = none, the default): a decoded dataset (image folder, or
  * one with maps) is decoded on a background thread that many batches ahead of kx_fit's step (and of
  * kx_evaluate's), so decoding overlaps training; memory holds at most batches + 2 decoded batches.
  * The batches are the same with or without it. A decoding error fails kx_fit at the batch it belongs
  * to, naming the file. In-memory datasets need no decoding (on a GPU the next batch's copy already
  * overlaps the step): nothing to do. Errors: NULL d, negative batches. */
-KX_API kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
+KX_API KX_MUST_CHECK kx_status kx_dataset_prefetch(kx_dataset* d, int32_t batches);
 /* What Keras's Normalization.adapt() computes, for kx_model_add_normalization: the mean and the
  * biased variance of d's x over all of d's samples and every position of a sample, per channel (n =
  * the size of x's last axis) or over all values (n = 1), summed in float64. mean and variance receive
  * n floats each (caller-owned). Errors: NULL, another n, an empty dataset. */
-KX_API kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, float* variance, size_t n);
+KX_API KX_MUST_CHECK kx_status kx_dataset_feature_moments(const kx_dataset* d, float* mean, float* variance, size_t n);
 /* Samples in d; -1 for NULL. */
 KX_API int64_t kx_dataset_num_samples(const kx_dataset* d);
 KX_API void kx_dataset_destroy(kx_dataset* d);
@@ -476,13 +528,13 @@ KX_API void kx_dataset_destroy(kx_dataset* d);
  * Errors: KX_E_IO (cannot open/read); KX_E_INVALID_ARGUMENT naming the file and why for another dtype,
  * big-endian data, Fortran order, a 0-d array or sample counts that differ; KX_E_CORRUPT for a file
  * that is not .npy or is truncated. */
-KX_API kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out);
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_npy(const char* x_path, const char* y_path, kx_dataset** out);
 /* A CSV file: a header row naming the columns, then one sample per line, every cell a finite number
  * (cells may be double-quoted; blank lines are skipped). The column named label_column is y (one
  * scalar per sample), every other column is x, in file order, as float32. Errors: KX_E_IO;
  * KX_E_INVALID_ARGUMENT for a bad cell (the message names the line, counting the header as line 1,
  * and the column by number and name), a row of another width, no such column, or no data rows. */
-KX_API kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out);
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_csv(const char* path, const char* label_column, kx_dataset** out);
 /* Keras's image_dataset_from_directory (labels "inferred", label_mode "int", no shuffle here: call
  * kx_dataset_shuffle): each subfolder of dir is a class, labels 0, 1, ... in sorted folder-name order;
  * its .jpg/.jpeg/.png files (searched recursively, case-insensitive extensions, sorted by path) are the
@@ -495,12 +547,12 @@ KX_API kx_status kx_dataset_from_csv(const char* path, const char* label_column,
  * file that fails later, in the middle of its data, fails kx_fit with KX_E_CORRUPT naming it.
  * Errors: KX_E_INVALID_ARGUMENT (bad size or channels, no class folders, no decodable images),
  * KX_E_IO (dir missing or unreadable), KX_E_UNSUPPORTED (kx built without libjpeg/libpng). */
-KX_API kx_status kx_dataset_from_image_directory(const char* dir, int64_t height, int64_t width, int64_t channels,
+KX_API KX_MUST_CHECK kx_status kx_dataset_from_image_directory(const char* dir, int64_t height, int64_t width, int64_t channels,
                                                  kx_dataset** out);
 /* The classes of an image-folder dataset (0 for other datasets; -1 for NULL), and the name of class i
  * (its folder's name; *name is owned by d and valid until d is destroyed). Errors: NULL, i out of range. */
 KX_API int64_t kx_dataset_num_classes(const kx_dataset* d);
-KX_API kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name);
+KX_API KX_MUST_CHECK kx_status kx_dataset_class_name(const kx_dataset* d, int64_t i, const char** name);
 /* Files an image-folder dataset skipped because they did not decode (0 for others; -1 for NULL). */
 KX_API int64_t kx_dataset_num_skipped(const kx_dataset* d);
 /* Augmentation as dataset maps over image samples (height, width, channels), Keras's
@@ -513,8 +565,8 @@ KX_API int64_t kx_dataset_num_skipped(const kx_dataset* d);
  * layers, which do nothing at inference): evaluate a dataset without them. A dataset with maps is
  * decoded batch by batch as an image folder is (kx_dataset_prefetch applies). Errors: NULL d, samples
  * that are not images, a crop larger than the images or not positive. */
-KX_API kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed);
-KX_API kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed);
+KX_API KX_MUST_CHECK kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t seed);
+KX_API KX_MUST_CHECK kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Callbacks, fit, evaluate, predict                                                              */
@@ -559,7 +611,7 @@ typedef struct kx_event {
 typedef int32_t (*kx_callback_fn)(const kx_event* ev, void* user_data);
 
 /* An empty callback list; it may be given to several fits in turn (not at the same time). */
-KX_API kx_status kx_callbacks_create(kx_callbacks** out);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_create(kx_callbacks** out);
 /* Keras's ModelCheckpoint. Every every_n_batches global batches (0 = at the end of every epoch,
  * after validation) kx_fit writes a checkpoint: weights, optimizer state, step count, epoch and
  * position within it, RNG and data-order state, so kx_fit_options.resume_from continues at the exact
@@ -568,29 +620,29 @@ KX_API kx_status kx_callbacks_create(kx_callbacks** out);
  * keep_last > 0 keeps that many newest files of this template in the directory, deleting older ones
  * only after the new one is durable (0 keeps all). A CHECKPOINT_SAVED event follows each write. A
  * failed write stops kx_fit with KX_E_IO. Errors: NULL, negative counts, unknown field or format. */
-KX_API kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_template,
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_model_checkpoint(kx_callbacks* c, const char* path_template,
                                                    int64_t every_n_batches, int32_t keep_last);
 /* Keras's EarlyStopping: stops fit (KX_STOPPED) when monitor ("val_loss" when NULL, "loss",
  * "accuracy", "val_accuracy") has not improved by more than min_delta for patience epochs; with
  * restore_best_weights the weights of the best epoch are put back. kx_fit fails with
  * KX_E_INVALID_ARGUMENT when the monitored value does not exist (no validation data, no accuracy). */
-KX_API kx_status kx_callbacks_add_early_stopping(kx_callbacks* c, const char* monitor, int32_t patience,
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_early_stopping(kx_callbacks* c, const char* monitor, int32_t patience,
                                                  double min_delta, int32_t restore_best_weights);
 /* Keras's CSVLogger: one row per epoch, "epoch,accuracy,loss,val_accuracy,val_loss" (the columns
  * that exist). append != 0 keeps the file's rows (and its header). Errors: NULL; KX_E_IO from kx_fit. */
-KX_API kx_status kx_callbacks_add_csv_logger(kx_callbacks* c, const char* path, int32_t append);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_csv_logger(kx_callbacks* c, const char* path, int32_t append);
 /* Keras's TerminateOnNaN: a NaN or infinite batch loss makes kx_fit return KX_E_DIVERGED before any
  * callback sees that batch, so the last checkpoint written is the last good one. */
-KX_API kx_status kx_callbacks_add_terminate_on_nan(kx_callbacks* c);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_terminate_on_nan(kx_callbacks* c);
 /* Learning-rate schedules from the compiled rate lr0. Step decay: lr0 * factor^floor(epoch /
  * every_epochs), factor in (0, 1]. Cosine decay (per global step, as keras.optimizers.schedules
  * .CosineDecay): lr0 * ((1 - alpha) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2 + alpha).
  * Both depend only on the position, so a resumed fit continues them. */
-KX_API kx_status kx_callbacks_add_step_decay(kx_callbacks* c, double factor, int32_t every_epochs);
-KX_API kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, double alpha);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_step_decay(kx_callbacks* c, double factor, int32_t every_epochs);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_cosine_decay(kx_callbacks* c, int64_t decay_steps, double alpha);
 /* fn is called for every event, in the order functions were added; user_data is passed through.
  * Errors: NULL c or fn. */
-KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_callbacks_add_function_flags") kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, void* user_data);
 /* fn does not read the loss or accuracy of BATCH_END events (it acts on epochs, or counts steps). */
 #define KX_CALLBACK_NO_BATCH_METRICS 1u
 /* fn may fail kx_fit, as an exception in a Keras callback does: a negative return value (a KX_E_* code;
@@ -603,7 +655,7 @@ KX_API kx_status kx_callbacks_add_function(kx_callbacks* c, kx_callback_fn fn, v
  * progress bar when it redraws, the end of an epoch, TerminateOnNaN, or a function callback, unless
  * added with KX_CALLBACK_NO_BATCH_METRICS. Such a function's BATCH_END events carry the latest values
  * read, which may be some batches old. Errors: NULL c or fn, an unknown flag. */
-KX_API kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, void* user_data, uint32_t flags);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_function_flags(kx_callbacks* c, kx_callback_fn fn, void* user_data, uint32_t flags);
 KX_API void kx_callbacks_destroy(kx_callbacks* c);
 
 typedef struct kx_fit_options {
@@ -643,25 +695,25 @@ KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
  * options are bad, or resume_from holds a checkpoint of another model (the message names the first
  * difference), other training data or another steps_per_epoch; KX_E_CORRUPT for a damaged
  * resume_from file; KX_E_IO when a checkpoint cannot be written; KX_E_DIVERGED (TerminateOnNaN). */
-KX_API kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb,
+KX_API KX_MUST_CHECK kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb,
                         kx_history** out);
 
 /* Epochs recorded; -1 for NULL. */
 KX_API int32_t kx_history_epochs(const kx_history* h);
 /* One value ("loss", "accuracy", "val_loss", "val_accuracy") of the epoch-th recorded epoch.
  * Errors: unknown name, name not recorded, epoch out of range. */
-KX_API kx_status kx_history_get(const kx_history* h, const char* name, int32_t epoch, double* out);
+KX_API KX_MUST_CHECK kx_status kx_history_get(const kx_history* h, const char* name, int32_t epoch, double* out);
 KX_API void kx_history_destroy(kx_history* h);
 
 /* Mean loss and accuracy over d (in storage order, its batch size or 32). Either out-pointer may be
  * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. When d has sample weights
  * (kx_dataset_from_arrays_weighted): the loss is sum(w * loss) / samples, the accuracy
  * sum(w * correct) / sum(w), as Keras's evaluate with sample_weight. */
-KX_API kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
+KX_API KX_MUST_CHECK kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
 
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)
  * into out (out_len floats, at least n_samples * outputs per sample). */
-KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len);
+KX_API KX_MUST_CHECK kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, float* out, size_t out_len);
 
 /* Keras's train_on_batch: one optimizer step on these n_samples as one global batch (split across the
  * replicas), exactly the step kx_fit takes on that batch. x holds n_samples inputs (float32, the
@@ -669,11 +721,11 @@ KX_API kx_status kx_predict(kx_model* m, const float* x, int64_t n_samples, floa
  * position of a multi-axis output: see kx_loss), else n_samples * the output size targets. loss and accuracy (either may be NULL) receive the batch's
  * loss and accuracy before the update (NaN without KX_METRIC_ACCURACY). Errors: NULL m, x or y,
  * n_samples <= 0, labels that are not classes, KX_E_MISUSE before compile. */
-KX_API kx_status kx_model_train_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
+KX_API KX_MUST_CHECK kx_status kx_model_train_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
                                          double* loss, double* accuracy);
 /* Keras's test_on_batch: the loss and accuracy of these samples, without training. Same arguments and
  * errors as kx_model_train_on_batch. */
-KX_API kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
+KX_API KX_MUST_CHECK kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
                                         double* loss, double* accuracy);
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -683,49 +735,49 @@ KX_API kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float
 /* More layers for Sequential models; each returns KX_E_MISUSE once the model is compiled. Samples of
  * 2-D layers are channels-last (height, width, channels), as Keras's default. */
 /* AveragePooling2D: the mean of each pool_h x pool_w window ("valid" windows); stride 0 = the pool size. */
-KX_API kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
+KX_API KX_MUST_CHECK kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
                                              int32_t stride_w);
 /* GlobalAveragePooling2D: (height, width, channels) -> (channels). */
-KX_API kx_status kx_model_add_global_average_pool2d(kx_model* m);
+KX_API KX_MUST_CHECK kx_status kx_model_add_global_average_pool2d(kx_model* m);
 /* ZeroPadding2D: rows and columns of zeros around each sample. Errors: negative padding. */
-KX_API kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right);
+KX_API KX_MUST_CHECK kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right);
 /* BatchNormalization over the last axis (Keras's defaults: momentum 0.99, epsilon 1e-3). In training
  * each replica normalises with its own batch statistics, as Keras does, and the moving statistics
  * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
  * outside [0, 1], epsilon <= 0. */
-KX_API kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_batch_normalization") kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
 /* The same with momentum and epsilon in double, as Keras holds them: 1 - momentum is then rounded as
  * Keras 3 rounds it (float32(1 - 0.99) = 0.01, where the float version gives 1 - float32(0.99)), and
  * the model's JSON holds 0.99 rather than 0.9900000095. Prefer it in new code. */
-KX_API kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon);
+KX_API KX_MUST_CHECK kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon);
 /* Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...): y = (x -
  * mean) / sqrt(variance) over the last axis, with n values per array: one per channel, or n = 1 for
  * every channel (kx_dataset_feature_moments finds them from the training data). A variance of 0
  * divides by 1e-7, as Keras. The arrays are copied; they become the layer's non-trainable weights
  * "mean" and "variance" (saved with the model, counted by kx_model_num_params). Errors: NULL, n = 0,
  * n neither 1 nor the channel count, a negative or non-finite value. */
-KX_API kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n);
+KX_API KX_MUST_CHECK kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n);
 /* Activation: y = act(x) as a layer of its own. */
-KX_API kx_status kx_model_add_activation(kx_model* m, kx_activation act);
+KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activation act);
 
 /* keras.applications.ResNet50's architecture (names included), uncompiled, on s. input_shape: 3
  * values (height, width, channels), height and width at least 32; NULL means 224 x 224 x 3. With
  * include_top != 0, global average pooling and a softmax Dense of `classes` end it (25,636,712
  * parameters for 1000 classes); without, it ends with the last stage's feature map (23,587,712).
  * Errors: NULL s or out, a bad shape, classes < 1 with the top. */
-KX_API kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
+KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
                                           int64_t classes, kx_model** out);
 
 /* Layers in order (the input is not one); -1 for NULL. */
 KX_API int64_t kx_model_num_layers(const kx_model* m);
 /* The name of layer `index` into *out_name (free with kx_free). Errors: NULL, index out of range. */
-KX_API kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name);
+KX_API KX_MUST_CHECK kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name);
 
 /* Freezes (trainable = 0) or unfreezes a layer by name, before or after compile; it takes effect at
  * the next training step. A frozen layer's weights do not change, and a frozen BatchNormalization
  * normalises with its moving statistics, as in Keras. Errors: NULL, no such layer. */
-KX_API kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable);
-KX_API kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable);
+KX_API KX_MUST_CHECK kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable);
+KX_API KX_MUST_CHECK kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable);
 /* Parameters the optimizer trains now (those of unfrozen layers, moving statistics excluded); -1 for NULL. */
 KX_API int64_t kx_model_num_trainable_params(const kx_model* m);
 
@@ -741,15 +793,15 @@ KX_API int64_t kx_model_num_weights(const kx_model* m);
 /* Tensor `index`: its name (a string to release with kx_free), its shape (up to KX_MAX_RANK values
  * written to shape, Keras's layout: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]) and
  * rank. Each out-parameter may be NULL when not wanted. Errors: NULL m, index out of range. */
-KX_API kx_status kx_model_weight_info(const kx_model* m, int64_t index, char** out_name, int64_t* shape, size_t* rank);
+KX_API KX_MUST_CHECK kx_status kx_model_weight_info(const kx_model* m, int64_t index, char** out_name, int64_t* shape, size_t* rank);
 /* Where tensor `index` starts in kx_model_get_weights' flat array. Errors: NULL m or out_offset, index. */
-KX_API kx_status kx_model_weight_offset(const kx_model* m, int64_t index, int64_t* out_offset);
+KX_API KX_MUST_CHECK kx_status kx_model_weight_offset(const kx_model* m, int64_t index, int64_t* out_offset);
 /* Copies one tensor by name into out (row-major, out_len >= its element count). Errors: NULL
  * arguments, an unknown name, out_len too small, KX_E_MISUSE before compile. */
-KX_API kx_status kx_model_get_weight(const kx_model* m, const char* name, float* out, size_t out_len);
+KX_API KX_MUST_CHECK kx_status kx_model_get_weight(const kx_model* m, const char* name, float* out, size_t out_len);
 /* Replaces one tensor by name on every replica; n must equal its element count. Takes effect at the
  * next step. Errors: NULL arguments, an unknown name, a wrong n, KX_E_MISUSE before compile. */
-KX_API kx_status kx_model_set_weight(kx_model* m, const char* name, const float* values, size_t n);
+KX_API KX_MUST_CHECK kx_status kx_model_set_weight(kx_model* m, const char* name, const float* values, size_t n);
 
 /* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
  * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those
@@ -758,7 +810,7 @@ KX_API kx_status kx_model_set_weight(kx_model* m, const char* name, const float*
  * KX_E_INVALID_ARGUMENT and nothing changes; with it, such weights keep their values. loaded and
  * skipped (either may be NULL) receive the counts of weights. Errors: NULL m or path, KX_E_MISUSE
  * before compile, KX_E_IO, KX_E_CORRUPT. */
-KX_API kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
+KX_API KX_MUST_CHECK kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
                                        int64_t* skipped);
 
 /* ---- TensorBoard logs and ONNX export ---- */
@@ -772,7 +824,7 @@ KX_API kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t f
  * (0: epochs only). histogram_freq N > 0 adds a histogram of every weight tensor,
  * "<layer>/<weight>/histogram", every N epochs (0: none). Errors: NULL c or log_dir, an empty
  * log_dir, negative frequencies; KX_E_IO from kx_fit when a file cannot be created or written. */
-KX_API kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_dir, int64_t update_freq,
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_dir, int64_t update_freq,
                                               int32_t histogram_freq);
 
 /* Writes the model as an ONNX file for inference (opset 13, IR version 7) that ONNX runtimes run
@@ -783,7 +835,7 @@ KX_API kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_d
  * Flatten and at an image output). Dense is Gemm (MatMul without bias), BatchNormalization uses the
  * moving statistics, Dropout is left out. Weights are those of now. Written durably (as
  * kx_model_save). Errors: NULL arguments, KX_E_MISUSE before compile, KX_E_IO. */
-KX_API kx_status kx_model_export_onnx(const kx_model* m, const char* path);
+KX_API KX_MUST_CHECK kx_status kx_model_export_onnx(const kx_model* m, const char* path);
 /* ---------------------------------------------------------------------------------------------- */
 /* A Keras user's first day: model summary, sample and class weights, more callbacks             */
 /* ---------------------------------------------------------------------------------------------- */
@@ -797,12 +849,12 @@ KX_API kx_status kx_model_export_onnx(const kx_model* m, const char* path);
  * optimizer variables: iteration count, learning rate and a slot per trained value for each moment,
  * counted in the total as Keras does). UTF-8, one '\n' after each line; *out_text is allocated, free
  * it with kx_free. Available before compile. Errors: NULL m or out_text. */
-KX_API kx_status kx_model_summary(const kx_model* m, char** out_text);
+KX_API KX_MUST_CHECK kx_status kx_model_summary(const kx_model* m, char** out_text);
 /* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
  * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
  * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
  * too small for the columns (a column under 4 characters, as Keras refuses). */
-KX_API kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
+KX_API KX_MUST_CHECK kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
 
 /* Keras's ReduceLROnPlateau: at the end of each epoch, when monitor ("val_loss" when NULL, "loss",
  * "accuracy", "val_accuracy") has not improved for patience epochs, the learning rate becomes
@@ -811,7 +863,7 @@ KX_API kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, 
  * line then carry "learning_rate" (the rate of each epoch), as in Keras. Errors: NULL c, an unknown
  * monitor, factor outside [0, 1), patience < 0, min_lr < 0 or not finite; kx_fit fails with
  * KX_E_INVALID_ARGUMENT when the monitored value does not exist (no validation data, no accuracy). */
-KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau(kx_callbacks* c, const char* monitor, double factor,
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_callbacks_add_reduce_lr_on_plateau_options") kx_status kx_callbacks_add_reduce_lr_on_plateau(kx_callbacks* c, const char* monitor, double factor,
                                                        int32_t patience, double min_lr);
 typedef enum kx_monitor_mode { KX_MODE_AUTO = 0, KX_MODE_MIN = 1, KX_MODE_MAX = 2 } kx_monitor_mode;
 /* Every setting of ReduceLROnPlateau; a zero field means Keras's default. */
@@ -832,7 +884,7 @@ typedef struct kx_reduce_lr_options {
 KX_API void kx_reduce_lr_options_init(kx_reduce_lr_options* o, size_t struct_size);
 /* ReduceLROnPlateau with every setting. Errors: those of kx_callbacks_add_reduce_lr_on_plateau, NULL o,
  * a bad struct_size, an unknown mode, cooldown < 0, min_delta not finite. */
-KX_API kx_status kx_callbacks_add_reduce_lr_on_plateau_options(kx_callbacks* c, const kx_reduce_lr_options* o);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_reduce_lr_on_plateau_options(kx_callbacks* c, const kx_reduce_lr_options* o);
 
 /* A learning-rate schedule of the user's: returns the rate of epoch `epoch` (0-based, initial_epoch
  * included) from the current rate lr. Called on the thread that called kx_fit. */
@@ -840,7 +892,7 @@ typedef double (*kx_lr_schedule_fn)(int32_t epoch, double lr, void* user_data);
 /* Keras's LearningRateScheduler: at the start of each epoch the rate becomes fn(epoch, lr, user_data),
  * lr read as Keras's float32 variable. The history and progress line carry "learning_rate". kx_fit
  * fails with KX_E_INVALID_ARGUMENT when fn returns a negative or non-finite rate. Errors: NULL c or fn. */
-KX_API kx_status kx_callbacks_add_learning_rate_scheduler(kx_callbacks* c, kx_lr_schedule_fn fn, void* user_data);
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_learning_rate_scheduler(kx_callbacks* c, kx_lr_schedule_fn fn, void* user_data);
 
 /* Keras's BackupAndRestore: kx_fit backs the training up into backup_dir (created if missing; keep it
  * for this use alone) at the end of every epoch: a checkpoint as ModelCheckpoint writes, the previous
@@ -851,17 +903,17 @@ KX_API kx_status kx_callbacks_add_learning_rate_scheduler(kx_callbacks* c, kx_lr
  * next kx_fit. Backups are checkpoints: a CHECKPOINT_SAVED event follows each. Errors: NULL or empty
  * backup_dir; from kx_fit, KX_E_IO when the backup cannot be written or deleted, and those of
  * resume_from (a backup of another model or other data). */
-KX_API kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char* backup_dir);
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_callbacks_add_backup_and_restore_every") kx_status kx_callbacks_add_backup_and_restore(kx_callbacks* c, const char* backup_dir);
 /* The same, backing up every every_n_batches global batches instead (Keras's save_freq=N); 0 is every
  * epoch. Errors: those above, every_n_batches < 0. */
-KX_API kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
+KX_API KX_MUST_CHECK kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
                                                            int64_t every_n_batches);
 
 /* kx_evaluate with Keras's progress output on stdout: verbose 1 a bar (redrawn on a terminal, one line
  * at the end otherwise), "313/313 ━━━━━━━━━━━━━━━━━━━━ 1s 2ms/step - accuracy: 0.8765 - loss: 0.3456",
  * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
  * verbose outside 0..2. */
-KX_API kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
+KX_API KX_MUST_CHECK kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
 /* ---------------------------------------------------------------------------------------------- */
 /* Mixed precision                                                                                */
 /* ---------------------------------------------------------------------------------------------- */
@@ -869,7 +921,7 @@ KX_API kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose
 /* The dynamic loss scale of a model compiled with KX_PRECISION_MIXED_FLOAT16 into *out_scale (the
  * one the next step multiplies the loss by); 1 for other precisions. Errors: NULL arguments,
  * KX_E_MISUSE before compile. */
-KX_API kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
+KX_API KX_MUST_CHECK kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "kx/layer_list.hpp"
+
 namespace kx {
 
 enum class Activation { None = 0, Relu = 1, Sigmoid = 2, Tanh = 3, Softmax = 4 };
@@ -17,24 +19,17 @@ const char* activation_name(Activation a);
 // "relu" -> Relu ...; throws InvalidArgument for an unknown name.
 Activation activation_from_name(const std::string& name);
 
+// Every layer kx has, in the order of kx/layer_list.hpp (a new layer is a row there).
 enum class LayerKind {
-  Dense,
-  Flatten,
-  Dropout,
-  Conv2D,
-  MaxPooling2D,
-  AveragePooling2D,
-  GlobalAveragePooling2D,
-  ZeroPadding2D,
-  Normalization,
-  BatchNormalization,
-  Add,
-  Concatenate,
-  Activation,
+#define KX_LAYER_KIND(kind, ...) kind,
+  KX_LAYERS(KX_LAYER_KIND)
+#undef KX_LAYER_KIND
 };
-// How many layer kinds there are: a new kind goes last, and is named here. The layer table
-// (sdk/src/core/layers/layer_registry.cpp) has one row per kind, in this order.
-inline constexpr int kLayerKindCount = static_cast<int>(LayerKind::Activation) + 1;
+#define KX_COUNT_LAYER(...) +1
+inline constexpr int kLayerKindCount = 0 KX_LAYERS(KX_COUNT_LAYER);
+#undef KX_COUNT_LAYER
+// The Keras class name of layer kind number index, or null past the last.
+const char* layer_class_name(size_t index);
 constexpr bool is_valid(LayerKind k) { return static_cast<int>(k) >= 0 && static_cast<int>(k) < kLayerKindCount; }
 
 // Keras's padding: "valid" (no padding) or "same" (output size = ceil(input / stride)).
@@ -66,6 +61,10 @@ struct LayerSpec {
                                // normalises with its moving statistics, as Keras does)
   bool use_bias = true;        // Dense, Conv2D: false leaves the bias out (Keras's use_bias), e.g. before
                                // a BatchNormalization, whose beta takes its place
+  // The layer's Keras "config" object as JSON text ("{}" or empty: Keras's defaults). Layers whose
+  // settings have no field above read them from here (their factory does); when the layer comes from
+  // JSON it holds that layer's whole config.
+  std::string config;
 };
 
 }  // namespace kx

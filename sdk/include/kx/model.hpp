@@ -88,6 +88,11 @@ class Model {
   // Appends a layer that reads the outputs of the named earlier layers (or the input's name), in
   // order: Add and Concatenate take several. The last layer added is the model's output.
   void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  // Any layer kx has, from its Keras config {"class_name": "Dense", "config": {"units": 10, ...}}
+  // (settings left out take Keras's defaults), reading the named earlier layers or, with none, the
+  // last layer (or the input). Returns the layer's name, generated as Keras does when the config has
+  // none. Throws InvalidArgument for bad JSON, an unknown class or setting values, Misuse once compiled.
+  std::string add_layer(const std::string& keras_layer_json, const std::vector<std::string>& inbound = {});
   std::vector<std::string> layer_names() const;
   // A frozen layer (trainable false) keeps its weights; BatchNormalization then uses its moving
   // statistics. Takes effect at the next step. Throws InvalidArgument for an unknown name.

@@ -197,6 +197,9 @@ extern "C" {
     pub fn kx_model_add_dense_flags(m: *mut kx_model, units: i64, act: kx_activation, flags: u32) -> kx_status;
     pub fn kx_model_add_conv2d_flags(m: *mut kx_model, filters: i64, kernel_h: i32, kernel_w: i32, stride: i32, padding: kx_padding, act: kx_activation, flags: u32) -> kx_status;
     pub fn kx_model_from_json(s: *mut kx_strategy, json: *const c_char, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_create_functional(s: *mut kx_strategy, input_shape: *const i64, rank: usize, input_name: *const c_char, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_add_layer(m: *mut kx_model, layer_json: *const c_char, inputs: *const *const c_char, num_inputs: usize, name: *mut *mut c_char) -> kx_status;
+    pub fn kx_layer_class_name(index: usize) -> *const c_char;
     pub fn kx_model_to_json(m: *const kx_model, out_json: *mut *mut c_char) -> kx_status;
     pub fn kx_compile_options_init(o: *mut kx_compile_options, struct_size: usize);
     pub fn kx_model_compile(m: *mut kx_model, o: *const kx_compile_options) -> kx_status;

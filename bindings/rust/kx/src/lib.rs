@@ -7,12 +7,14 @@ mod callbacks;
 mod data_files;
 mod dataset;
 mod error;
+mod layers;
 mod model;
 mod strategy;
 
 pub use callbacks::{Callbacks, Event, EventKind};
 pub use dataset::Dataset;
 pub use error::{status_name, Error, Result};
+pub use layers::{layer_classes, Layer, Value};
 pub use model::{Activation, CompileOptions, FitOptions, History, Loss, Model, Optimizer, Padding};
 pub use strategy::Strategy;
 

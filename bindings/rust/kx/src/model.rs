@@ -92,6 +92,13 @@ pub struct Model {
 unsafe impl Send for Model {}
 
 impl Model {
+    pub(crate) fn from_raw(p: *mut kx_sys::kx_model) -> Model {
+        Model { p }
+    }
+    pub(crate) fn raw(&mut self) -> *mut kx_sys::kx_model {
+        self.p
+    }
+
     /// An empty Sequential model for samples of `input_shape` (no batch dimension).
     pub fn sequential(s: &Strategy, input_shape: &[i64]) -> Result<Model> {
         let mut p = ptr::null_mut();

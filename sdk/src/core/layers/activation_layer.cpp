@@ -28,6 +28,11 @@ class ActivationLayer final : public Layer {
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     c.be->activation_backward(act, c.rows * size_ / cols_, cols_, c.y, c.dy, c.dx);
   }
+  // "linear" returns its input's value: the layer's output is that value (as Dropout's).
+  void export_onnx(OnnxLayerExport& e) const override {
+    const bool nchw = e.input_prefers_nchw();
+    e.output(e.activation(spec_.activation, e.input_as(0, nchw), name(), nchw ? 1 : e.input_rank() - 1), nchw);
+  }
 
  protected:
   void add_config(json::Value& config) const override { config.set("activation", activation_name(spec_.activation)); }

@@ -65,6 +65,10 @@ class BatchNormalizationLayer final : public Layer {
     c.be->scaled_difference(C, step, c.w + 2 * C, mean, c.dw + 2 * C);
     c.be->scaled_difference(C, step, c.w + 3 * C, var, c.dw + 3 * C);
   }
+  void export_onnx(OnnxLayerExport& e) const override {
+    const auto& w = e.weights();  // gamma, beta, moving_mean, moving_variance
+    e.normalize(w[0], w[1], w[2], w[3], spec_.epsilon);
+  }
 
  protected:
   void add_config(json::Value& config) const override {

@@ -115,6 +115,37 @@ class Conv2dLayer final : public Layer {
     c.be->col2im(g_, c.rows, c.scratch, c.dx);
   }
 
+  // Keras's kernel [kh, kw, in, filters] becomes ONNX's [filters, in, kh, kw]; "same" padding puts the
+  // odd pixel at the bottom and right, as Keras (TensorFlow) does.
+  void export_onnx(OnnxLayerExport& e) const override {
+    const Shape& s = e.input_shape();
+    const int64_t H = s[0], W = s[1], C = s[2], F = spec_.filters, kh = spec_.kernel_h, kw = spec_.kernel_w;
+    const auto& w = e.weights();
+    std::vector<float> kernel(w[0].size());
+    for (int64_t a = 0; a < kh; ++a)
+      for (int64_t b = 0; b < kw; ++b)
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t f = 0; f < F; ++f)
+            kernel[static_cast<size_t>(((f * C + c) * kh + a) * kw + b)] =
+                w[0][static_cast<size_t>(((a * kw + b) * C + c) * F + f)];
+    int64_t top = 0, left = 0, bottom = 0, right = 0;
+    if (spec_.padding == Padding::Same) {
+      const int64_t out_h = (H + spec_.stride - 1) / spec_.stride, out_w = (W + spec_.stride - 1) / spec_.stride;
+      const int64_t pad_h = std::max<int64_t>((out_h - 1) * spec_.stride + kh - H, 0);
+      const int64_t pad_w = std::max<int64_t>((out_w - 1) * spec_.stride + kw - W, 0);
+      top = pad_h / 2, bottom = pad_h - top, left = pad_w / 2, right = pad_w - left;
+    }
+    std::vector<std::string> inputs{e.input_nchw(), e.constant("kernel", {F, C, kh, kw}, std::move(kernel))};
+    if (spec_.use_bias) inputs.push_back(e.constant("bias", {F}, w[1]));
+    const std::string linear = spec_.activation == Activation::None ? name() : name() + "/linear";
+    e.node("Conv", inputs, {linear},
+           {io::OnnxAttribute::ints("kernel_shape", {kh, kw}),
+            io::OnnxAttribute::ints("strides", {spec_.stride, spec_.stride}),
+            io::OnnxAttribute::ints("pads", {top, left, bottom, right})});
+    e.activation(spec_.activation, linear, name(), 1);
+    e.output(name(), true);
+  }
+
  protected:
   void add_config(json::Value& config) const override {
     config.set("filters", spec_.filters);

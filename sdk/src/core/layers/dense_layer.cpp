@@ -64,6 +64,23 @@ class DenseLayer final : public Layer {
     if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, dx_ep);
   }
 
+  // Gemm with Keras's kernel [in, units] stored transposed (transB = 1, the form runtimes know best),
+  // then the activation.
+  void export_onnx(OnnxLayerExport& e) const override {
+    const auto& w = e.weights();
+    const int64_t units = spec_.units;
+    std::vector<float> kernel_t(w[0].size());
+    for (int64_t r = 0; r < in_; ++r)
+      for (int64_t u = 0; u < units; ++u)
+        kernel_t[static_cast<size_t>(u * in_ + r)] = w[0][static_cast<size_t>(r * units + u)];
+    std::vector<std::string> inputs{e.input_plain(), e.constant("kernel", {units, in_}, std::move(kernel_t))};
+    if (spec_.use_bias) inputs.push_back(e.constant("bias", {units}, w[1]));
+    const std::string linear = spec_.activation == Activation::None ? name() : name() + "/linear";
+    e.node("Gemm", inputs, {linear}, {io::OnnxAttribute::integer("transB", 1)});
+    e.activation(spec_.activation, linear, name(), 1);
+    e.output(name(), false);
+  }
+
  protected:
   void add_config(json::Value& config) const override {
     config.set("units", spec_.units);

@@ -30,6 +30,8 @@ class DropoutLayer final : public Layer {
     else
       c.be->copy(c.rows * n_, c.dy, c.dx);
   }
+  // The identity at inference: the layer's output is its input's value.
+  void export_onnx(OnnxLayerExport& e) const override { e.output_is_input(); }
 
  protected:
   void add_config(json::Value& config) const override { config.set("rate", static_cast<double>(spec_.rate)); }

@@ -11,6 +11,11 @@ class FlattenLayer final : public Layer {
   bool aliases_input() const override { return true; }
   void forward(const LayerContext&) const override {}
   void backward(const LayerContext&) const override {}
+  void export_onnx(OnnxLayerExport& e) const override {
+    if (e.input_rank() == 2) return e.output_is_input();
+    e.node("Flatten", {e.input_plain()}, {name()}, {io::OnnxAttribute::integer("axis", 1)});
+    e.output(name(), false);
+  }
 };
 
 }  // namespace

@@ -43,7 +43,8 @@ LayerSpec layer_spec_from_json(const json::Value& v) {
   const LayerEntry* entry = find_layer_entry(cls);
   require(entry != nullptr, Status::InvalidArgument, "unknown layer class \"" + cls + "\"");
   spec.kind = entry->kind;
-  if (entry->read_config) entry->read_config(config, what, spec);
+  spec.config = config.dump();
+  entry->read_config(config, what, spec);
   return spec;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/layers/onnx_layer_export.hpp"
 #include "io/json.hpp"
 #include "kx/layer.hpp"
 #include "kx/tensor.hpp"
@@ -110,6 +111,10 @@ class Layer {
 
   virtual void forward(const LayerContext& c) const = 0;
   virtual void backward(const LayerContext& c) const = 0;
+
+  // The layer as ONNX inference nodes (onnx_layer_export.hpp), or e.not_exportable(why): every layer
+  // decides, so one without an ONNX decision does not compile (its factory cannot make it).
+  virtual void export_onnx(OnnxLayerExport& e) const = 0;
 
   // Keras-like {"class_name": ..., "config": {...}}.
   json::Value to_json() const;

@@ -7,53 +7,21 @@
 namespace kx::core {
 
 // Each layer's reader and factory, defined in the layer's own .cpp beside its JSON writer.
-void read_dense_config(const json::Value&, const std::string&, LayerSpec&);
-void read_dropout_config(const json::Value&, const std::string&, LayerSpec&);
-void read_conv2d_config(const json::Value&, const std::string&, LayerSpec&);
-void read_pooling2d_config(const json::Value&, const std::string&, LayerSpec&);
-void read_global_average_pooling2d_config(const json::Value&, const std::string&, LayerSpec&);
-void read_zero_padding2d_config(const json::Value&, const std::string&, LayerSpec&);
-void read_normalization_config(const json::Value&, const std::string&, LayerSpec&);
-void read_batch_normalization_config(const json::Value&, const std::string&, LayerSpec&);
-void read_concatenate_config(const json::Value&, const std::string&, LayerSpec&);
-void read_activation_config(const json::Value&, const std::string&, LayerSpec&);
+#define KX_DECLARE_LAYER_FUNCTIONS(kind, class_name, stem, reader, factory) \
+  void reader(const json::Value&, const std::string&, LayerSpec&);          \
+  std::unique_ptr<Layer> factory(const LayerSpec&);
+KX_LAYERS(KX_DECLARE_LAYER_FUNCTIONS)
+#undef KX_DECLARE_LAYER_FUNCTIONS
 
-std::unique_ptr<Layer> make_dense_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_flatten_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_dropout_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_max_pooling2d_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_average_pooling2d_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_global_average_pooling2d_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_zero_padding2d_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_normalization_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_batch_normalization_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_add_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_concatenate_layer(const LayerSpec&);
-std::unique_ptr<Layer> make_activation_layer(const LayerSpec&);
+void read_no_config(const json::Value&, const std::string&, LayerSpec&) {}
 
 namespace {
 
-// One row per LayerKind, in its order. A null reader: the layer has no settings of its own.
+// One row per LayerKind, in its order, made from kx/layer_list.hpp.
 constexpr LayerEntry kLayers[] = {
-    {LayerKind::Dense, "Dense", "dense", read_dense_config, make_dense_layer},
-    {LayerKind::Flatten, "Flatten", "flatten", nullptr, make_flatten_layer},
-    {LayerKind::Dropout, "Dropout", "dropout", read_dropout_config, make_dropout_layer},
-    {LayerKind::Conv2D, "Conv2D", "conv2d", read_conv2d_config, make_conv2d_layer},
-    {LayerKind::MaxPooling2D, "MaxPooling2D", "max_pooling2d", read_pooling2d_config, make_max_pooling2d_layer},
-    {LayerKind::AveragePooling2D, "AveragePooling2D", "average_pooling2d", read_pooling2d_config,
-     make_average_pooling2d_layer},
-    {LayerKind::GlobalAveragePooling2D, "GlobalAveragePooling2D", "global_average_pooling2d",
-     read_global_average_pooling2d_config, make_global_average_pooling2d_layer},
-    {LayerKind::ZeroPadding2D, "ZeroPadding2D", "zero_padding2d", read_zero_padding2d_config,
-     make_zero_padding2d_layer},
-    {LayerKind::Normalization, "Normalization", "normalization", read_normalization_config,
-     make_normalization_layer},
-    {LayerKind::BatchNormalization, "BatchNormalization", "batch_normalization", read_batch_normalization_config,
-     make_batch_normalization_layer},
-    {LayerKind::Add, "Add", "add", nullptr, make_add_layer},
-    {LayerKind::Concatenate, "Concatenate", "concatenate", read_concatenate_config, make_concatenate_layer},
-    {LayerKind::Activation, "Activation", "activation", read_activation_config, make_activation_layer},
+#define KX_LAYER_ROW(kind, class_name, stem, reader, factory) {LayerKind::kind, class_name, stem, reader, factory},
+    KX_LAYERS(KX_LAYER_ROW)
+#undef KX_LAYER_ROW
 };
 
 constexpr bool rows_in_kind_order() {
@@ -80,6 +48,16 @@ const LayerEntry& layer_entry(LayerKind kind) {
   if (!is_valid(kind)) fail(Status::Internal, "unknown layer kind");
   return kLayers[static_cast<size_t>(kind)];
 }
+
+}  // namespace kx::core
+
+namespace kx {
+const char* layer_class_name(size_t index) {
+  return index < std::size(core::kLayers) ? core::kLayers[index].class_name : nullptr;
+}
+}  // namespace kx
+
+namespace kx::core {
 
 const LayerEntry* find_layer_entry(std::string_view class_name) {
   for (const LayerEntry& e : kLayers)

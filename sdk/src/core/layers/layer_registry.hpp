@@ -1,8 +1,7 @@
-// The one table of layers: for every LayerKind, its Keras class name, the stem of its generated
-// names, its JSON reader and its factory. Adding a layer touches this table and the layer's own files
-// (a LayerKind value in kx/layer.hpp, its fields in LayerSpec, and its .cpp with the class, its
-// read_<name>_config and make_<name>_layer); a static_assert in layer_registry.cpp keeps the table
-// complete and in LayerKind's order.
+// The one table of layers, made from kx/layer_list.hpp: for every LayerKind, its Keras class name,
+// the stem of its generated names, its JSON reader and its factory. Adding a layer is a row in that
+// list and the layer's own .cpp (its class, reader and factory); static_asserts in
+// layer_registry.cpp keep the table in LayerKind's order with distinct class names.
 #pragma once
 #include <memory>
 #include <string>

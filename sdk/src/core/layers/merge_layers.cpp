@@ -34,6 +34,17 @@ class AddLayer final : public Layer {
       if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
   }
 
+  void export_onnx(OnnxLayerExport& e) const override {
+    const bool nchw = e.input_prefers_nchw();
+    std::string sum = e.input_as(0, nchw);
+    for (size_t k = 1; k < e.num_inputs(); ++k) {
+      const std::string out = k + 1 == e.num_inputs() ? name() : name() + "/sum" + std::to_string(k);
+      e.node("Add", {sum, e.input_as(k, nchw)}, {out});
+      sum = out;
+    }
+    e.output(name(), nchw);
+  }
+
  private:
   int inputs_ = 0;
   int64_t size_ = 0;
@@ -79,6 +90,15 @@ class ConcatenateLayer final : public Layer {
       if (c.dxs[k]) c.be->copy_columns(rows, widths_[k], c.dy + at, total, c.dxs[k], widths_[k]);
       at += widths_[k];
     }
+  }
+
+  // The last axis of kx's order: the channels, axis 1 of NCHW images.
+  void export_onnx(OnnxLayerExport& e) const override {
+    const bool nchw = e.input_is_image();
+    std::vector<std::string> parts;
+    for (size_t k = 0; k < e.num_inputs(); ++k) parts.push_back(e.input_as(k, nchw));
+    e.node("Concat", parts, {name()}, {io::OnnxAttribute::integer("axis", nchw ? 1 : e.input_rank() - 1)});
+    e.output(name(), nchw);
   }
 
  protected:

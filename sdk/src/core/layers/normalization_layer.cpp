@@ -49,6 +49,11 @@ class NormalizationLayer final : public Layer {
       c.be->batch_norm_apply(c.rows * positions_, channels_, c.dy, c.scratch, c.w + channels_, kEpsilon, nullptr,
                              nullptr, c.dx);
   }
+  void export_onnx(OnnxLayerExport& e) const override {
+    const auto& w = e.weights();  // mean, variance
+    const std::vector<float> ones(w[0].size(), 1.0f), zeros(w[0].size(), 0.0f);
+    e.normalize(ones, zeros, w[0], w[1], kEpsilon);
+  }
 
  protected:
   void add_config(json::Value& config) const override {

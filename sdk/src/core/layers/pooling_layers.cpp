@@ -32,6 +32,13 @@ class Pooling2dLayer : public Layer {
     return {g_.out_h, g_.out_w, g_.channels};
   }
 
+  void export_onnx(OnnxLayerExport& e) const override {
+    e.node(spec_.kind == LayerKind::MaxPooling2D ? "MaxPool" : "AveragePool", {e.input_nchw()}, {name()},
+           {io::OnnxAttribute::ints("kernel_shape", {spec_.pool_h, spec_.pool_w}),
+            io::OnnxAttribute::ints("strides", {stride_h(), stride_w()})});
+    e.output(name(), true);
+  }
+
  protected:
   int64_t stride_h() const { return spec_.pool_stride_h > 0 ? spec_.pool_stride_h : spec_.pool_h; }
   int64_t stride_w() const { return spec_.pool_stride_w > 0 ? spec_.pool_stride_w : spec_.pool_w; }
@@ -82,6 +89,12 @@ class GlobalAveragePooling2dLayer final : public Layer {
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
+  }
+
+  void export_onnx(OnnxLayerExport& e) const override {
+    e.node("GlobalAveragePool", {e.input_nchw()}, {name() + "/pooled"});
+    e.node("Flatten", {name() + "/pooled"}, {name()}, {io::OnnxAttribute::integer("axis", 1)});
+    e.output(name(), false);
   }
 
  private:

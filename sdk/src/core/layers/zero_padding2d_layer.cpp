@@ -33,6 +33,12 @@ class ZeroPadding2dLayer final : public Layer {
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->col2im(g_, c.rows, c.dy, c.dx);
   }
+  void export_onnx(OnnxLayerExport& e) const override {
+    const std::string pads = e.constant_ints(
+        "pads", {8}, {0, 0, spec_.pad_top, spec_.pad_left, 0, 0, spec_.pad_bottom, spec_.pad_right});
+    e.node("Pad", {e.input_nchw(), pads}, {name()});
+    e.output(name(), true);
+  }
 
  protected:
   void add_config(json::Value& config) const override {

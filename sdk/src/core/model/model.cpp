@@ -38,8 +38,9 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   net.shapes.push_back(std::move(input));
 }
 
-void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
+std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
+  require_not_fitting("adding a layer");
   if (spec.name.empty()) {
     const std::string stem = core::layer_entry(spec.kind).name_stem;
     int n = 0;
@@ -74,6 +75,7 @@ void Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   net.layers.push_back(std::move(layer));
   net.inputs.push_back(std::move(inputs));
   net.shapes.push_back(std::move(out));
+  return spec.name;
 }
 
 core::Layer& Model::Impl::layer_named(const std::string& name) const {
@@ -260,6 +262,9 @@ std::vector<std::string> Model::layer_names() const {
 
 void Model::add(LayerSpec spec) { impl_->add(std::move(spec), {}); }
 void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_->add(std::move(spec), inbound); }
+std::string Model::add_layer(const std::string& keras_layer_json, const std::vector<std::string>& inbound) {
+  return impl_->add(core::layer_spec_from_json(json::parse(keras_layer_json)), inbound);
+}
 void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
 bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }
 int64_t Model::num_trainable_params() const { return impl_->net.num_trainable_params(); }
@@ -310,7 +315,15 @@ void Model::add_dropout(float rate) {
   add(std::move(s));
 }
 
-void Model::compile(const CompileOptions& options) { impl_->compile(options); }
+void Model::Impl::require_not_fitting(const char* what) const {
+  require(!fitting, Status::Misuse,
+          std::string(what) + " on the model being fit, from one of its callbacks: the fit's buffers are in use");
+}
+
+void Model::compile(const CompileOptions& options) {
+  impl_->require_not_fitting("compile");
+  impl_->compile(options);
+}
 bool Model::compiled() const { return impl_->compiled; }
 int64_t Model::num_params() const { return impl_->net.num_params; }
 const Shape& Model::input_shape() const { return impl_->net.shapes.front(); }
@@ -333,17 +346,30 @@ std::vector<float> Model::get_weights() const { return impl_->get_weights(); }
 void Model::set_weights(const std::vector<float>& w) { impl_->set_weights(w); }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
+  impl_->require_not_fitting("fit");
+  impl_->fitting = true;
+  const struct Done {
+    bool& flag;
+    ~Done() { flag = false; }
+  } done{impl_->fitting};
   return impl_->fit(train, o, cb, history);
 }
-EvalResult Model::evaluate(const Dataset& data, int verbose) { return impl_->evaluate(data, verbose); }
+EvalResult Model::evaluate(const Dataset& data, int verbose) {
+  impl_->require_not_fitting("evaluate");
+  return impl_->evaluate(data, verbose);
+}
 
 std::vector<float> Model::predict(const float* x, int64_t n) {
   require(n >= 0, Status::InvalidArgument, "predict needs n >= 0");
+  impl_->require_not_fitting("predict");
   std::vector<float> out(static_cast<size_t>(n * impl_->net.output_size()));
   impl_->predict(x, n, out.data());
   return out;
 }
-void Model::predict_into(const float* x, int64_t n, float* out) { impl_->predict(x, n, out); }
+void Model::predict_into(const float* x, int64_t n, float* out) {
+  impl_->require_not_fitting("predict");
+  impl_->predict(x, n, out);
+}
 
 std::string Model::gemm_kernel() const {
   impl_->require_compiled("gemm_kernel");

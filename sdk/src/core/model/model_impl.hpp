@@ -49,7 +49,8 @@ class Model::Impl {
  public:
   Impl(Strategy s, Shape input);
 
-  void add(LayerSpec spec, const std::vector<std::string>& inbound);
+  // Returns the layer's name (generated when spec has none).
+  std::string add(LayerSpec spec, const std::vector<std::string>& inbound);
   // The layer called name; InvalidArgument when there is none.
   core::Layer& layer_named(const std::string& name) const;
   void set_trainable(const std::string& layer, bool trainable);
@@ -106,6 +107,10 @@ class Model::Impl {
   // no difference (a rank-1 output; binary accuracy and its losses, means over every output).
   int64_t loss_positions = 1;
   bool compiled = false;
+  // fit is running: a callback of it may not train, rebuild or run this model again (the step plans
+  // and buffers are the fit's); Misuse naming `what` then.
+  bool fitting = false;
+  void require_not_fitting(const char* what) const;
   std::vector<Replica> replicas;
   int64_t optimizer_steps = 0;
   // This process's replicas among every worker's: local replica k is global replica replica_offset + k

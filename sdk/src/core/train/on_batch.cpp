@@ -45,7 +45,13 @@ EvalResult Model::Impl::test_on_batch(const float* x, const float* y, int64_t n)
   return {r.loss, options.accuracy ? r.accuracy : std::nan("")};
 }
 
-EvalResult Model::train_on_batch(const float* x, const float* y, int64_t n) { return impl_->train_on_batch(x, y, n); }
-EvalResult Model::test_on_batch(const float* x, const float* y, int64_t n) { return impl_->test_on_batch(x, y, n); }
+EvalResult Model::train_on_batch(const float* x, const float* y, int64_t n) {
+  impl_->require_not_fitting("train_on_batch");
+  return impl_->train_on_batch(x, y, n);
+}
+EvalResult Model::test_on_batch(const float* x, const float* y, int64_t n) {
+  impl_->require_not_fitting("test_on_batch");
+  return impl_->test_on_batch(x, y, n);
+}
 
 }  // namespace kx

@@ -1,0 +1,113 @@
+#include "core/layers/onnx_layer_export.hpp"
+
+#include <cmath>
+
+#include "kx/error.hpp"
+
+namespace kx::core {
+
+using io::OnnxAttribute;
+
+OnnxValues::OnnxValues(io::OnnxGraph& graph, std::vector<Shape> shapes, const std::string& input_name)
+    : graph_(graph), shapes_(std::move(shapes)) {
+  plain_.resize(shapes_.size());
+  nchw_.resize(shapes_.size());
+  plain_[0] = input_name;
+}
+
+std::string OnnxValues::plain(int t) {
+  std::string& name = plain_[static_cast<size_t>(t)];
+  if (name.empty()) {
+    name = nchw_[static_cast<size_t>(t)] + "/nhwc";
+    graph_.add_node("Transpose", {nchw_[static_cast<size_t>(t)]}, {name}, {OnnxAttribute::ints("perm", {0, 2, 3, 1})});
+  }
+  return name;
+}
+
+std::string OnnxValues::nchw(int t) {
+  std::string& name = nchw_[static_cast<size_t>(t)];
+  if (name.empty()) {
+    name = plain_[static_cast<size_t>(t)] + "/nchw";
+    graph_.add_node("Transpose", {plain_[static_cast<size_t>(t)]}, {name}, {OnnxAttribute::ints("perm", {0, 3, 1, 2})});
+  }
+  return name;
+}
+
+void OnnxValues::set(int t, const std::string& name, bool nchw_layout) {
+  (nchw_layout ? nchw_ : plain_)[static_cast<size_t>(t)] = name;
+}
+
+void OnnxValues::alias(int t, int from) {
+  plain_[static_cast<size_t>(t)] = plain_[static_cast<size_t>(from)];
+  nchw_[static_cast<size_t>(t)] = nchw_[static_cast<size_t>(from)];
+}
+
+std::string OnnxLayerExport::constant(const std::string& suffix, const std::vector<int64_t>& dims,
+                                      std::vector<float> values) {
+  const std::string name = name_ + "/" + suffix;
+  values_.graph().add_initializer(name, dims, values);
+  return name;
+}
+
+std::string OnnxLayerExport::constant_ints(const std::string& suffix, const std::vector<int64_t>& dims,
+                                           std::vector<int64_t> values) {
+  const std::string name = name_ + "/" + suffix;
+  values_.graph().add_initializer(name, dims, values);
+  return name;
+}
+
+void OnnxLayerExport::node(const std::string& op_type, const std::vector<std::string>& inputs,
+                           const std::vector<std::string>& outputs, const std::vector<OnnxAttribute>& attributes) {
+  values_.graph().add_node(op_type, inputs, outputs, attributes);
+}
+
+std::string OnnxLayerExport::activation(Activation act, const std::string& x, const std::string& out, int64_t axis) {
+  switch (act) {
+    case Activation::None:
+      return x;
+    case Activation::Relu:
+      node("Relu", {x}, {out});
+      return out;
+    case Activation::Sigmoid:
+      node("Sigmoid", {x}, {out});
+      return out;
+    case Activation::Tanh:
+      node("Tanh", {x}, {out});
+      return out;
+    case Activation::Softmax:
+      node("Softmax", {x}, {out}, {OnnxAttribute::integer("axis", axis)});
+      return out;
+  }
+  not_exportable("an unknown activation");
+}
+
+// ONNX's BatchNormalization (inference form) where the normalised axis is ONNX's axis 1 (images as
+// NCHW, vectors), else the same as x * scale + shift, broadcast along the last axis.
+void OnnxLayerExport::normalize(const std::vector<float>& gamma, const std::vector<float>& beta,
+                                const std::vector<float>& mean, const std::vector<float>& variance, double epsilon) {
+  const auto C = static_cast<int64_t>(gamma.size());
+  if (input_is_image() || input_rank() == 2) {
+    const bool image = input_is_image();
+    node("BatchNormalization",
+         {image ? input_nchw() : input_plain(), constant("gamma", {C}, gamma), constant("beta", {C}, beta),
+          constant("mean", {C}, mean), constant("variance", {C}, variance)},
+         {name_}, {OnnxAttribute::real("epsilon", static_cast<float>(epsilon))});
+    return output(name_, image);
+  }
+  std::vector<float> scale(gamma.size()), shift(gamma.size());
+  for (size_t c = 0; c < gamma.size(); ++c) {
+    const double s = gamma[c] / std::sqrt(static_cast<double>(variance[c]) + epsilon);
+    scale[c] = static_cast<float>(s);
+    shift[c] = static_cast<float>(beta[c] - mean[c] * s);
+  }
+  node("Mul", {input_plain(), constant("scale", {C}, scale)}, {name_ + "/scaled"});
+  node("Add", {name_ + "/scaled", constant("shift", {C}, shift)}, {name_});
+  output(name_, false);
+}
+
+void OnnxLayerExport::not_exportable(const std::string& why) const {
+  fail(Status::Unsupported,
+       "ONNX export: layer \"" + name_ + "\" (" + class_name_ + ") has no ONNX form: " + why);
+}
+
+}  // namespace kx::core

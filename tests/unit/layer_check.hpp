@@ -1,0 +1,32 @@
+// The check every layer's unit test makes: forward against a float64 reference, backward against
+// finite differences of that reference, one layer at a time on the CPU backend.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "core/layers/layer.hpp"
+#include "kx/tensor.hpp"
+#include "reference.hpp"
+
+namespace kx::test {
+
+// A float64 model of a layer: the output for inputs xs and parameters w.
+using Reference = std::function<Vec(const std::vector<Vec>& xs, const Vec& w)>;
+
+struct Checked {
+  std::vector<float> y;           // the layer's forward output
+  std::vector<FloatBuffer> dxs;   // its input gradients
+  FloatBuffer dw;                 // its parameter gradients
+  FloatBuffer scratch;
+};
+
+// Runs the layer forward (training) and backward with a random dy, and checks the output against
+// ref and every gradient against finite differences of dot(dy, ref). Parameters are w (their count
+// must be the layer's); inputs are random. Returns the buffers for further checks.
+Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
+                    const Reference& ref, double tol = 1e-4, bool check_w = true);
+
+// A spec of this kind and name, everything else at its default.
+LayerSpec spec_of(LayerKind kind, const char* name);
+
+}  // namespace kx::test
