@@ -1,14 +1,17 @@
 // ParameterServerStrategy with real processes on loopback (samples/c/parameter_server.c started with
 // TF_CONFIG: a chief, workers and ps tasks): one worker trains exactly as one device does (one ps or
-// two); two workers reach the synchronous strategy's accuracy; a slowed worker does not hold the
+// two); the chief's events and history are one device's (fit_events_task.cpp), class-weighted figures
+// included; two workers reach the synchronous strategy's accuracy; a slowed worker does not hold the
 // others back, unless the staleness bound says so; a killed worker's batches go to the others; a killed
 // ps stops every task with KX_E_COMM and a restart resumes from the chief's checkpoint.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,7 +47,7 @@ class ParameterServerFit : public ::testing::Test {
   // Starts a chief, `workers` workers and `ps` ps tasks (one thread each: they share the cores).
   // worker_env[i]: extra environment of worker i.
   void start(int workers, int ps, const std::vector<std::string>& args, const std::string& tag,
-             const std::vector<std::string>& worker_env = {}) {
+             const std::vector<std::string>& worker_env = {}, const std::string& program = KX_PS_PROGRAM) {
     tasks_.clear();
     tag_ = tag;
     const std::vector<std::string> a = loopback_addresses(1 + workers + ps);
@@ -55,7 +58,7 @@ class ParameterServerFit : public ::testing::Test {
              ", \"ps\": " + json_list(p) + "}, \"task\": {\"type\": \"" + type + "\", \"index\": " + std::to_string(index) + "}}";
     };
     // The sample takes the first value of a key: the test's arguments before the defaults.
-    std::vector<std::string> argv{KX_PS_PROGRAM};
+    std::vector<std::string> argv{program};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"verbose=0", "threads=1", "weights=" + (dir_ / (tag + "weights.bin")).string()});
     const auto launch = [&](const std::string& name, std::vector<std::string> env) {
@@ -91,8 +94,8 @@ class ParameterServerFit : public ::testing::Test {
     }
   }
   void run(int workers, int ps, const std::vector<std::string>& args, const std::string& tag,
-           const std::vector<std::string>& worker_env = {}) {
-    start(workers, ps, args, tag, worker_env);
+           const std::vector<std::string>& worker_env = {}, const std::string& program = KX_PS_PROGRAM) {
+    start(workers, ps, args, tag, worker_env, program);
     finish_all();
   }
   // One process on `replicas` CPU replicas: the synchronous reference.
@@ -105,6 +108,46 @@ class ParameterServerFit : public ::testing::Test {
     finish_all();
   }
   std::string weights(const std::string& tag) const { return read_file(dir_ / (tag + "weights.bin")); }
+
+  // What the chief of fit_events_task.cpp recorded: each history key's values (as %a), each event's
+  // kind and fields set.
+  struct Record {
+    std::map<std::string, std::vector<std::string>> history;
+    std::vector<std::string> events;
+  };
+  static Record record(const fs::path& file) {
+    Record r;
+    std::istringstream lines(read_file(file));
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      std::string type, key;
+      words >> type;
+      if (type == "history") {
+        words >> key;
+        for (std::string v; words >> v;) r.history[key].push_back(v);
+      } else if (type == "event") {
+        r.events.push_back(line.substr(6));
+      }
+    }
+    return r;
+  }
+  // The events task under the parameter-server strategy (its chief's record), and alone on one device.
+  Record events_under_ps(int workers, int ps, const std::vector<std::string>& args, const std::string& tag) {
+    const fs::path out = dir_ / tag;
+    std::vector<std::string> argv{out.string(), "strategy=parameter_server"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    run(workers, ps, argv, tag, {}, KX_FIT_EVENTS_PROGRAM);
+    return record(out / "record.txt");
+  }
+  Record events_on_one_device(const std::vector<std::string>& args, const std::string& tag) {
+    tag_ = tag;
+    const fs::path out = dir_ / tag;
+    std::vector<std::string> argv{KX_FIT_EVENTS_PROGRAM, out.string(), "strategy=mirrored"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    tasks_ = {{"chief", spawn(argv, {}, dir_ / (tag + "chief.log"))}};
+    finish_all();
+    return record(out / "record.txt");
+  }
   // A figure the chief printed: "test ... accuracy X".
   static double accuracy(const std::string& chief_log) {
     std::smatch m;
@@ -151,6 +194,49 @@ TEST_F(ParameterServerFit, OneWorkerTrainsAsOneDeviceBitForBit) {
   ASSERT_FALSE(weights("device").empty());
   EXPECT_EQ(weights("one_ps"), weights("device"));
   EXPECT_EQ(weights("two_ps"), weights("device"));
+}
+
+// The chief's fit is the one-device fit's session: the same events with the same fields set (the
+// learning rate and the steps per epoch on every one, checkpoints included), and the same history
+// keys, plus the strategy's own (ps_samples, ps_max_step_gap, ps_steps_worker_N).
+TEST_F(ParameterServerFit, EventsAndHistoryKeysAreTheOneDevicesPlusItsOwn) {
+  const Record device = events_on_one_device({}, "device");
+  const Record ps = events_under_ps(2, 1, {}, "ps");
+  std::set<std::string> device_keys, ps_keys, ps_extras;
+  for (const auto& [key, values] : device.history) device_keys.insert(key);
+  for (const auto& [key, values] : ps.history) (key.rfind("ps_", 0) == 0 ? ps_extras : ps_keys).insert(key);
+  EXPECT_EQ(device_keys, (std::set<std::string>{"accuracy", "learning_rate", "loss", "val_accuracy", "val_loss"}));
+  EXPECT_EQ(ps_keys, device_keys);
+  EXPECT_EQ(ps_extras,
+            (std::set<std::string>{"ps_max_step_gap", "ps_samples", "ps_steps_worker_0", "ps_steps_worker_1"}));
+  for (const auto& [key, values] : ps.history) EXPECT_EQ(values.size(), 2u) << key;
+
+  ASSERT_FALSE(device.events.empty());
+  EXPECT_EQ(ps.events, device.events);
+  std::vector<std::string> without_rate_or_steps;
+  int checkpoints = 0;
+  for (const std::string& e : ps.events) {
+    if (e.find(" steps_per_epoch") == std::string::npos || e.find(" learning_rate") == std::string::npos)
+      without_rate_or_steps.push_back(e);
+    if (e.rfind("CheckpointSaved ", 0) == 0) ++checkpoints;
+  }
+  EXPECT_EQ(without_rate_or_steps, std::vector<std::string>{});
+  EXPECT_EQ(checkpoints, 2);  // one at each epoch's end
+}
+
+// With class_weight, the loss is the weighted sum over the samples and the accuracy Keras's weighted
+// mean, sum(w * correct) / sum(w): one worker, whose training is the one device's bit for bit, logs
+// the one device's figures bit for bit.
+TEST_F(ParameterServerFit, OneWorkerWithClassWeightLogsTheOneDevicesFigures) {
+  const std::vector<std::string> weighted{"class_weight=3,1,0.25"};
+  const Record device = events_on_one_device(weighted, "device");
+  const Record ps = events_under_ps(1, 1, weighted, "ps");
+  for (const std::string key : {"loss", "accuracy", "val_loss", "val_accuracy", "learning_rate"}) {
+    ASSERT_EQ(device.history.count(key), 1u) << key;
+    ASSERT_EQ(device.history.at(key).size(), 2u) << key;
+    ASSERT_EQ(ps.history.count(key), 1u) << key;
+    EXPECT_EQ(ps.history.at(key), device.history.at(key)) << key;
+  }
 }
 
 // Two workers taking 32 samples a step against two synchronous replicas of 16 each: the same number

@@ -25,18 +25,18 @@ TEST(BatchCoordinator, EveryBatchOnceAndALostWorkersBatchesGoToTheOthers) {
   EXPECT_EQ(b.batch, 11);
   EXPECT_EQ(d.batch, 12);
   EXPECT_DOUBLE_EQ(a.learning_rate, 0.5);
-  c.done(0, 10, 32, 1.0, 20);
+  c.done(0, 10, 32, {1.0, 20, 32});
   c.lost(0, "worker 0 is gone");  // it held batch 11
   EXPECT_EQ(c.live_workers(), 1);
-  c.done(0, 11, 32, 1.0, 20);  // too late: no longer its batch
+  c.done(0, 11, 32, {1.0, 20, 32});  // too late: no longer its batch
   std::set<int64_t> done{10};
-  c.done(1, 12, 32, 1.0, 20);
+  c.done(1, 12, 32, {1.0, 20, 32});
   done.insert(12);
   while (!c.epoch_complete()) {
     const BatchCoordinator::Assignment n = c.next(1);
     ASSERT_EQ(n.kind, Kind::Batch);
     EXPECT_TRUE(done.insert(n.batch).second) << "batch " << n.batch << " handed out twice";
-    c.done(1, n.batch, 32, 1.0, 20);
+    c.done(1, n.batch, 32, {1.0, 20, 32});
   }
   EXPECT_EQ(done, (std::set<int64_t>{10, 11, 12, 13, 14, 15}));
   const BatchCoordinator::Events e = c.wait(std::chrono::milliseconds(0));
@@ -53,16 +53,17 @@ TEST(BatchCoordinator, TheEventsThatCompleteAnEpochCarryItsLastDone) {
   BatchCoordinator c(1, 0);
   c.begin_epoch(0, 2, 0.1);
   const int64_t first = c.next(0).batch, second = c.next(0).batch;
-  c.done(0, first, 32, 1.0, 20);
+  c.done(0, first, 32, {1.0, 20, 32});
   const BatchCoordinator::Events before = c.wait(std::chrono::milliseconds(0));
   EXPECT_EQ(before.done.size(), 1u);
   EXPECT_FALSE(before.epoch_complete);
-  c.done(0, second, 16, 1.0, 10);  // the last batch, before the chief's next wait
+  c.done(0, second, 16, {1.0, 10, 12.5});  // the last batch, before the chief's next wait
   EXPECT_TRUE(c.epoch_complete());
   const BatchCoordinator::Events last = c.wait(std::chrono::hours(1));
   EXPECT_TRUE(last.epoch_complete);
   ASSERT_EQ(last.done.size(), 1u);
   EXPECT_EQ(last.done[0].rows, 16);
+  EXPECT_EQ(last.done[0].sums.weight, 12.5);  // the weighted accuracy's denominator, not the rows
   // An epoch with nothing to hand out (training stopped) is complete at once: the wait returns (were
   // it to wait for an event, the test would hang until ctest's timeout).
   c.begin_epoch(2, 0, 0.1);

@@ -21,7 +21,9 @@ namespace kx::distribute {
 enum class PsKind : uint32_t {
   // worker -> chief
   Hello = 1,  // payload: what the worker trains, in words (must equal the chief's); reply: Ok or an error
-  Next = 2,   // a = the batch just done (-1: none), b = its rows, x = loss sum, y = correct sum; reply: Batch or End
+  // a = the batch just done (-1: none), b = its rows, x = loss sum, y = correct sum, payload (with a
+  // batch): its weight sum, a double; reply: Batch or End
+  Next = 2,
   // chief -> worker (replies)
   Batch = 3,  // a = the global batch index (epoch * steps + step), x = the learning rate
   End = 4,    // no more batches; also chief -> ps: training is over

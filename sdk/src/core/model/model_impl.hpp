@@ -192,6 +192,8 @@ class Model::Impl {
   int64_t output_classes() const;
   // The loss sums of every replica, added in replica order; each backend's sums are then zero.
   backend::LossSums take_loss_sums();
+  // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
+  EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
 
  private:
   // The parameter-server strategy: the chief coordinates the fit (ps_fit_chief.cpp), the workers
@@ -202,8 +204,6 @@ class Model::Impl {
   Status fit_as_ps_worker(Dataset& train, const core::SampleWeights& weights, int64_t steps, int64_t pass_steps,
                           History* history);
 
-  // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
-  EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
   // Points every replica's feed at the dataset's samples and labels, and at weights (one per stored
   // sample; null: none) when given (see core::ReplicaFeed::stage).
   void stage_dataset(const Dataset& data, const core::SampleWeights& weights);

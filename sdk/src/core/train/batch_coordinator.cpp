@@ -133,12 +133,12 @@ BatchCoordinator::Assignment BatchCoordinator::take(int worker) {
   return a;
 }
 
-void BatchCoordinator::done(int worker, int64_t batch, int64_t rows, double loss, double correct) {
+void BatchCoordinator::done(int worker, int64_t batch, int64_t rows, const backend::LossSums& sums) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (holding_[static_cast<size_t>(worker)].erase(batch) == 0) return;
     --remaining_;
-    events_.done.push_back(Done{worker, batch, rows, loss, correct});
+    events_.done.push_back(Done{worker, batch, rows, sums});
   }
   main_cv_.notify_all();
 }

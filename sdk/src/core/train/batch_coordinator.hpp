@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -31,7 +32,7 @@ class BatchCoordinator {
   struct Done {
     int worker = 0;
     int64_t batch = 0, rows = 0;
-    double loss = 0, correct = 0;
+    backend::LossSums sums;  // the batch's weighted loss, correct and weight sums
   };
   struct Events {
     std::vector<Done> done;
@@ -69,9 +70,9 @@ class BatchCoordinator {
   };
   // Blocks until this worker may take a batch, training ends or fails.
   Assignment next(int worker);
-  // The worker finished this batch (its metrics: rows, loss sum, correct sum). A batch it no longer
-  // holds (handed to another after it was thought lost) is ignored.
-  void done(int worker, int64_t batch, int64_t rows, double loss, double correct);
+  // The worker finished this batch (its rows and loss sums). A batch it no longer holds (handed to
+  // another after it was thought lost) is ignored.
+  void done(int worker, int64_t batch, int64_t rows, const backend::LossSums& sums);
   // The worker is gone: its unfinished batches go back to the queue.
   void lost(int worker, const std::string& why);
 

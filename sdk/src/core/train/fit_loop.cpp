@@ -1,18 +1,18 @@
-// fit: the Keras loop of epochs and steps, with its callbacks, progress bar and validation, around the
-// step runner (one training step on every replica), the replicas' data feeds and resume.
+// fit: the Keras loop of epochs and steps around the step runner (one training step on every replica),
+// the replicas' data feeds and resume; its events, history, validation and progress bar are the fit
+// session's (fit_session.hpp), which the parameter-server chief drives too.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
 #include "core/train/batch_stream.hpp"
 #include "core/train/class_weights.hpp"
+#include "core/train/fit_session.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
 #include "distribute/ps_cluster.hpp"
@@ -22,144 +22,46 @@ namespace kx {
 
 namespace {
 
-double safe_ratio(double num, double den) { return den > 0 ? num / den : std::nan(""); }
-
-// The running loss (and accuracy) of the epoch in progress. A step's loss stays on the device until
-// something reads it, a GPU running steps ahead of the host meanwhile: a callback reading batch
-// metrics, TerminateOnNaN, a redraw of the bar, a checkpoint, the end of the epoch.
-class EpochLoss {
+// The session of a synchronous fit: its steps run on this process's replicas, whose loss sums stay on
+// the device until something reads them, a GPU running steps ahead of the host meanwhile: a callback
+// reading batch metrics, TerminateOnNaN, a redraw of the bar, a checkpoint, the end of the epoch. A
+// callback's new weights are in the model at once (and reach the other workers at the event's end).
+class SyncFitSession final : public core::FitSession {
  public:
-  EpochLoss(Model::Impl& model, bool accuracy) : model_(model), accuracy_(accuracy) {}
+  using FitSession::FitSession;
 
-  // A new epoch, from these sums (a checkpoint's, when it resumes part-way).
-  void begin(backend::LossSums sums, int64_t seen) {
-    sums_ = sums;
-    seen_ = seen;
-    unread_ = 0;
-    loss_ = acc_ = std::nan("");
-  }
   void add_step(int64_t rows) { unread_ += rows; }
+  // Samples of the steps whose loss sums are not read yet.
   int64_t unread() const { return unread_; }
-  // Reads the sums of the steps not read yet and returns them (zero when every step was read).
-  backend::LossSums read() {
-    backend::LossSums read;
-    if (unread_ == 0) return read;
-    read = model_.take_loss_sums();
-    sums_ += read;
-    seen_ += unread_;
+  // Reads the sums of the steps not read yet into the epoch's figures and returns them (zero when
+  // every step was read).
+  backend::LossSums read_steps() {
+    if (unread_ == 0) return {};
+    const backend::LossSums read = model_.take_loss_sums();
+    metrics.add(read, unread_);
     unread_ = 0;
-    // Keras: the loss is the weighted sum over the samples, the accuracy the weighted mean.
-    loss_ = sums_.loss / static_cast<double>(seen_);
-    acc_ = accuracy_ ? sums_.accuracy() : std::nan("");
     return read;
   }
-  // The epoch's means as of the last read (NaN before the first), as the progress bar shows them.
-  double loss() const { return loss_; }
-  double accuracy() const { return acc_; }
-  void write_metrics(core::Metrics& m) const {
-    m.clear();
-    if (accuracy_) m.emplace_back("accuracy", acc_);
-    m.emplace_back("loss", loss_);
-  }
-  // The epoch's means over what was read (NaN when nothing was).
-  double mean_loss() const { return safe_ratio(sums_.loss, static_cast<double>(seen_)); }
-  double mean_accuracy() const {
-    return accuracy_ && seen_ > 0 ? sums_.accuracy() : std::nan("");
-  }
-  // The sums over every worker's samples (collective; nothing changes with one worker).
+  // The epoch's sums over every worker's samples (collective; nothing changes with one worker).
   void combine_workers() {
     if (!model_.multi_worker()) return;
-    sums_ = model_.sum_across_workers(sums_, &seen_);
-    loss_ = mean_loss();
-    acc_ = mean_accuracy();
-  }
-  // Into a training position, as a checkpoint records it.
-  void write_sums(core::TrainPosition& p) const {
-    p.loss_sum = sums_.loss;
-    p.correct_sum = sums_.correct;
-    p.weight_sum = sums_.weight;
-    p.seen = seen_;
-  }
-
- private:
-  Model::Impl& model_;
-  bool accuracy_;
-  backend::LossSums sums_;
-  int64_t seen_ = 0;
-  int64_t unread_ = 0;  // samples of the steps whose loss is not read yet
-  double loss_ = std::nan(""), acc_ = std::nan("");
-};
-
-// The fit in progress, as the built-in callbacks see it.
-class FitControl final : public TrainingControl {
- public:
-  FitControl(Model::Impl& model, const Callbacks* callbacks, const Dataset& train, bool validation, int64_t steps)
-      : loss(model, model.options.accuracy),
-        order(core::DataOrder::of(train)),
-        model_(model),
-        callbacks_(callbacks),
-        validation_(validation),
-        steps_(steps) {}
-
-  // An event of this fit: its kind and place, with the steps per epoch and the global step.
-  Event event(EventKind kind, int32_t epoch = -1, int64_t step = -1) const {
-    Event e;
-    e.kind = kind;
-    e.epoch = epoch;
-    e.step = step;
-    e.steps_per_epoch = steps_;
-    e.global_step = model_.optimizer_steps;
-    e.learning_rate = model_.learning_rate;
-    return e;
-  }
-  // Sends e to every callback; true if one asked to stop.
-  bool emit(const Event& e) { return callbacks_ && callbacks_->dispatch(e, *this); }
-
-  void save_checkpoint(const std::string& path) override {
-    loss.read();  // the checkpoint's loss sums include every step taken
-    core::TrainPosition p = position;
-    loss.write_sums(p);
-    io::write_file_durably(path, model_.encode(&p, &order));
-    Event e = event(EventKind::CheckpointSaved, position.epoch, position.step_in_epoch);
-    e.path = path;
-    emit(e);
-  }
-  std::vector<float> get_weights() const override { return model_.get_weights(); }
-  void set_weights(const std::vector<float>& w) override {
-    model_.set_weights(w);
-    weights_changed_ = true;
+    int64_t seen = metrics.seen();
+    const backend::LossSums sums = model_.sum_across_workers(metrics.sums(), &seen);
+    metrics.set_totals(sums, seen);
   }
   // Whether a callback replaced weights since the last call.
   bool take_weights_changed() { return std::exchange(weights_changed_, false); }
-  double initial_learning_rate() const override { return model_.optimizer.learning_rate.value_or(0); }
-  double learning_rate() const override { return model_.learning_rate; }
-  void set_learning_rate(double lr) override {
-    require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
-    model_.learning_rate = lr;
-  }
-  std::vector<NamedTensor> named_weights() const override {
-    const std::vector<float> all = model_.get_weights();
-    std::vector<NamedTensor> out;
-    for (const WeightInfo& w : model_.tensors_of(model_.net.keras_layer_order())) {
-      const auto first = all.begin() + w.offset;
-      out.push_back({w.name, std::vector<float>(first, first + num_elements(w.shape))});
-    }
-    return out;
-  }
-  bool has_validation() const override { return validation_; }
-  bool has_accuracy() const override { return model_.options.accuracy; }
 
-  // Kept current by the loop: what a checkpoint written now records, with the epoch's loss sums.
-  core::TrainPosition position;
-  EpochLoss loss;
-  const core::DataOrder order;
+ protected:
+  void weights_replaced() override { weights_changed_ = true; }
+  core::TrainPosition checkpoint_position() override {
+    read_steps();  // the checkpoint's loss sums include every step taken
+    return FitSession::checkpoint_position();
+  }
 
  private:
-  Model::Impl& model_;
-  const Callbacks* callbacks_;
+  int64_t unread_ = 0;
   bool weights_changed_ = false;
-  bool validation_;
-  int64_t steps_;
 };
 
 }  // namespace
@@ -222,9 +124,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   const bool chief = strategy.worker_index() == 0;
   if (!chief) cb = nullptr;
   const bool share = multi_worker() && chief_decides(cb && !cb->empty());
-  const bool accuracy = options.accuracy;
-  core::ProgressBar bar(chief ? o.verbose : 0, stdout);
-  FitControl control(*this, cb, train, o.validation != nullptr, steps);
+  SyncFitSession session(*this, cb, history, train, o, steps, chief ? o.verbose : 0);
   // The callbacks of one event (on the chief), then their outcome on every worker.
   const auto at_event = [&](const std::function<bool()>& callbacks) {
     if (!share) return callbacks();
@@ -235,107 +135,65 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     } catch (...) {
       failure = std::current_exception();
     }
-    return share_chief_decision(stop, control.take_weights_changed(), failure);
+    return share_chief_decision(stop, session.take_weights_changed(), failure);
   };
   learning_rate = optimizer.learning_rate.value_or(0);
   // BackupAndRestore's backup of an interrupted fit comes before any other starting point.
   FitOptions from = o;
   if (cb)
     if (std::string backup = cb->backup_to_resume(); !backup.empty()) from.resume_from = backup;
-  const core::FitStart start = core::start_of_fit(*this, from, steps, pass_steps, control.order, bar);
+  const core::FitStart start = core::start_of_fit(*this, from, steps, pass_steps, session.order, session.bar());
   align_workers_at_start(start);
   core::BatchStream batches(train, start.data_pass, start.data_position);
   const std::unique_ptr<core::BatchDecoder> decoder = training_decoder(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
   const bool read_every_step = cb && cb->reads_batch_metrics();
 
-  bool stop = at_event([&] { return control.emit(control.event(EventKind::TrainBegin)); });
+  bool stop = at_event([&] { return session.emit(session.event(EventKind::TrainBegin)); });
   for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {
     const bool resumed = epoch == start.epoch;
     const int64_t first_step = resumed ? start.step : 0;
     // A checkpoint holds the chief's own sums of the steps before it: the other workers start from none.
     const bool own_sums = resumed && chief;
-    control.loss.begin(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
-    stop = at_event([&] { return control.emit(control.event(EventKind::EpochBegin, epoch, first_step)); });
-    bar.begin_epoch(epoch, o.epochs, steps, first_step);
+    session.begin_epoch(own_sums ? start.sums : backend::LossSums{}, own_sums ? start.seen : 0);
+    stop = at_event([&] { return session.emit(session.event(EventKind::EpochBegin, epoch, first_step)); });
+    session.show_epoch_begin(epoch, first_step);
     stage_dataset(train, train_weights);  // again after the validation of the epoch before
-    core::Metrics m;
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const core::BatchStream::Batch batch = batches.next();
       if (decoder) use_rows(decoder->next());
       steps_.run(*this, batch.idx, batch.rows);
-      bar.step_done(step + 1);
-      if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) bar.message(notice);
+      session.bar().step_done(step + 1);
+      if (const std::string notice = steps_.take_fallback_notice(); !notice.empty()) session.bar().message(notice);
       // The loss sums are this process's replicas': they saw its share of the batch.
       const int64_t rows_here = local_rows(batch.rows);
-      control.loss.add_step(rows_here);
-      control.position = {epoch, step + 1, steps, batches.pass(), batches.position()};
-      double batch_loss = std::nan(""), batch_accuracy = std::nan("");
+      session.add_step(rows_here);
+      session.position = {epoch, step + 1, steps, batches.pass(), batches.position()};
+      std::optional<core::BatchSums> this_batch;
       std::exception_ptr diverged;  // TerminateOnNaN's failure, raised before the bar redraws
-      if (read_every_step || bar.due(step + 1) || step + 1 == steps) {
-        const bool only_this_step = control.loss.unread() == rows_here;
-        const backend::LossSums read = control.loss.read();
-        if (only_this_step) {
-          batch_loss = read.loss / static_cast<double>(rows_here);
-          if (accuracy) batch_accuracy = read.accuracy();
-        }
-        if (cb && cb->terminate_on_nan() && !std::isfinite(read.loss)) {
-          diverged = std::make_exception_ptr(
-              Error(Status::Diverged, "the loss became " + std::to_string(read.loss) + " at epoch " +
-                                          std::to_string(epoch + 1) + ", batch " + std::to_string(step + 1) +
-                                          " (TerminateOnNaN); the last checkpoint written before it is intact"));
-          if (!share) std::rethrow_exception(diverged);
-        }
-        control.loss.write_metrics(m);
-        bar.update(step + 1, m);
+      if (read_every_step || session.bar().due(step + 1) || step + 1 == steps) {
+        const bool only_this_step = session.unread() == rows_here;
+        const backend::LossSums read = session.read_steps();
+        if (only_this_step) this_batch = core::BatchSums{read, rows_here};
+        diverged = session.divergence(read.loss, epoch, step + 1);
+        if (diverged && !share) std::rethrow_exception(diverged);
+        session.show_progress(step + 1);
       }
       stop = at_event([&] {
         if (diverged) std::rethrow_exception(diverged);
-        if (!cb || cb->empty()) return stop;
-        Event e = control.event(EventKind::BatchEnd, epoch, step + 1);
-        e.loss = control.loss.loss();
-        e.accuracy = control.loss.accuracy();
-        e.batch_loss = batch_loss;
-        e.batch_accuracy = batch_accuracy;
-        return control.emit(e);
+        if (!session.has_callbacks()) return stop;
+        return session.emit(session.batch_end(epoch, step + 1, this_batch));
       });
     }
-    control.loss.read();  // a callback stopped the epoch early
-    control.loss.combine_workers();  // the epoch's figures are every worker's samples
-    Event end = control.event(EventKind::EpochEnd, epoch, steps);
-    end.loss = control.loss.mean_loss();
-    end.accuracy = control.loss.mean_accuracy();
-    if (history) {
-      history->record("loss", end.loss);
-      if (accuracy) history->record("accuracy", end.accuracy);
-    }
-    if (o.validation && !stop) {
-      Dataset val = o.validation_steps > 0 ? o.validation->take(o.validation_steps * o.validation->batch_size())
-                                           : *o.validation;
-      const EvalResult r = evaluate_checked(val);  // checked once, before the first epoch
-      end.val_loss = r.loss;
-      end.val_accuracy = r.accuracy;
-      if (accuracy) m.emplace_back("val_accuracy", r.accuracy);
-      m.emplace_back("val_loss", r.loss);
-      if (history) {
-        history->record("val_loss", r.loss);
-        if (accuracy) history->record("val_accuracy", r.accuracy);
-      }
-    }
-    if (cb && cb->logs_learning_rate()) {
-      // Keras's learning-rate callbacks log the rate of the epoch (its float32 variable) at its end.
-      const double lr = static_cast<float>(learning_rate);
-      m.emplace_back("learning_rate", lr);
-      if (history) history->record("learning_rate", lr);
-    }
-    if (history) history->finish_epoch(epoch);
-    bar.end_epoch(m);
-    control.position = {epoch, steps, steps, batches.pass(), batches.position()};
-    stop = at_event([&] { return control.emit(end) || stop; });
+    session.read_steps();  // a callback stopped the epoch early
+    session.combine_workers();  // the epoch's figures are every worker's samples
+    const Event end = session.end_epoch(epoch, stop);
+    session.position = {epoch, steps, steps, batches.pass(), batches.position()};
+    stop = at_event([&] { return session.emit(end) || stop; });
   }
   steps_.finalize_ema(*this);  // before TrainEnd, as Keras: EarlyStopping's restored weights win
   at_event([&] {  // EarlyStopping's restored weights reach every worker
-    control.emit(control.event(EventKind::TrainEnd));
+    session.emit(session.event(EventKind::TrainEnd));
     return false;
   });
   return stop ? Status::Stopped : Status::Ok;

@@ -1,17 +1,18 @@
 // The chief's fit under the parameter-server strategy. It trains nothing itself: it hands each epoch's
 // batches to the workers as they ask (BatchCoordinator: the staleness bound, lost workers' batches to
-// the others), shows the progress bar from the losses they report, runs the callbacks, and at the end
-// of each epoch takes the state back from the ps tasks for validation and checkpoints. It also watches
-// the ps tasks: one lost stops the whole job with Comm.
+// the others) and drives the fit session (fit_session.hpp: events, history, validation, the bar) from
+// the loss sums they report, taking the state back from the ps tasks at the end of each epoch for
+// validation and checkpoints. It also watches the ps tasks: one lost stops the whole job with Comm.
 #include <atomic>
-#include <cmath>
-#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
 #include <thread>
 #include <vector>
 
-#include "core/callbacks/progress_bar.hpp"
 #include "core/model/model_impl.hpp"
 #include "core/train/batch_coordinator.hpp"
+#include "core/train/fit_session.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/training_fingerprint.hpp"
 #include "core/train/train_position.hpp"
@@ -34,61 +35,24 @@ PsHeader reply(PsKind kind) {
   return h;
 }
 
-// Callbacks' view of the fit: the chief's model, whose state is taken from the ps tasks when a
-// callback needs it (a checkpoint), and given back to them when a callback replaces the weights.
-class PsChiefControl final : public TrainingControl {
+// The chief's fit session: the ps tasks hold the live state while they serve, so the model's is taken
+// from them when a callback needs it (a checkpoint, the weights) and given back to them when a callback
+// replaces the weights.
+class PsChiefSession final : public core::FitSession {
  public:
-  PsChiefControl(Model::Impl& m, const Callbacks* cb, const Dataset& train, bool validation)
-      : order(core::DataOrder::of(train)), m_(m), cb_(cb), validation_(validation) {}
+  using FitSession::FitSession;
 
-  bool emit(const Event& e) { return cb_ && cb_->dispatch(e, *this); }
-  void save_checkpoint(const std::string& path) override {
-    if (ps_serving) m_.pull_state_from_ps();
-    io::write_file_durably(path, m_.encode(&position, &order));
-    Event e;
-    e.kind = EventKind::CheckpointSaved;
-    e.epoch = position.epoch;
-    e.step = position.step_in_epoch;
-    e.global_step = m_.optimizer_steps;
-    e.path = path;
-    emit(e);
-  }
-  std::vector<float> get_weights() const override {
-    if (ps_serving) m_.pull_state_from_ps();
-    return m_.get_weights();
-  }
-  void set_weights(const std::vector<float>& w) override {
-    if (ps_serving) m_.pull_state_from_ps();  // the slots and step, with the new weights
-    m_.set_weights(w);
-    if (ps_serving) m_.push_state_to_ps();
-  }
-  double initial_learning_rate() const override { return m_.optimizer.learning_rate.value_or(0); }
-  void set_learning_rate(double lr) override {
-    require(std::isfinite(lr) && lr >= 0, Status::InvalidArgument, "learning rate must be finite and >= 0");
-    m_.learning_rate = lr;
-  }
-  double learning_rate() const override { return m_.learning_rate; }
-  std::vector<NamedTensor> named_weights() const override {
-    const std::vector<float> all = get_weights();
-    std::vector<NamedTensor> out;
-    for (const WeightInfo& w : m_.tensors_of(m_.net.keras_layer_order())) {
-      const auto first = all.begin() + w.offset;
-      out.push_back({w.name, std::vector<float>(first, first + num_elements(w.shape))});
-    }
-    return out;
-  }
-  bool has_validation() const override { return validation_; }
-  bool has_accuracy() const override { return m_.options.accuracy; }
-
-  // What a checkpoint written now records: a checkpoint within an epoch resumes at that epoch's start.
-  core::TrainPosition position;
-  const core::DataOrder order;
   bool ps_serving = false;  // the ps tasks hold the live state
 
- private:
-  Model::Impl& m_;
-  const Callbacks* cb_;
-  bool validation_;
+ protected:
+  void fetch_state() const override {
+    if (ps_serving) model_.pull_state_from_ps();
+  }
+  void weights_replaced() override {
+    if (ps_serving) model_.push_state_to_ps();
+  }
+  // A checkpoint within an epoch resumes at that epoch's start: it records no running sums.
+  core::TrainPosition checkpoint_position() override { return position; }
 };
 
 // The threads that answer the workers on the chief's behalf, stopped and joined however the fit ends.
@@ -133,7 +97,7 @@ class WorkerDesk {
         if (!c_.next_request(rank, request, payload, abandoned)) return;
         require(request.kind == static_cast<uint32_t>(PsKind::Next), Status::Misuse,
                 c_.peers().describe(rank) + " sent the chief a request it does not serve");
-        if (request.a >= 0) coordinator_.done(i, request.a, request.b, request.x, request.y);
+        if (request.a >= 0) coordinator_.done(i, request.a, request.b, batch_sums(request, payload, rank));
         const core::BatchCoordinator::Assignment a = coordinator_.next(i);
         if (a.kind == core::BatchCoordinator::Assignment::Kind::Error) {
           c_.reply_error(rank, a.status, "the chief stopped training: " + a.message);
@@ -156,6 +120,15 @@ class WorkerDesk {
     }
   }
 
+  // The sums of the batch a worker's Next reports: loss and correct in the header, the weight sum after it.
+  backend::LossSums batch_sums(const PsHeader& next, const std::vector<char>& payload, int rank) const {
+    require(payload.size() == sizeof(double), Status::Misuse,
+            c_.peers().describe(rank) + " reported a batch without its weight sum");
+    backend::LossSums sums{next.x, next.y, 0};
+    std::memcpy(&sums.weight, payload.data(), sizeof sums.weight);
+    return sums;
+  }
+
   PsCluster& c_;
   core::BatchCoordinator& coordinator_;
   const std::string fingerprint_;
@@ -169,43 +142,32 @@ Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& w
                                     const Callbacks* cb, History* history, int64_t steps, int64_t pass_steps) {
   require(!optimizer.use_ema, Status::Unsupported, "use_ema with the parameter-server strategy");
   PsCluster& c = *strategy.parameter_servers();
-  core::ProgressBar bar(o.verbose, stdout);
-  PsChiefControl control(*this, cb, train, o.validation != nullptr);
+  PsChiefSession session(*this, cb, history, train, o, steps, o.verbose);
   learning_rate = optimizer.learning_rate.value_or(0);
-  const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, control.order, bar);
+  const core::FitStart start = core::start_of_fit(*this, o, steps, pass_steps, session.order, session.bar());
   const auto place = [&](int epoch, int64_t step) {
     const int64_t g = static_cast<int64_t>(epoch) * steps;
-    control.position = {epoch, step, steps, static_cast<uint64_t>(g / pass_steps), g % pass_steps};
+    session.position = {epoch, step, steps, static_cast<uint64_t>(g / pass_steps), g % pass_steps};
   };
   push_state_to_ps();
-  control.ps_serving = true;
+  session.ps_serving = true;
   core::BatchCoordinator coordinator(c.num_workers(), c.staleness());
   WorkerDesk desk(c, coordinator, training_fingerprint(train, weights, steps));
-  const auto event = [&](EventKind kind, int32_t epoch = -1, int64_t step = -1) {
-    Event e;
-    e.kind = kind;
-    e.epoch = epoch;
-    e.step = step;
-    e.steps_per_epoch = steps;
-    e.global_step = optimizer_steps;
-    return e;
-  };
   // Comm naming the first ps task that is gone or silent.
   const auto check_ps = [&] {
     for (int j = 0; j < c.num_ps(); ++j) c.peers().probe(c.ps_rank(j));
   };
   bool stop = false;
   try {
-    stop = control.emit(event(EventKind::TrainBegin));
+    stop = session.emit(session.event(EventKind::TrainBegin));
     std::vector<std::string> lost;
     for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {
       place(epoch, 0);
-      stop = control.emit(event(EventKind::EpochBegin, epoch, 0));
-      bar.begin_epoch(epoch, o.epochs, steps);
-      backend::LossSums sums;
-      int64_t seen = 0, done = 0;
+      session.begin_epoch({}, 0);
+      stop = session.emit(session.event(EventKind::EpochBegin, epoch, 0));
+      session.show_epoch_begin(epoch, 0);
+      int64_t done = 0;
       std::vector<int64_t> by_worker(static_cast<size_t>(c.num_workers()), 0);
-      core::Metrics metrics;
       coordinator.begin_epoch(static_cast<int64_t>(epoch) * steps, stop ? 0 : steps, learning_rate);
       Clock::time_point last_check = Clock::now();
       for (bool complete = false; !complete;) {
@@ -213,31 +175,19 @@ Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& w
         complete = events.epoch_complete;
         coordinator.check();
         for (const std::string& why : events.lost) {
-          bar.message("Lost " + why);
+          session.bar().message("Lost " + why);
           lost.push_back(why);
         }
         for (const core::BatchCoordinator::Done& d : events.done) {
-          sums.loss += d.loss;
-          sums.correct += d.correct;
-          seen += d.rows;
+          session.metrics.add(d.sums, d.rows);
           ++done;
           ++by_worker[static_cast<size_t>(d.worker)];
-          if (cb && cb->terminate_on_nan() && !std::isfinite(d.loss))
-            fail(Status::Diverged, "the loss became " + std::to_string(d.loss) + " at epoch " + std::to_string(epoch + 1) +
-                                       ", batch " + std::to_string(done) + " (TerminateOnNaN)");
-          metrics.clear();
-          const double loss = sums.loss / static_cast<double>(seen);
-          const double accuracy = options.accuracy ? sums.correct / static_cast<double>(seen) : std::nan("");
-          if (options.accuracy) metrics.emplace_back("accuracy", accuracy);
-          metrics.emplace_back("loss", loss);
-          if (bar.due(done) || done == steps) bar.update(done, metrics);
-          if (cb && !cb->empty() && !stop) {
-            Event e = event(EventKind::BatchEnd, epoch, done);
-            e.loss = loss;
-            e.accuracy = accuracy;
-            e.batch_loss = d.loss / static_cast<double>(d.rows);
-            e.batch_accuracy = options.accuracy ? d.correct / static_cast<double>(d.rows) : std::nan("");
-            if (control.emit(e)) {
+          session.bar().step_done(done);
+          if (const std::exception_ptr diverged = session.divergence(d.sums.loss, epoch, done))
+            std::rethrow_exception(diverged);
+          session.show_progress(done);
+          if (session.has_callbacks() && !stop) {
+            if (session.emit(session.batch_end(epoch, done, core::BatchSums{d.sums, d.rows}))) {
               stop = true;
               coordinator.stop_epoch();
             }
@@ -256,43 +206,22 @@ Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& w
         }
       }
       pull_state_from_ps();
-      Event end = event(EventKind::EpochEnd, epoch, steps);
-      end.loss = seen > 0 ? sums.loss / static_cast<double>(seen) : std::nan("");
-      end.accuracy = options.accuracy && seen > 0 ? sums.correct / static_cast<double>(seen) : std::nan("");
-      if (history) {
-        history->record("loss", end.loss);
-        if (options.accuracy) history->record("accuracy", end.accuracy);
-        history->record("ps_samples", static_cast<double>(seen));
-        history->record("ps_max_step_gap", static_cast<double>(coordinator.max_gap()));
-        for (size_t w = 0; w < by_worker.size(); ++w)
-          history->record("ps_steps_worker_" + std::to_string(w), static_cast<double>(by_worker[w]));
-      }
-      if (o.validation && !stop) {
-        Dataset val = o.validation_steps > 0 ? o.validation->take(o.validation_steps * o.validation->batch_size())
-                                             : *o.validation;
-        const EvalResult r = evaluate_checked(val);
-        end.val_loss = r.loss;
-        end.val_accuracy = r.accuracy;
-        if (options.accuracy) metrics.emplace_back("val_accuracy", r.accuracy);
-        metrics.emplace_back("val_loss", r.loss);
-        if (history) {
-          history->record("val_loss", r.loss);
-          if (options.accuracy) history->record("val_accuracy", r.accuracy);
-        }
-      }
-      if (history) history->finish_epoch(epoch);
-      bar.end_epoch(metrics);
+      core::Metrics extras{{"ps_samples", static_cast<double>(session.metrics.seen())},
+                           {"ps_max_step_gap", static_cast<double>(coordinator.max_gap())}};
+      for (size_t w = 0; w < by_worker.size(); ++w)
+        extras.emplace_back("ps_steps_worker_" + std::to_string(w), static_cast<double>(by_worker[w]));
+      const Event end = session.end_epoch(epoch, stop, extras);
       place(epoch, steps);
-      stop = control.emit(end) || stop;
+      stop = session.emit(end) || stop;
     }
     desk.close();  // every worker told; they say goodbye to the ps tasks on their own
     end_ps_service();
-    control.ps_serving = false;
+    session.ps_serving = false;
   } catch (const Error& e) {
     desk.abandon(e.status(), e.what());
     throw;
   }
-  control.emit(event(EventKind::TrainEnd));
+  session.emit(session.event(EventKind::TrainEnd));
   return stop ? Status::Stopped : Status::Ok;
 }
 
