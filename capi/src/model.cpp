@@ -70,18 +70,24 @@ kx::LayerSpec spec_of(kx::LayerKind kind) {
   return s;
 }
 
+// The checks a model's creation makes of its arguments; returns the input shape.
+kx::Shape input_shape_of(const kx_strategy* s, const int64_t* input_shape, size_t rank, kx_model** out,
+                         const char* function) {
+  require_arg(s, "s", function);
+  require_arg(input_shape, "input_shape", function);
+  require_arg(out, "out", function);
+  kx::require(rank > 0 && rank <= 8, kx::Status::InvalidArgument,
+              std::string(function) + ": rank must be 1..8, got " + std::to_string(rank));
+  return kx::Shape(input_shape, input_shape + rank);
+}
+
 }  // namespace
 
 extern "C" {
 
 kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape, size_t rank, kx_model** out) {
   return guarded([&] {
-    require_arg(s, "s", "kx_model_create_sequential");
-    require_arg(input_shape, "input_shape", "kx_model_create_sequential");
-    require_arg(out, "out", "kx_model_create_sequential");
-    kx::require(rank > 0 && rank <= 8, kx::Status::InvalidArgument,
-                "kx_model_create_sequential: rank must be 1..8, got " + std::to_string(rank));
-    kx::Shape shape(input_shape, input_shape + rank);
+    const kx::Shape shape = input_shape_of(s, input_shape, rank, out, "kx_model_create_sequential");
     return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::sequential(s->strategy, shape)}), out);
   });
 }
@@ -89,12 +95,7 @@ kx_status kx_model_create_sequential(kx_strategy* s, const int64_t* input_shape,
 kx_status kx_model_create_functional(kx_strategy* s, const int64_t* input_shape, size_t rank, const char* input_name,
                                      kx_model** out) {
   return guarded([&] {
-    require_arg(s, "s", "kx_model_create_functional");
-    require_arg(input_shape, "input_shape", "kx_model_create_functional");
-    require_arg(out, "out", "kx_model_create_functional");
-    kx::require(rank > 0 && rank <= 8, kx::Status::InvalidArgument,
-                "kx_model_create_functional: rank must be 1..8, got " + std::to_string(rank));
-    kx::Shape shape(input_shape, input_shape + rank);
+    const kx::Shape shape = input_shape_of(s, input_shape, rank, out, "kx_model_create_functional");
     const std::string name = input_name ? input_name : "input_layer";
     return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::functional(s->strategy, shape, name)}),
                               out);

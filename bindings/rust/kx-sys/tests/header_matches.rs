@@ -67,11 +67,24 @@ fn rust_type(t: &[String]) -> String {
     ty
 }
 
+/// The declaration without kx.h's attribute macros (KX_MUST_CHECK, KX_DEPRECATED("...")), which
+/// change no signature.
+fn without_attributes(decl: &str) -> String {
+    let mut out = decl.replace("KX_MUST_CHECK", " ");
+    while let Some(at) = out.find("KX_DEPRECATED(") {
+        let end = at + out[at..].find(')').expect("KX_DEPRECATED(...) is closed") + 1;
+        out.replace_range(at..end, " ");
+    }
+    out
+}
+
 fn header_signatures() -> Signatures {
     let mut out = Signatures::new();
     let text: String = HEADER.lines().filter(|l| !l.trim_start().starts_with('#')).collect::<Vec<_>>().join(" ");
     for decl in text.split("KX_API").skip(1) {
         let decl = &decl[..decl.find(';').expect("declaration ends with ;")];
+        let decl = without_attributes(decl);
+        let decl = decl.as_str();
         let open = decl.find('(').unwrap();
         let close = decl.rfind(')').unwrap();
         let head = tokens(&decl[..open]);
