@@ -262,7 +262,7 @@ KX_API KX_MUST_CHECK kx_status kx_strategy_set_staleness(kx_strategy* s, int32_t
 KX_API void kx_strategy_destroy(kx_strategy* s);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Models                                                                                         */
+/* Models: building, layers, compile, weights, files                                              */
 /* ---------------------------------------------------------------------------------------------- */
 
 typedef struct kx_model kx_model;
@@ -447,6 +447,118 @@ KX_API KX_MUST_CHECK kx_status kx_model_save(kx_model* m, const char* path);
 KX_API KX_MUST_CHECK kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out);
 KX_API void kx_model_destroy(kx_model* m);
 
+/* More layers for Sequential models; each returns KX_E_MISUSE once the model is compiled. Samples of
+ * 2-D layers are channels-last (height, width, channels), as Keras's default. */
+/* AveragePooling2D: the mean of each pool_h x pool_w window ("valid" windows); stride 0 = the pool size. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
+                                             int32_t stride_w);
+/* GlobalAveragePooling2D: (height, width, channels) -> (channels). */
+KX_API KX_MUST_CHECK kx_status kx_model_add_global_average_pool2d(kx_model* m);
+/* ZeroPadding2D: rows and columns of zeros around each sample. Errors: negative padding. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right);
+/* BatchNormalization over the last axis (Keras's defaults: momentum 0.99, epsilon 1e-3). In training
+ * each replica normalises with its own batch statistics, as Keras does, and the moving statistics
+ * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
+ * outside [0, 1], epsilon <= 0. */
+KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_batch_normalization") kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
+/* The same with momentum and epsilon in double, as Keras holds them: 1 - momentum is then rounded as
+ * Keras 3 rounds it (float32(1 - 0.99) = 0.01, where the float version gives 1 - float32(0.99)), and
+ * the model's JSON holds 0.99 rather than 0.9900000095. Prefer it in new code. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon);
+/* Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...): y = (x -
+ * mean) / sqrt(variance) over the last axis, with n values per array: one per channel, or n = 1 for
+ * every channel (kx_dataset_feature_moments finds them from the training data). A variance of 0
+ * divides by 1e-7, as Keras. The arrays are copied; they become the layer's non-trainable weights
+ * "mean" and "variance" (saved with the model, counted by kx_model_num_params). Errors: NULL, n = 0,
+ * n neither 1 nor the channel count, a negative or non-finite value. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n);
+/* Activation: y = act(x) as a layer of its own. */
+KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activation act);
+
+/* keras.applications.ResNet50's architecture (names included), uncompiled, on s. input_shape: 3
+ * values (height, width, channels), height and width at least 32; NULL means 224 x 224 x 3. With
+ * include_top != 0, global average pooling and a softmax Dense of `classes` end it (25,636,712
+ * parameters for 1000 classes); without, it ends with the last stage's feature map (23,587,712).
+ * Errors: NULL s or out, a bad shape, classes < 1 with the top. */
+KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
+                                          int64_t classes, kx_model** out);
+
+/* Layers in order (the input is not one); -1 for NULL. */
+KX_API int64_t kx_model_num_layers(const kx_model* m);
+/* The name of layer `index` into *out_name (free with kx_free). Errors: NULL, index out of range. */
+KX_API KX_MUST_CHECK kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name);
+
+/* Freezes (trainable = 0) or unfreezes a layer by name, before or after compile; it takes effect at
+ * the next training step. A frozen layer's weights do not change, and a frozen BatchNormalization
+ * normalises with its moving statistics, as in Keras. Errors: NULL, no such layer. */
+KX_API KX_MUST_CHECK kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable);
+KX_API KX_MUST_CHECK kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable);
+/* Parameters the optimizer trains now (those of unfrozen layers, moving statistics excluded); -1 for NULL. */
+KX_API int64_t kx_model_num_trainable_params(const kx_model* m);
+
+#define KX_LOAD_WEIGHTS_SKIP_MISMATCH 1u /* leave tensors that are absent or shaped differently as they are */
+
+/* Weights tensor by tensor, in the order of Keras's model.weights (layers as Keras orders a
+ * functional model's, a Sequential's in order; each layer's kernel, bias; gamma, beta, moving_mean,
+ * moving_variance), named "<layer>/<weight>". The flat array of kx_model_get_weights holds the
+ * layers in the order they were added: tensor i starts at kx_model_weight_offset(i) there. */
+#define KX_MAX_RANK 8 /* the most dimensions a weight has: size the shape array of kx_model_weight_info so */
+/* The number of weight tensors; -1 for NULL. Available before compile. */
+KX_API int64_t kx_model_num_weights(const kx_model* m);
+/* Tensor `index`: its name (a string to release with kx_free), its shape (up to KX_MAX_RANK values
+ * written to shape, Keras's layout: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]) and
+ * rank. Each out-parameter may be NULL when not wanted. Errors: NULL m, index out of range. */
+KX_API KX_MUST_CHECK kx_status kx_model_weight_info(const kx_model* m, int64_t index, char** out_name, int64_t* shape, size_t* rank);
+/* Where tensor `index` starts in kx_model_get_weights' flat array. Errors: NULL m or out_offset, index. */
+KX_API KX_MUST_CHECK kx_status kx_model_weight_offset(const kx_model* m, int64_t index, int64_t* out_offset);
+/* Copies one tensor by name into out (row-major, out_len >= its element count). Errors: NULL
+ * arguments, an unknown name, out_len too small, KX_E_MISUSE before compile. */
+KX_API KX_MUST_CHECK kx_status kx_model_get_weight(const kx_model* m, const char* name, float* out, size_t out_len);
+/* Replaces one tensor by name on every replica; n must equal its element count. Takes effect at the
+ * next step. Errors: NULL arguments, an unknown name, a wrong n, KX_E_MISUSE before compile. */
+KX_API KX_MUST_CHECK kx_status kx_model_set_weight(kx_model* m, const char* name, const float* values, size_t n);
+
+/* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
+ * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those
+ * names (e.g. converted from Keras). Tensors of the file the model lacks are ignored. Without
+ * KX_LOAD_WEIGHTS_SKIP_MISMATCH, a model weight that the file lacks or holds with another shape is
+ * KX_E_INVALID_ARGUMENT and nothing changes; with it, such weights keep their values. loaded and
+ * skipped (either may be NULL) receive the counts of weights. Errors: NULL m or path, KX_E_MISUSE
+ * before compile, KX_E_IO, KX_E_CORRUPT. */
+KX_API KX_MUST_CHECK kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
+                                       int64_t* skipped);
+
+/* Writes the model as an ONNX file for inference (opset 13, IR version 7) that ONNX runtimes run
+ * with the outputs of kx_predict: one input named as the model's input, of shape [N, <input shape>]
+ * (channels last, as kx and Keras hold images) with a symbolic batch N, and one output "output" of
+ * shape [N, <output shape>], probabilities for softmax and sigmoid outputs. Inside, images are NCHW
+ * as ONNX operators want them (a Transpose where kx's channels-last order matters: at the input, at
+ * Flatten and at an image output). Dense is Gemm (MatMul without bias), BatchNormalization uses the
+ * moving statistics, Dropout is left out. Weights are those of now. Written durably (as
+ * kx_model_save). Errors: NULL arguments, KX_E_MISUSE before compile, KX_E_IO. */
+KX_API KX_MUST_CHECK kx_status kx_model_export_onnx(const kx_model* m, const char* path);
+
+/* Keras 3's model.summary() text, as Keras prints it to a pipe or an 80-column terminal (its table then
+ * 76 characters wide): the line Model: "sequential" (or "functional"), a table of the layers drawn
+ * with box-drawing characters (layer name and class, output shape with the batch as None, parameter
+ * count; for a model whose layers are not one chain, the input first and a "Connected to" column,
+ * layers in Keras's order), then " Total params: 101,770 (397.54 KB)", " Trainable params: ...",
+ * " Non-trainable params: ...", and once the model has trained, " Optimizer params: ..." (Keras's
+ * optimizer variables: iteration count, learning rate and a slot per trained value for each moment,
+ * counted in the total as Keras does). UTF-8, one '\n' after each line; *out_text is allocated, free
+ * it with kx_free. Available before compile. Errors: NULL m or out_text. */
+KX_API KX_MUST_CHECK kx_status kx_model_summary(const kx_model* m, char** out_text);
+/* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
+ * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
+ * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
+ * too small for the columns (a column under 4 characters, as Keras refuses). */
+KX_API KX_MUST_CHECK kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
+
+/* The dynamic loss scale of a model compiled with KX_PRECISION_MIXED_FLOAT16 into *out_scale (the
+ * one the next step multiplies the loss by); 1 for other precisions. Errors: NULL arguments,
+ * KX_E_MISUSE before compile. */
+KX_API KX_MUST_CHECK kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Datasets                                                                                       */
 /* ---------------------------------------------------------------------------------------------- */
@@ -569,7 +681,7 @@ KX_API KX_MUST_CHECK kx_status kx_dataset_random_flip(kx_dataset* d, uint64_t se
 KX_API KX_MUST_CHECK kx_status kx_dataset_random_crop(kx_dataset* d, int64_t height, int64_t width, uint64_t seed);
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Callbacks, fit, evaluate, predict                                                              */
+/* Training: fit, evaluate, predict, and callbacks                                                */
 /* ---------------------------------------------------------------------------------------------- */
 
 typedef struct kx_callbacks kx_callbacks;
@@ -728,92 +840,11 @@ KX_API KX_MUST_CHECK kx_status kx_model_train_on_batch(kx_model* m, const float*
 KX_API KX_MUST_CHECK kx_status kx_model_test_on_batch(kx_model* m, const float* x, const float* y, int64_t n_samples,
                                         double* loss, double* accuracy);
 
-/* ---------------------------------------------------------------------------------------------- */
-/* Convolutional models and transfer learning                                                     */
-/* ---------------------------------------------------------------------------------------------- */
-
-/* More layers for Sequential models; each returns KX_E_MISUSE once the model is compiled. Samples of
- * 2-D layers are channels-last (height, width, channels), as Keras's default. */
-/* AveragePooling2D: the mean of each pool_h x pool_w window ("valid" windows); stride 0 = the pool size. */
-KX_API KX_MUST_CHECK kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,
-                                             int32_t stride_w);
-/* GlobalAveragePooling2D: (height, width, channels) -> (channels). */
-KX_API KX_MUST_CHECK kx_status kx_model_add_global_average_pool2d(kx_model* m);
-/* ZeroPadding2D: rows and columns of zeros around each sample. Errors: negative padding. */
-KX_API KX_MUST_CHECK kx_status kx_model_add_zero_padding2d(kx_model* m, int32_t top, int32_t bottom, int32_t left, int32_t right);
-/* BatchNormalization over the last axis (Keras's defaults: momentum 0.99, epsilon 1e-3). In training
- * each replica normalises with its own batch statistics, as Keras does, and the moving statistics
- * follow the mean of the replicas'; evaluate and predict use the moving statistics. Errors: momentum
- * outside [0, 1], epsilon <= 0. */
-KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_batch_normalization") kx_status kx_model_add_batch_norm(kx_model* m, float momentum, float epsilon);
-/* The same with momentum and epsilon in double, as Keras holds them: 1 - momentum is then rounded as
- * Keras 3 rounds it (float32(1 - 0.99) = 0.01, where the float version gives 1 - float32(0.99)), and
- * the model's JSON holds 0.99 rather than 0.9900000095. Prefer it in new code. */
-KX_API KX_MUST_CHECK kx_status kx_model_add_batch_normalization(kx_model* m, double momentum, double epsilon);
-/* Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...): y = (x -
- * mean) / sqrt(variance) over the last axis, with n values per array: one per channel, or n = 1 for
- * every channel (kx_dataset_feature_moments finds them from the training data). A variance of 0
- * divides by 1e-7, as Keras. The arrays are copied; they become the layer's non-trainable weights
- * "mean" and "variance" (saved with the model, counted by kx_model_num_params). Errors: NULL, n = 0,
- * n neither 1 nor the channel count, a negative or non-finite value. */
-KX_API KX_MUST_CHECK kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float* variance, size_t n);
-/* Activation: y = act(x) as a layer of its own. */
-KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activation act);
-
-/* keras.applications.ResNet50's architecture (names included), uncompiled, on s. input_shape: 3
- * values (height, width, channels), height and width at least 32; NULL means 224 x 224 x 3. With
- * include_top != 0, global average pooling and a softmax Dense of `classes` end it (25,636,712
- * parameters for 1000 classes); without, it ends with the last stage's feature map (23,587,712).
- * Errors: NULL s or out, a bad shape, classes < 1 with the top. */
-KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
-                                          int64_t classes, kx_model** out);
-
-/* Layers in order (the input is not one); -1 for NULL. */
-KX_API int64_t kx_model_num_layers(const kx_model* m);
-/* The name of layer `index` into *out_name (free with kx_free). Errors: NULL, index out of range. */
-KX_API KX_MUST_CHECK kx_status kx_model_layer_name(const kx_model* m, int64_t index, char** out_name);
-
-/* Freezes (trainable = 0) or unfreezes a layer by name, before or after compile; it takes effect at
- * the next training step. A frozen layer's weights do not change, and a frozen BatchNormalization
- * normalises with its moving statistics, as in Keras. Errors: NULL, no such layer. */
-KX_API KX_MUST_CHECK kx_status kx_model_set_trainable(kx_model* m, const char* layer, int32_t trainable);
-KX_API KX_MUST_CHECK kx_status kx_model_get_trainable(const kx_model* m, const char* layer, int32_t* out_trainable);
-/* Parameters the optimizer trains now (those of unfrozen layers, moving statistics excluded); -1 for NULL. */
-KX_API int64_t kx_model_num_trainable_params(const kx_model* m);
-
-#define KX_LOAD_WEIGHTS_SKIP_MISMATCH 1u /* leave tensors that are absent or shaped differently as they are */
-
-/* Weights tensor by tensor, in the order of Keras's model.weights (layers as Keras orders a
- * functional model's, a Sequential's in order; each layer's kernel, bias; gamma, beta, moving_mean,
- * moving_variance), named "<layer>/<weight>". The flat array of kx_model_get_weights holds the
- * layers in the order they were added: tensor i starts at kx_model_weight_offset(i) there. */
-#define KX_MAX_RANK 8 /* the most dimensions a weight has: size the shape array of kx_model_weight_info so */
-/* The number of weight tensors; -1 for NULL. Available before compile. */
-KX_API int64_t kx_model_num_weights(const kx_model* m);
-/* Tensor `index`: its name (a string to release with kx_free), its shape (up to KX_MAX_RANK values
- * written to shape, Keras's layout: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]) and
- * rank. Each out-parameter may be NULL when not wanted. Errors: NULL m, index out of range. */
-KX_API KX_MUST_CHECK kx_status kx_model_weight_info(const kx_model* m, int64_t index, char** out_name, int64_t* shape, size_t* rank);
-/* Where tensor `index` starts in kx_model_get_weights' flat array. Errors: NULL m or out_offset, index. */
-KX_API KX_MUST_CHECK kx_status kx_model_weight_offset(const kx_model* m, int64_t index, int64_t* out_offset);
-/* Copies one tensor by name into out (row-major, out_len >= its element count). Errors: NULL
- * arguments, an unknown name, out_len too small, KX_E_MISUSE before compile. */
-KX_API KX_MUST_CHECK kx_status kx_model_get_weight(const kx_model* m, const char* name, float* out, size_t out_len);
-/* Replaces one tensor by name on every replica; n must equal its element count. Takes effect at the
- * next step. Errors: NULL arguments, an unknown name, a wrong n, KX_E_MISUSE before compile. */
-KX_API KX_MUST_CHECK kx_status kx_model_set_weight(kx_model* m, const char* name, const float* values, size_t n);
-
-/* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
- * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those
- * names (e.g. converted from Keras). Tensors of the file the model lacks are ignored. Without
- * KX_LOAD_WEIGHTS_SKIP_MISMATCH, a model weight that the file lacks or holds with another shape is
- * KX_E_INVALID_ARGUMENT and nothing changes; with it, such weights keep their values. loaded and
- * skipped (either may be NULL) receive the counts of weights. Errors: NULL m or path, KX_E_MISUSE
- * before compile, KX_E_IO, KX_E_CORRUPT. */
-KX_API KX_MUST_CHECK kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
-                                       int64_t* skipped);
-
-/* ---- TensorBoard logs and ONNX export ---- */
+/* kx_evaluate with Keras's progress output on stdout: verbose 1 a bar (redrawn on a terminal, one line
+ * at the end otherwise), "313/313 ━━━━━━━━━━━━━━━━━━━━ 1s 2ms/step - accuracy: 0.8765 - loss: 0.3456",
+ * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
+ * verbose outside 0..2. */
+KX_API KX_MUST_CHECK kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
 
 /* Keras's TensorBoard callback: kx_fit writes TensorBoard event files (TFRecord files of Event
  * protobufs, read by `tensorboard --logdir <log_dir>`) into log_dir/train and, with validation data,
@@ -826,35 +857,6 @@ KX_API KX_MUST_CHECK kx_status kx_model_load_weights(kx_model* m, const char* pa
  * log_dir, negative frequencies; KX_E_IO from kx_fit when a file cannot be created or written. */
 KX_API KX_MUST_CHECK kx_status kx_callbacks_add_tensorboard(kx_callbacks* c, const char* log_dir, int64_t update_freq,
                                               int32_t histogram_freq);
-
-/* Writes the model as an ONNX file for inference (opset 13, IR version 7) that ONNX runtimes run
- * with the outputs of kx_predict: one input named as the model's input, of shape [N, <input shape>]
- * (channels last, as kx and Keras hold images) with a symbolic batch N, and one output "output" of
- * shape [N, <output shape>], probabilities for softmax and sigmoid outputs. Inside, images are NCHW
- * as ONNX operators want them (a Transpose where kx's channels-last order matters: at the input, at
- * Flatten and at an image output). Dense is Gemm (MatMul without bias), BatchNormalization uses the
- * moving statistics, Dropout is left out. Weights are those of now. Written durably (as
- * kx_model_save). Errors: NULL arguments, KX_E_MISUSE before compile, KX_E_IO. */
-KX_API KX_MUST_CHECK kx_status kx_model_export_onnx(const kx_model* m, const char* path);
-/* ---------------------------------------------------------------------------------------------- */
-/* A Keras user's first day: model summary, sample and class weights, more callbacks             */
-/* ---------------------------------------------------------------------------------------------- */
-
-/* Keras 3's model.summary() text, as Keras prints it to a pipe or an 80-column terminal (its table then
- * 76 characters wide): the line Model: "sequential" (or "functional"), a table of the layers drawn
- * with box-drawing characters (layer name and class, output shape with the batch as None, parameter
- * count; for a model whose layers are not one chain, the input first and a "Connected to" column,
- * layers in Keras's order), then " Total params: 101,770 (397.54 KB)", " Trainable params: ...",
- * " Non-trainable params: ...", and once the model has trained, " Optimizer params: ..." (Keras's
- * optimizer variables: iteration count, learning rate and a slot per trained value for each moment,
- * counted in the total as Keras does). UTF-8, one '\n' after each line; *out_text is allocated, free
- * it with kx_free. Available before compile. Errors: NULL m or out_text. */
-KX_API KX_MUST_CHECK kx_status kx_model_summary(const kx_model* m, char** out_text);
-/* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
- * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
- * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
- * too small for the columns (a column under 4 characters, as Keras refuses). */
-KX_API KX_MUST_CHECK kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
 
 /* Keras's ReduceLROnPlateau: at the end of each epoch, when monitor ("val_loss" when NULL, "loss",
  * "accuracy", "val_accuracy") has not improved for patience epochs, the learning rate becomes
@@ -908,20 +910,6 @@ KX_API KX_MUST_CHECK KX_DEPRECATED("kx_callbacks_add_backup_and_restore_every") 
  * epoch. Errors: those above, every_n_batches < 0. */
 KX_API KX_MUST_CHECK kx_status kx_callbacks_add_backup_and_restore_every(kx_callbacks* c, const char* backup_dir,
                                                            int64_t every_n_batches);
-
-/* kx_evaluate with Keras's progress output on stdout: verbose 1 a bar (redrawn on a terminal, one line
- * at the end otherwise), "313/313 ━━━━━━━━━━━━━━━━━━━━ 1s 2ms/step - accuracy: 0.8765 - loss: 0.3456",
- * verbose 2 "313/313 - 1s - 2ms/step - ...", 0 nothing (kx_evaluate). Errors: those of kx_evaluate,
- * verbose outside 0..2. */
-KX_API KX_MUST_CHECK kx_status kx_evaluate_verbose(kx_model* m, kx_dataset* d, int32_t verbose, double* loss, double* accuracy);
-/* ---------------------------------------------------------------------------------------------- */
-/* Mixed precision                                                                                */
-/* ---------------------------------------------------------------------------------------------- */
-
-/* The dynamic loss scale of a model compiled with KX_PRECISION_MIXED_FLOAT16 into *out_scale (the
- * one the next step multiplies the loss by); 1 for other precisions. Errors: NULL arguments,
- * KX_E_MISUSE before compile. */
-KX_API KX_MUST_CHECK kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
 
 #ifdef __cplusplus
 } /* extern "C" */
