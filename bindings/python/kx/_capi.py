@@ -176,11 +176,16 @@ _SIGNATURES = {
     "kx_model_get_trainable": (c_int32, [c_void_p, c_char_p, P(c_int32)]),
     "kx_model_num_trainable_params": (c_int64, [c_void_p]),
     "kx_model_load_weights": (c_int32, [c_void_p, c_char_p, c_uint32, P(c_int64), P(c_int64)]),
+    "kx_model_summary": (c_int32, [c_void_p, P(c_void_p)]),
     "kx_model_summary_width": (c_int32, [c_void_p, c_int32, P(c_void_p)]),
     "kx_reduce_lr_options_init": (None, [P(ReduceLrOptions), c_size_t]),
     "kx_callbacks_add_reduce_lr_on_plateau_options": (c_int32, [c_void_p, P(ReduceLrOptions)]),
     "kx_callbacks_add_learning_rate_scheduler": (c_int32, [c_void_p, LR_SCHEDULE, c_void_p]),
+    "kx_callbacks_add_backup_and_restore": (c_int32, [c_void_p, c_char_p]),
     "kx_callbacks_add_backup_and_restore_every": (c_int32, [c_void_p, c_char_p, c_int64]),
+    "kx_callbacks_add_reduce_lr_on_plateau": (c_int32, [c_void_p, c_char_p, c_double, c_int32, c_double]),
+    "kx_callbacks_add_step_decay": (c_int32, [c_void_p, c_double, c_int32]),
+    "kx_callbacks_add_cosine_decay": (c_int32, [c_void_p, c_int64, c_double]),
     "kx_evaluate_verbose": (c_int32, [c_void_p, c_void_p, c_int32, P(c_double), P(c_double)]),
 }
 

@@ -71,8 +71,9 @@ fn rust_type(t: &[String]) -> String {
 /// change no signature.
 fn without_attributes(decl: &str) -> String {
     let mut out = decl.replace("KX_MUST_CHECK", " ");
+    // KX_DEPRECATED("...") holds a string that may hold parentheses: it ends at `")`.
     while let Some(at) = out.find("KX_DEPRECATED(") {
-        let end = at + out[at..].find(')').expect("KX_DEPRECATED(...) is closed") + 1;
+        let end = at + out[at..].find("\")").expect("KX_DEPRECATED(\"...\") is closed") + 2;
         out.replace_range(at..end, " ");
     }
     out
