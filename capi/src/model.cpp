@@ -281,7 +281,7 @@ kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len) {
   return guarded([&] {
     require_arg(m, "m", "kx_model_set_weights");
     require_arg(w, "w", "kx_model_set_weights");
-    m->model.set_weights(std::vector<float>(w, w + w_len));
+    m->model.set_weights(w, w_len);
     return KX_OK;
   });
 }
@@ -350,6 +350,9 @@ kx_status kx_model_add_normalization(kx_model* m, const float* mean, const float
     require_arg(mean, "mean", function);
     require_arg(variance, "variance", function);
     require_not_compiled(m, function);
+    // One value or one per channel; a count beyond any shape is refused before anything is copied.
+    kx::require(n >= 1 && n <= static_cast<size_t>(kx::kMaxElements), kx::Status::InvalidArgument,
+                std::string(function) + ": n must be 1 or the channel count, got " + std::to_string(n));
     kx::LayerSpec s = spec_of(kx::LayerKind::Normalization);
     s.mean.assign(mean, mean + n);
     s.variance.assign(variance, variance + n);

@@ -129,6 +129,8 @@ class Model {
   // each tensor's offset in it).
   std::vector<float> get_weights() const;
   void set_weights(const std::vector<float>& w);
+  // The same from n values at w: InvalidArgument unless n is num_params(), before w is read.
+  void set_weights(const float* w, size_t n);
   // The model's tensors in Keras's model.weights order: layers as Keras orders a functional model's
   // (a Sequential's in order), each layer's as Keras (kernel, bias; gamma, beta, moving_mean,
   // moving_variance). Available before compile.

@@ -3,6 +3,7 @@
 // use_bias false there is no b.
 #include <algorithm>
 
+#include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -39,6 +40,10 @@ class Conv2dLayer final : public Layer {
       g_.out_h = (g_.in_h - g_.k_h) / spec_.stride + 1;
       g_.out_w = (g_.in_w - g_.k_w) / spec_.stride + 1;
     }
+    // What params(), the columns and the GEMMs multiply later.
+    checked_product({g_.k_h, g_.k_w, g_.channels, spec_.filters}, "Conv2D layer \"" + name() + "\"'s kernel");
+    checked_product({g_.out_h, g_.out_w, g_.k_h, g_.k_w, g_.channels}, "Conv2D layer \"" + name() + "\"'s columns");
+    checked_product({g_.out_h, g_.out_w, spec_.filters}, "Conv2D layer \"" + name() + "\"'s output");
     return {g_.out_h, g_.out_w, spec_.filters};
   }
 
@@ -189,10 +194,10 @@ void read_conv2d_config(const json::Value& config, const std::string& what, Laye
 }
 
 std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
-  require(spec.filters > 0, Status::InvalidArgument,
-          "Conv2D filters must be positive (got " + std::to_string(spec.filters) + ")");
-  require(spec.kernel_h > 0 && spec.kernel_w > 0, Status::InvalidArgument, "Conv2D kernel sizes must be positive");
-  require(spec.stride > 0, Status::InvalidArgument, "Conv2D stride must be positive");
+  checked_dimension(spec.filters, 1, "Conv2D filters");
+  checked_dimension(spec.kernel_h, 1, "Conv2D kernel height");
+  checked_dimension(spec.kernel_w, 1, "Conv2D kernel width");
+  checked_dimension(spec.stride, 1, "Conv2D stride");
   require(spec.padding == Padding::Valid || spec.padding == Padding::Same, Status::InvalidArgument,
           "Conv2D padding must be valid or same");
   require(is_valid(spec.activation), Status::InvalidArgument,

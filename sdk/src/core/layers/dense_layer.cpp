@@ -1,5 +1,6 @@
 // Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b; with
 // use_bias false there is no b (y = act(x W)).
+#include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -19,6 +20,7 @@ class DenseLayer final : public Layer {
             "Dense layer \"" + name() + "\" needs rank-1 samples but gets " + to_string(in) +
                 "; add a Flatten layer before it");
     in_ = in[0];
+    checked_product({in_, spec_.units}, "Dense layer \"" + name() + "\"'s kernel");
     return {spec_.units};
   }
 
@@ -101,8 +103,7 @@ void read_dense_config(const json::Value& config, const std::string& what, Layer
 }
 
 std::unique_ptr<Layer> make_dense_layer(const LayerSpec& spec) {
-  require(spec.units > 0, Status::InvalidArgument,
-          "Dense units must be positive (got " + std::to_string(spec.units) + ")");
+  checked_dimension(spec.units, 1, "Dense units");
   require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
   return std::make_unique<DenseLayer>(spec);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "core/checked_size.hpp"
 #include "core/layers/onnx_layer_export.hpp"
 #include "io/json.hpp"
 #include "kx/layer.hpp"
@@ -80,7 +81,9 @@ class Layer {
   virtual std::vector<ParamSpec> params() const { return {}; }
   virtual int64_t scratch_per_sample() const { return 0; }
   // Scratch floats for `rows` samples; layers with per-layer state (statistics) add to the default.
-  virtual int64_t scratch_floats(int64_t rows) const { return scratch_per_sample() * rows; }
+  virtual int64_t scratch_floats(int64_t rows) const {
+    return checked_product({scratch_per_sample(), rows}, "layer \"" + name() + "\"'s scratch");
+  }
   // The same on a given backend (a convolution the backend runs natively needs no columns).
   virtual int64_t scratch_floats_on(const backend::Backend& be, int64_t rows) const {
     (void)be;

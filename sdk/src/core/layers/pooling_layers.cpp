@@ -1,5 +1,6 @@
 // Pooling over channels-last samples: MaxPooling2D and AveragePooling2D ("valid" windows, strides
 // defaulting to the pool size as in Keras) and GlobalAveragePooling2D (the mean of each channel).
+#include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -102,9 +103,11 @@ class GlobalAveragePooling2dLayer final : public Layer {
 };
 
 void check_pool(const LayerSpec& spec, const char* what) {
-  require(spec.pool_h > 0 && spec.pool_w > 0, Status::InvalidArgument, std::string(what) + " pool sizes must be positive");
-  require(spec.pool_stride_h >= 0 && spec.pool_stride_w >= 0, Status::InvalidArgument,
-          std::string(what) + " strides must be positive (0: the pool size)");
+  checked_dimension(spec.pool_h, 1, std::string(what) + " pool height");
+  checked_dimension(spec.pool_w, 1, std::string(what) + " pool width");
+  // 0: the pool size.
+  checked_dimension(spec.pool_stride_h, 0, std::string(what) + " stride along the height");
+  checked_dimension(spec.pool_stride_w, 0, std::string(what) + " stride along the width");
 }
 
 }  // namespace

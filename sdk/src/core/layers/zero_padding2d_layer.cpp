@@ -1,5 +1,6 @@
 // ZeroPadding2D: rows and columns of zeros around channels-last samples. The padded sample is im2col
 // of a 1x1 window with the padding as the window's offset, and cropping the gradient is its adjoint.
+#include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -71,8 +72,10 @@ void read_zero_padding2d_config(const json::Value& config, const std::string& wh
 }
 
 std::unique_ptr<Layer> make_zero_padding2d_layer(const LayerSpec& spec) {
-  require(spec.pad_top >= 0 && spec.pad_bottom >= 0 && spec.pad_left >= 0 && spec.pad_right >= 0,
-          Status::InvalidArgument, "ZeroPadding2D padding must be >= 0");
+  checked_dimension(spec.pad_top, 0, "ZeroPadding2D padding at the top");
+  checked_dimension(spec.pad_bottom, 0, "ZeroPadding2D padding at the bottom");
+  checked_dimension(spec.pad_left, 0, "ZeroPadding2D padding on the left");
+  checked_dimension(spec.pad_right, 0, "ZeroPadding2D padding on the right");
   return std::make_unique<ZeroPadding2dLayer>(spec);
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/checked_size.hpp"
 #include "core/layers/layer_registry.hpp"
 #include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
@@ -16,15 +17,6 @@ namespace kx {
 
 namespace {
 
-// The element count of a shape, or InvalidArgument when it exceeds kMaxElements (no overflow on the way).
-int64_t bounded_elements(const Shape& s, const std::string& what) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    require(d >= 0 && !__builtin_mul_overflow(n, d, &n) && n <= kMaxElements, Status::InvalidArgument,
-            what + " " + to_string(s) + " has more elements than kx supports");
-  return n;
-}
-
 constexpr uint64_t kDefaultSeed = 0x6b78'5f73'6565'6421ull;  // used when the caller gives seed 0
 
 }  // namespace
@@ -33,7 +25,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   require(!input.empty(), Status::InvalidArgument, "input shape needs at least one dimension");
   for (int64_t d : input)
     require(d > 0, Status::InvalidArgument, "input dimensions must be positive, got " + to_string(input));
-  bounded_elements(input, "the input shape");
+  core::checked_elements(input, "the input shape");
   distribute::require_supported_replicas(strategy.replicas());
   net.shapes.push_back(std::move(input));
 }
@@ -65,9 +57,9 @@ std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inb
 
   auto layer = core::make_layer(spec);
   Shape out = layer->build_inputs(in_shapes);
-  bounded_elements(out, "the output of layer \"" + spec.name + "\"");
+  core::checked_elements(out, "the output of layer \"" + spec.name + "\"");
   int64_t count = 0;
-  for (const auto& p : layer->params()) count += bounded_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");
+  for (const auto& p : layer->params()) count += core::checked_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");
   require(net.num_params + count <= kMaxElements, Status::InvalidArgument,
           "layer \"" + spec.name + "\" makes the model larger than kx supports");
   net.param_offset.push_back(net.num_params);
@@ -335,15 +327,17 @@ std::vector<float> Model::Impl::get_weights() const {
   return host_params();
 }
 
-void Model::Impl::set_weights(const std::vector<float>& w) {
+void Model::Impl::set_weights(const float* w, size_t n) {
   require_compiled("set_weights");
-  require(static_cast<int64_t>(w.size()) == net.num_params, Status::InvalidArgument,
-          "set_weights needs " + std::to_string(net.num_params) + " values, got " + std::to_string(w.size()));
-  set_params(w.data());
+  // The count before the values: a caller's buffer is read only once its length is right.
+  require(n == static_cast<size_t>(net.num_params), Status::InvalidArgument,
+          "set_weights needs " + std::to_string(net.num_params) + " values, got " + std::to_string(n));
+  set_params(w);
 }
 
 std::vector<float> Model::get_weights() const { return impl_->get_weights(); }
-void Model::set_weights(const std::vector<float>& w) { impl_->set_weights(w); }
+void Model::set_weights(const std::vector<float>& w) { impl_->set_weights(w.data(), w.size()); }
+void Model::set_weights(const float* w, size_t n) { impl_->set_weights(w, n); }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   impl_->require_not_fitting("fit");

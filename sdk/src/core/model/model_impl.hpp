@@ -88,7 +88,8 @@ class Model::Impl {
 
   // All parameters, as Model::get_weights / set_weights (set_weights checks the count).
   std::vector<float> get_weights() const;
-  void set_weights(const std::vector<float>& w);
+  void set_weights(const float* w, size_t n);
+  void set_weights(const std::vector<float>& w) { set_weights(w.data(), w.size()); }
 
   // Replica 0's parameters (which every replica equals between steps) and optimizer slots, on the host.
   std::vector<float> host_params() const;

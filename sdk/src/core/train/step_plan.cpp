@@ -1,5 +1,7 @@
 #include "core/train/step_plan.hpp"
 
+#include "core/checked_size.hpp"
+
 namespace kx::core {
 
 void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size) {
@@ -14,10 +16,13 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   sums_after_.assign(L, {});
   scratch_.assign(L, nullptr);
   auto buffer = [&](int64_t floats) {
+    checked_dimension(floats, 0, "a training buffer");
     storage_.push_back(be.allocate(static_cast<size_t>(floats) * sizeof(float)));
     return storage_.back().data();
   };
-  auto floats_of = [&](size_t t) { return max_rows * num_elements(net.shapes[t]); };
+  auto floats_of = [&](size_t t) {
+    return checked_product({max_rows, num_elements(net.shapes[t])}, "a batch of tensor " + std::to_string(t));
+  };
 
   // A tensor's gradient is needed when the layer that made it, or one before that, trains.
   std::vector<bool> needs_grad(T, false);
@@ -67,7 +72,7 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
       }
     }
   }
-  labels_ = be.allocate(static_cast<size_t>(max_rows * label_size) * sizeof(float));
+  labels_ = be.allocate(static_cast<size_t>(checked_product({max_rows, label_size}, "a batch's labels")) * sizeof(float));
   batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   weights_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(float));
   capacity_ = max_rows;
