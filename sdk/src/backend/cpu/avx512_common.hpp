@@ -31,7 +31,8 @@ struct TileStore {
   KX_AVX512 void operator()(float* c, __mmask16 m, __m512 acc, __m512 bias) const {
     __m512 x = _mm512_add_ps(acc, bias);
     if (beta != 0.0f) x = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(m, c), x);
-    if (relu) x = _mm512_max_ps(x, _mm512_setzero_ps());
+    // MAXPS returns its second operand when either is NaN: x second keeps a NaN (relu(NaN) is NaN).
+    if (relu) x = _mm512_max_ps(_mm512_setzero_ps(), x);
     _mm512_mask_storeu_ps(c, m, round_vector(x, rounding));
   }
 };

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/activation_math.hpp"
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm_dispatch.hpp"
 #include "backend/cpu/rounding_kernels.hpp"
@@ -85,7 +86,7 @@ class CpuBackend final : public Backend {
       case Activation::None: return;
       case Activation::Relu:
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t i = 0; i < n; ++i) y[i] = std::max(y[i], 0.0f);
+        for (int64_t i = 0; i < n; ++i) y[i] = relu(y[i]);
         return;
       case Activation::Sigmoid:
 #pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)

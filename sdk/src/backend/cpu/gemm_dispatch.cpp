@@ -1,3 +1,4 @@
+#include "backend/activation_math.hpp"
 #include "backend/cpu/gemm_dispatch.hpp"
 
 #include <omp.h>
@@ -110,7 +111,7 @@ void GemmDispatch::apply_epilogue(int64_t M, int64_t N, float* C, int64_t ldc, c
     float* c = C + i * ldc;
     for (int64_t j = 0; j < N; ++j) {
       float v = c[j] + (bias ? bias[j] : 0.0f);
-      c[j] = round_value(relu ? std::max(v, 0.0f) : v, r);
+      c[j] = round_value(relu ? backend::relu(v) : v, r);
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "backend/activation_math.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/rounding_math.hpp"
 
@@ -87,7 +88,7 @@ void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, 
       for (int64_t s = 1; s < slices; ++s) v += parts[s * block + i * p.N + j];
       if (p.beta != 0.0f) v += p.beta * c[j];
       if (p.bias) v += p.bias[j];
-      if (p.relu) v = std::max(v, 0.0f);
+      if (p.relu) v = relu(v);
       c[j] = round_value(v, p.rounding);
     }
   }

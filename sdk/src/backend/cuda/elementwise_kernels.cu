@@ -2,6 +2,7 @@
 // on its inputs, so they match the CPU backend whatever the launch shape.
 #include <cmath>
 
+#include "backend/activation_math.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/loss_math.hpp"
@@ -11,7 +12,7 @@ namespace kx::backend::cuda {
 namespace {
 
 __global__ void relu_kernel(int64_t n, float* y) {
-  KX_GRID_STRIDE(i, n) y[i] = fmaxf(y[i], 0.0f);
+  KX_GRID_STRIDE(i, n) y[i] = relu(y[i]);
 }
 __global__ void sigmoid_kernel(int64_t n, float* y) {
   KX_GRID_STRIDE(i, n) y[i] = sigmoid(y[i]);
@@ -65,7 +66,7 @@ __global__ void bias_relu_kernel(int64_t rows, int64_t cols, int64_t ld, float* 
   KX_GRID_STRIDE(i, rows * cols) {
     const int64_t r = i / cols, c = i % cols;
     float v = y[r * ld + c] + (bias ? bias[c] : 0.0f);
-    y[r * ld + c] = relu ? fmaxf(v, 0.0f) : v;
+    y[r * ld + c] = relu ? backend::relu(v) : v;
   }
 }
 

@@ -1,0 +1,77 @@
+// A NaN in the input reaches the loss as in Keras (relu(NaN) is NaN, fused into a GEMM or not), so
+// TerminateOnNaN stops at the batch that holds it instead of the weights turning NaN unnoticed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "kx/model.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+constexpr int64_t kIn = 6, kSamples = 64, kBatch = 8;
+
+Model relu_model(CpuGemm gemm) {
+  Strategy s = Strategy::mirrored({"cpu"});
+  s.set_cpu_gemm(gemm);
+  Model m = Model::sequential(s, {kIn});
+  m.add_dense(16, Activation::Relu);
+  m.add_layer(R"({"class_name": "ReLU", "config": {}})");
+  m.add_dense(3, Activation::Softmax);
+  CompileOptions o;
+  o.seed = 3;
+  m.compile(o);
+  return m;
+}
+
+class NanPropagation : public ::testing::TestWithParam<CpuGemm> {};
+
+TEST_P(NanPropagation, ReluKeepsANanInTheForwardPass) {
+  Model m = relu_model(GetParam());
+  std::vector<float> x = test::random_floats(2 * kIn, 5);
+  x[kIn + 2] = std::numeric_limits<float>::quiet_NaN();  // the second sample
+  const std::vector<float> y = m.predict(x.data(), 2);
+  for (int c = 0; c < 3; ++c) {
+    EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(c)])) << "the first sample is clean";
+    EXPECT_TRUE(std::isnan(y[static_cast<size_t>(3 + c)])) << "output " << c << " of the NaN sample is " << y[3 + c];
+  }
+}
+
+TEST_P(NanPropagation, TerminateOnNanStopsAtTheBatchThatHoldsIt) {
+  Model m = relu_model(GetParam());
+  std::vector<float> x = test::random_floats(kSamples * kIn, 9);
+  std::vector<float> y(kSamples);
+  for (int64_t i = 0; i < kSamples; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+  const int64_t bad_sample = 3 * kBatch + 1;  // in the fourth batch
+  x[static_cast<size_t>(bad_sample * kIn)] = std::numeric_limits<float>::quiet_NaN();
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kSamples, kIn}, y.data(), DType::F32, {kSamples});
+  d.batch(kBatch, false);
+  Callbacks cb;
+  cb.add_terminate_on_nan();
+  int64_t last_batch = 0;
+  cb.add([&](const Event& e) {
+    if (e.kind == EventKind::BatchEnd) last_batch = e.step;
+    return false;
+  });
+  FitOptions o;
+  std::string message;
+  try {
+    m.fit(d, o, &cb, nullptr);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Diverged);
+    message = e.what();
+  }
+  EXPECT_NE(message.find("batch 4"), std::string::npos) << message;
+  EXPECT_EQ(last_batch, 3) << "no batch after the NaN one ran its callbacks";
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemms, NanPropagation, ::testing::Values(CpuGemm::Builtin, CpuGemm::Blas),
+                         [](const auto& info) { return info.param == CpuGemm::Builtin ? "Builtin" : "Blas"; });
+
+}  // namespace
+}  // namespace kx
