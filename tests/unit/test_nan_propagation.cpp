@@ -2,7 +2,10 @@
 // TerminateOnNaN stops at the batch that holds it instead of the weights turning NaN unnoticed.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -68,6 +71,38 @@ TEST_P(NanPropagation, TerminateOnNanStopsAtTheBatchThatHoldsIt) {
   }
   EXPECT_NE(message.find("batch 4"), std::string::npos) << message;
   EXPECT_EQ(last_batch, 3) << "no batch after the NaN one ran its callbacks";
+}
+
+// Without TerminateOnNaN the update of the NaN batch makes the weights NaN: the checkpoint after it is
+// refused (KX_E_DIVERGED naming it), and every checkpoint on disk holds finite weights to resume from.
+TEST(NanCheckpoints, ANonFiniteStateIsNeverWritten) {
+  Model m = relu_model(CpuGemm::Auto);
+  std::vector<float> x = test::random_floats(kSamples * kIn, 9);
+  std::vector<float> y(kSamples);
+  for (int64_t i = 0; i < kSamples; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+  x[static_cast<size_t>((3 * kBatch + 1) * kIn)] = std::numeric_limits<float>::quiet_NaN();  // batch 4
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kSamples, kIn}, y.data(), DType::F32, {kSamples});
+  d.batch(kBatch, false);
+  const std::string dir = ::testing::TempDir() + "kx-nan-checkpoints-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  Callbacks cb;
+  cb.add_model_checkpoint(dir + "/step-{step}.kx", 1, 0);
+  std::string message;
+  try {
+    m.fit(d, FitOptions{}, &cb, nullptr);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Diverged);
+    message = e.what();
+  }
+  EXPECT_NE(message.find("step-4.kx was not written"), std::string::npos) << message;
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    Model resumed = Model::load(Strategy::mirrored({"cpu"}), f.path().string());
+    for (float w : resumed.get_weights()) ASSERT_TRUE(std::isfinite(w)) << f.path();
+  }
+  EXPECT_EQ(files, 3);
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Gemms, NanPropagation, ::testing::Values(CpuGemm::Builtin, CpuGemm::Blas),

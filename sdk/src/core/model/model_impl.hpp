@@ -71,7 +71,10 @@ class Model::Impl {
   void check_dataset(const Dataset& d, const char* role) const;
 
   // The safetensors bytes of the model (and of the training position, for a checkpoint).
-  std::string encode(const core::TrainPosition* position, const core::DataOrder* order) const;
+  // With finite_only (a checkpoint during fit), Diverged naming the first weight or optimizer slot
+  // that holds a NaN or an infinity: such a state is never written, so the newest checkpoint stays
+  // one to resume from.
+  std::string encode(const core::TrainPosition* position, const core::DataOrder* order, bool finite_only = false) const;
   // Loads weights, optimizer slots and step count from a file written by encode for the same model
   // (InvalidArgument naming the first difference otherwise); the model is unchanged on any error.
   void restore(const io::SafetensorsFile& f);

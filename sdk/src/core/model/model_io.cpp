@@ -164,7 +164,8 @@ std::vector<WeightInfo> Model::Impl::named_params() const {
   return tensors_of(arena_order);
 }
 
-std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order) const {
+std::string Model::Impl::encode(const core::TrainPosition* position, const core::DataOrder* order,
+                                bool finite_only) const {
   require_compiled("save");
   const std::vector<float> params = host_params(), slot_m = host_slot(&Replica::slot_m),
                            slot_v = host_slot(&Replica::slot_v), slot_ema = host_slot(&Replica::slot_ema);
@@ -181,6 +182,12 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
   add_slots(slot_m, first_slot_prefix(optimizer.kind));
   add_slots(slot_v, "optimizer/v/");
   add_slots(slot_ema, kEmaPrefix);
+  if (finite_only)
+    for (const io::TensorToWrite& t : tensors) {
+      const float* end = t.data + num_elements(t.shape);
+      require(std::all_of(t.data, end, [](float v) { return std::isfinite(v); }), Status::Diverged,
+              "\"" + t.name + "\" holds a value that is not finite");
+    }
   io::Metadata m;
   m["format"] = kFormat;
   m["kx_version"] = KX_VERSION_STRING;

@@ -104,7 +104,16 @@ Event FitSession::end_epoch(int32_t epoch, bool stopped, const Metrics& history_
 void FitSession::save_checkpoint(const std::string& path) {
   const TrainPosition p = checkpoint_position();
   fetch_state();
-  io::write_file_durably(path, model_.encode(&p, &order));
+  std::string bytes;
+  try {
+    bytes = model_.encode(&p, &order, /*finite_only=*/true);
+  } catch (const Error& e) {
+    if (e.status() != Status::Diverged) throw;
+    fail(Status::Diverged, "the training state became non-finite by epoch " + std::to_string(p.epoch + 1) + ", batch " +
+                               std::to_string(p.step_in_epoch) + ": " + e.what() + "; checkpoint " + path +
+                               " was not written, the checkpoints written before it are intact");
+  }
+  io::write_file_durably(path, bytes);
   Event e = event(EventKind::CheckpointSaved, p.epoch, p.step_in_epoch);
   e.path = path;
   emit(e);
