@@ -20,11 +20,14 @@
  *  Numerics  Training follows Keras 3 (3.x): the same formulas, defaults and float32 rounding of
  *            optimizer constants (Adam's rate and 1 - beta computed as Keras 3 computes them).
  *  Strings   UTF-8, NUL-terminated.
- *  Callbacks A callback kx_fit calls runs on the thread that called kx_fit, between steps. Calls
- *            that run or rebuild the model being fit (kx_fit, kx_evaluate, kx_predict,
- *            kx_model_train_on_batch / test_on_batch, kx_model_compile, kx_model_add_*) are
- *            KX_E_MISUSE from its callbacks and leave the fit as it was; other models and handles may
- *            be used there. kx's own threads (the replicas' workers, the parameter-server and
+ *  Callbacks A callback kx_fit calls runs on the thread that called kx_fit, between steps. On the
+ *            model being fit it may call kx_evaluate, kx_predict, kx_model_get_weights and the other
+ *            reading calls, and kx_model_save: they see the state after the step, and the fit goes on
+ *            exactly as without them. kx_evaluate and kx_predict there are KX_E_MISUSE under a
+ *            multi-worker or parameter-server strategy (only the chief runs callbacks). Calls that
+ *            train or rebuild that model (kx_fit, kx_model_train_on_batch / test_on_batch,
+ *            kx_model_compile, kx_model_add_*) are KX_E_MISUSE there. Other models and handles may be
+ *            used freely. kx's own threads (the replicas' workers, the parameter-server and
  *            multi-worker service threads) never call user code.
  *  Growth    The ABI only grows within a major version: functions, enum values and struct members
  *            are added, never changed or removed. A function likely to grow takes an options struct

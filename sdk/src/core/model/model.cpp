@@ -341,6 +341,8 @@ void Model::set_weights(const float* w, size_t n) { impl_->set_weights(w, n); }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   impl_->require_not_fitting("fit");
+  impl_->sums_taken_from_fit = {};
+  impl_->feeds_moved_by_nested_call = false;
   impl_->fitting = true;
   const struct Done {
     bool& flag;
@@ -348,20 +350,27 @@ Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, Hist
   } done{impl_->fitting};
   return impl_->fit(train, o, cb, history);
 }
+void Model::Impl::require_nested_call_possible(const char* what) const {
+  if (!fitting) return;
+  require(!multi_worker() && !strategy.parameter_servers(), Status::Misuse,
+          std::string(what) + " from a callback of a multi-worker or parameter-server fit (only the chief runs "
+                              "callbacks, and this call needs every worker or the ps tasks' state)");
+}
+
 EvalResult Model::evaluate(const Dataset& data, int verbose) {
-  impl_->require_not_fitting("evaluate");
+  impl_->require_nested_call_possible("evaluate");
   return impl_->evaluate(data, verbose);
 }
 
 std::vector<float> Model::predict(const float* x, int64_t n) {
   require(n >= 0, Status::InvalidArgument, "predict needs n >= 0");
-  impl_->require_not_fitting("predict");
+  impl_->require_nested_call_possible("predict");
   std::vector<float> out(static_cast<size_t>(n * impl_->net.output_size()));
   impl_->predict(x, n, out.data());
   return out;
 }
 void Model::predict_into(const float* x, int64_t n, float* out) {
-  impl_->require_not_fitting("predict");
+  impl_->require_nested_call_possible("predict");
   impl_->predict(x, n, out);
 }
 

@@ -36,7 +36,12 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   reserve_plans(batch);
   stage_dataset(data, data.sample_weights());  // weighted when the data carries weights (Keras)
-  take_loss_sums();  // nothing left over from a call that failed
+  // Nothing left over from a call that failed; from a callback of fit, the fit's sums, handed back.
+  const backend::LossSums left = take_loss_sums();
+  if (fitting) {
+    sums_taken_from_fit += left;
+    feeds_moved_by_nested_call = true;
+  }
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
   const int64_t batches = (data.num_samples() + batch - 1) / batch;
   if (bar) bar->begin(batches);

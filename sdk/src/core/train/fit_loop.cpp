@@ -37,7 +37,9 @@ class SyncFitSession final : public core::FitSession {
   // every step was read).
   backend::LossSums read_steps() {
     if (unread_ == 0) return {};
-    const backend::LossSums read = model_.take_loss_sums();
+    // Sums an evaluate from a callback took from the backends first: 0 + x is x, bitwise.
+    backend::LossSums read = std::exchange(model_.sums_taken_from_fit, {});
+    read += model_.take_loss_sums();
     metrics.add(read, unread_);
     unread_ = 0;
     return read;
@@ -161,6 +163,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     stage_dataset(train, train_weights);  // again after the validation of the epoch before
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const core::BatchStream::Batch batch = batches.next();
+      if (std::exchange(feeds_moved_by_nested_call, false)) stage_dataset(train, train_weights);
       if (decoder) use_rows(decoder->next());
       steps_.run(*this, batch.idx, batch.rows);
       session.bar().step_done(step + 1);
