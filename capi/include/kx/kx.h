@@ -553,8 +553,8 @@ KX_API KX_MUST_CHECK kx_status kx_model_export_onnx(const kx_model* m, const cha
 KX_API KX_MUST_CHECK kx_status kx_model_summary(const kx_model* m, char** out_text);
 /* The same with the table line_length characters wide, as Keras's summary(line_length=...); 0 is
  * Keras's default for the layout: 88, or 108 with the "Connected to" column (Keras itself takes the
- * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0 or
- * too small for the columns (a column under 4 characters, as Keras refuses). */
+ * smaller of that and the terminal's width minus 4). Errors: NULL m or out_text, line_length < 0,
+ * above 4096 or too small for the columns (a column under 4 characters, as Keras refuses). */
 KX_API KX_MUST_CHECK kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text);
 
 /* The dynamic loss scale of a model compiled with KX_PRECISION_MIXED_FLOAT16 into *out_scale (the

@@ -30,7 +30,10 @@ std::string totals_line(const char* what, int64_t count, double bytes) {
 }  // namespace
 
 std::string Model::Impl::summary(int line_length) const {
-  require(line_length >= 0, Status::InvalidArgument, "summary line length must be >= 0, got " + std::to_string(line_length));
+  // Wider than any terminal is a caller's mistake: a table of 2^31 columns is gigabytes of text.
+  constexpr int kWidestLine = 4096;
+  require(line_length >= 0 && line_length <= kWidestLine, Status::InvalidArgument,
+          "summary line length must be 0.." + std::to_string(kWidestLine) + ", got " + std::to_string(line_length));
   // A chain prints as Keras's Sequential (no input row, three columns); any other graph as a
   // Functional model, whose table starts with the input and says what each layer reads.
   const bool functional = !net.is_chain();

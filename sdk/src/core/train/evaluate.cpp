@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/callbacks/progress_bar.hpp"
+#include "core/checked_size.hpp"
 #include "core/model/model_impl.hpp"
 #include "core/train/step_runner.hpp"
 #include "kx/error.hpp"
@@ -113,6 +114,9 @@ void Model::Impl::predict(const float* x, int64_t n, float* out) {
   require(n >= 0, Status::InvalidArgument, "predict needs n_samples >= 0");
   require(n == 0 || (x && out), Status::InvalidArgument, "predict needs input and output buffers");
   const int64_t in = net.input_size(), outs = net.output_size();
+  // No caller holds more samples than kx could index: refused before anything is read or written.
+  core::checked_product({n, in}, "predict's input of " + std::to_string(n) + " samples");
+  core::checked_product({n, outs}, "predict's output of " + std::to_string(n) + " samples");
   Replica& r = replicas.front();
   const int64_t batch = std::max<int64_t>(r.plan.capacity(), Dataset::kDefaultBatch);
   r.plan.reserve(*r.be, net, batch, label_size());
