@@ -4,11 +4,15 @@
 # every packet either way is dropped (a pfifo queue of length 0 on each end: the links stay up), so
 # that no reset, FIN or "unreachable" ever arrives. Both workers must end with KX_E_COMM (the
 # sample's exit status 3) naming the other one, within the group's timeout; a hang is ctest's TIMEOUT.
+# With parameter_server: the chief, worker 0 and the ps task in one namespace, worker 1 cut off in the
+# other; the chief gives worker 1's batches to worker 0 and finishes (every task but worker 1 ends
+# with 0), and worker 1 ends with KX_E_COMM.
 # Needs root and network namespaces (CI runs as root); exits 77 (skipped) where they are missing.
 #
-#   network_partition.sh MULTI_WORKER_PROGRAM DATA_DIR SCRATCH_DIR
+#   network_partition.sh multi_worker|parameter_server PROGRAM DATA_DIR SCRATCH_DIR
 set -uo pipefail
-program=$1 data=$2 scratch=$3
+pids=()
+mode=$1 program=$2 data=$3 scratch=$4
 tag=$$
 ns0=kxpart0-$tag ns1=kxpart1-$tag
 veth0=kxp0-$tag veth1=kxp1-$tag
@@ -20,8 +24,7 @@ if [[ $(id -u) -ne 0 ]] || ! ip netns add "$ns0" 2>/dev/null; then
   exit 77
 fi
 cleanup() {
-  [[ -n ${pid0:-} ]] && kill -9 "$pid0" 2>/dev/null
-  [[ -n ${pid1:-} ]] && kill -9 "$pid1" 2>/dev/null
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
   ip netns del "$ns0" 2>/dev/null
   ip netns del "$ns1" 2>/dev/null
   rm -rf "$work"
@@ -40,14 +43,29 @@ ip -n "$ns1" link set "$veth1" up
 mkdir -p "$work/checkpoints"
 set +e
 
-cluster='"cluster": {"worker": ["10.231.0.1:23461", "10.231.0.2:23461"]}'
-args=(data="$data" epochs=10000 samples=2048 timeout_ms=5000 verbose=0 threads=1)
-ip netns exec "$ns0" env TF_CONFIG="{$cluster, \"task\": {\"type\": \"worker\", \"index\": 0}}" \
-  "$program" "${args[@]}" checkpoints="$work/checkpoints" > "$work/worker0.log" 2>&1 &
-pid0=$!
-ip netns exec "$ns1" env TF_CONFIG="{$cluster, \"task\": {\"type\": \"worker\", \"index\": 1}}" \
-  "$program" "${args[@]}" checkpoints="$work/checkpoints" > "$work/worker1.log" 2>&1 &
-pid1=$!
+pids=()
+start() {  # start NAMESPACE LOG TF_CONFIG-TASK ARGS...
+  local ns=$1 log=$2 task=$3
+  shift 3
+  ip netns exec "$ns" env TF_CONFIG="{$cluster, \"task\": $task}" "$program" "$@" > "$work/$log" 2>&1 &
+  pids+=($!)
+}
+if [[ $mode == multi_worker ]]; then
+  cluster='"cluster": {"worker": ["10.231.0.1:23461", "10.231.0.2:23461"]}'
+  args=(data="$data" epochs=10000 samples=2048 timeout_ms=5000 verbose=0 threads=1 checkpoints="$work/checkpoints")
+  start "$ns0" worker0.log '{"type": "worker", "index": 0}' "${args[@]}"
+  start "$ns1" worker1.log '{"type": "worker", "index": 1}' "${args[@]}"
+  expect=(3 3) logs=(worker0.log worker1.log) peers=(10.231.0.2 10.231.0.1)
+else
+  cluster='"cluster": {"chief": ["10.231.0.1:23471"], "worker": ["10.231.0.1:23472", "10.231.0.2:23473"], "ps": ["10.231.0.1:23474"]}'
+  args=(data="$data" epochs=20 samples=4096 timeout_ms=5000 verbose=2 threads=1)
+  start "$ns0" ps.log '{"type": "ps", "index": 0}' "${args[@]}"
+  start "$ns0" worker0.log '{"type": "worker", "index": 0}' "${args[@]}"
+  start "$ns1" worker1.log '{"type": "worker", "index": 1}' "${args[@]}"
+  start "$ns0" chief.log '{"type": "chief", "index": 0}' "${args[@]}" checkpoints="$work/checkpoints"
+  expect=(0 0 3 0) logs=(ps.log worker0.log worker1.log chief.log) peers=("" "" 10.231.0.1 10.231.0.2)
+fi
+pid0=${pids[0]}
 
 # Training is under way once the chief has written a checkpoint (polled; the workers may be slow).
 for _ in $(seq 1 1200); do
@@ -62,19 +80,20 @@ fi
 cut=$(date +%s.%N)
 ip netns exec "$ns0" tc qdisc add dev "$veth0" root pfifo limit 0
 ip netns exec "$ns1" tc qdisc add dev "$veth1" root pfifo limit 0
-wait "$pid0"; status0=$?
-wait "$pid1"; status1=$?
-pid0= pid1=
-echo "worker 0 ended $(echo "$(date +%s.%N) - $cut" | bc) s after the cut with status $status0"
-echo "worker 1 status $status1"
-sed 's/^/  worker 0: /' "$work/worker0.log" | tail -3
-sed 's/^/  worker 1: /' "$work/worker1.log" | tail -3
 failed=0
-for i in 0 1; do
-  status=status$i
-  other=$((2 - i))  # worker i's peer is 10.231.0.<other>
-  if [[ ${!status} -ne 3 ]]; then echo "FAILED: worker $i ended with status ${!status}, not 3 (KX_E_COMM)"; failed=1; fi
-  if ! grep -q "KX_E_COMM" "$work/worker$i.log"; then echo "FAILED: worker $i's error is not KX_E_COMM"; failed=1; fi
-  if ! grep -q "10.231.0.$other" "$work/worker$i.log"; then echo "FAILED: worker $i does not name 10.231.0.$other"; failed=1; fi
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}"
+  status=$?
+  echo "${logs[$i]%.log} ended $(echo "$(date +%s.%N) - $cut" | bc) s after the cut with status $status"
+  sed "s/^/  ${logs[$i]%.log}: /" "$work/${logs[$i]}" | tail -4
+  if [[ $status -ne ${expect[$i]} ]]; then echo "FAILED: ${logs[$i]%.log} ended with $status, not ${expect[$i]}"; failed=1; fi
+  if [[ ${expect[$i]} -eq 3 ]]; then
+    grep -q "KX_E_COMM" "$work/${logs[$i]}" || { echo "FAILED: ${logs[$i]%.log}'s error is not KX_E_COMM"; failed=1; }
+  fi
+  if [[ -n ${peers[$i]} ]] && ! grep -q "${peers[$i]}" "$work/${logs[$i]}"; then
+    echo "FAILED: ${logs[$i]%.log} does not name ${peers[$i]}"
+    failed=1
+  fi
 done
+pids=()
 exit $failed
