@@ -26,7 +26,8 @@ constexpr std::array kSwitches{
     Switch{"KX_NCCL_ACROSS_WORKERS", SwitchKind::Flag, kFlagValues, "NCCL when every worker can use it",
            "multi-worker GPU workers: 0, sums through host memory; 1, NCCL between their GPUs, required (an "
            "error where a worker cannot use it)"},
-    Switch{"KX_MPI_SHARED_MEMORY", SwitchKind::Flag, kFlagValues, "1",
+    Switch{"KX_MPI_SHARED_MEMORY", SwitchKind::Flag, kFlagValues,
+           "1: a shared-memory window when every worker is on one host",
            "under mpirun, the workers of one host sum through a shared-memory window (1) or point to point "
            "as across hosts (0); the workers of a host must agree"},
     // The engines': read where the engine code is, as those engines define them.
