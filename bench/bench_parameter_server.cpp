@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "config/test_hooks.hpp"
 
 namespace {
 
@@ -47,6 +48,8 @@ int run_task(const std::string& kind, const std::string& dir, int64_t steps, int
   // Mirrored: one step is a 32-sample step on each of the 2 workers; parameter server: one worker step.
   Dataset d = mnist(dir, ps ? kWorkerBatch : 2 * kWorkerBatch);
   Model m = bench::fashion_mlp(s);
+  // A parameter-server worker given a delay pauses after each of its steps (kx's internal test hook).
+  if (ps) config::test_hooks().ps_step_delay = std::chrono::milliseconds(delay_ms);
   Callbacks slow;  // the mirrored chief (worker 0) pauses after each step; everyone waits for it
   if (!ps && delay_ms > 0)
     slow.add([delay_ms](const Event& e) {
@@ -94,12 +97,11 @@ double run_job(const char* self, const std::string& kind, const std::string& dir
                              std::to_string(t.index) + "}}";
       setenv("TF_CONFIG", tf.c_str(), 1);
       // The parameter-server job's slow worker is worker 1 (the mirrored one slows its chief by a callback).
-      const bool slowed = kind == "ps" && t.type == "worker" && t.index == 1;
-      setenv("KX_PS_STEP_DELAY_MS", std::to_string(slowed ? delay_ms : 0).c_str(), 1);
+      const bool slowed = kind != "ps" || (t.type == "worker" && t.index == 1);
       if (t.type == "chief" || (kind != "ps" && t.index == 0)) {
         if (!std::freopen(out.c_str(), "w", stdout)) _exit(126);
       }
-      const std::string s = std::to_string(steps), d = std::to_string(delay_ms);
+      const std::string s = std::to_string(steps), d = std::to_string(slowed ? delay_ms : 0);
       execl("/proc/self/exe", self, "--task", kind.c_str(), "--steps", s.c_str(), "--data", dir.c_str(), "--delay-ms",
             d.c_str(), static_cast<char*>(nullptr));
       _exit(127);

@@ -226,6 +226,24 @@ TEST_F(MultiWorkerFit, MpirunStartsTheSameJob) {
   }
 }
 
+// A value KX_MPI_SHARED_MEMORY does not take fails every worker with KX_E_INVALID_ARGUMENT naming the
+// variable and its values (at the first sum: the host's workers are in a collective when it is read).
+TEST_F(MultiWorkerFit, UnderMpirunABadSharedMemorySwitchIsAnError) {
+  if (std::string(KX_MPIRUN).empty()) GTEST_SKIP() << "no mpirun found at configure time (Debian: openmpi-bin)";
+  const std::string script = std::string("exec ") + KX_MULTI_WORKER_PROGRAM + " verbose=0 threads=1 steps=4 samples=384 batch=48";
+  pids_.push_back(spawn({KX_MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", "-x", "KX_MPI_SHARED_MEMORY",
+                         "/bin/sh", "-c", script},
+                        {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", asan_options_without_leak_check(),
+                         "KX_MPI_SHARED_MEMORY=yes"},
+                        dir_ / "mpirun.log"));
+  const std::vector<std::optional<int>> codes = finish();
+  const std::string log = read_file(dir_ / "mpirun.log");
+  if (log.find("built without MPI") != std::string::npos) GTEST_SKIP() << log;
+  EXPECT_NE(codes[0], std::optional<int>(0)) << log;
+  EXPECT_NE(log.find("KX_E_INVALID_ARGUMENT"), std::string::npos) << log;
+  EXPECT_NE(log.find("KX_MPI_SHARED_MEMORY=yes: expected 0, off, 1 or on, or unset"), std::string::npos) << log;
+}
+
 // Under mpirun MPI carries the tensors and has no timeout of its own: a worker stopped mid-epoch
 // (SIGSTOP) must still fail the chief with KX_E_COMM naming it within the timeout + 5 s, and the job
 // must end (mpirun stops the stopped worker once the chief exits).

@@ -45,9 +45,9 @@ class ParameterServerFit : public ::testing::Test {
     pid_t pid = -1;
   };
   // Starts a chief, `workers` workers and `ps` ps tasks (one thread each: they share the cores).
-  // worker_env[i]: extra environment of worker i.
+  // worker_args[i]: an extra argument of worker i (the hooked program's ps_hold_file=, ps_step_delay_ms=).
   void start(int workers, int ps, const std::vector<std::string>& args, const std::string& tag,
-             const std::vector<std::string>& worker_env = {}, const std::string& program = KX_PS_PROGRAM) {
+             const std::vector<std::string>& worker_args = {}, const std::string& program = KX_PS_PROGRAM) {
     tasks_.clear();
     tag_ = tag;
     const std::vector<std::string> a = loopback_addresses(1 + workers + ps);
@@ -61,16 +61,16 @@ class ParameterServerFit : public ::testing::Test {
     std::vector<std::string> argv{program};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.insert(argv.end(), {"verbose=0", "threads=1", "weights=" + (dir_ / (tag + "weights.bin")).string()});
-    const auto launch = [&](const std::string& name, std::vector<std::string> env) {
-      tasks_.push_back({name, spawn(argv, env, dir_ / (tag + name + ".log"))});
+    const auto launch = [&](const std::string& name, const std::string& task_config, const std::string& extra = "") {
+      std::vector<std::string> task_argv = argv;
+      if (!extra.empty()) task_argv.push_back(extra);
+      tasks_.push_back({name, spawn(task_argv, {task_config}, dir_ / (tag + name + ".log"))});
     };
-    for (int j = 0; j < ps; ++j) launch("ps" + std::to_string(j), {config("ps", j)});
-    for (int i = 0; i < workers; ++i) {
-      std::vector<std::string> env{config("worker", i)};
-      if (static_cast<size_t>(i) < worker_env.size() && !worker_env[i].empty()) env.push_back(worker_env[i]);
-      launch("worker" + std::to_string(i), env);
-    }
-    launch("chief", {config("chief", 0)});
+    for (int j = 0; j < ps; ++j) launch("ps" + std::to_string(j), config("ps", j));
+    for (int i = 0; i < workers; ++i)
+      launch("worker" + std::to_string(i), config("worker", i),
+             static_cast<size_t>(i) < worker_args.size() ? worker_args[i] : "");
+    launch("chief", config("chief", 0));
   }
   std::string log(const std::string& name) const { return read_file(dir_ / (tag_ + name + ".log")); }
   Task& task(const std::string& name) {
@@ -94,8 +94,8 @@ class ParameterServerFit : public ::testing::Test {
     }
   }
   void run(int workers, int ps, const std::vector<std::string>& args, const std::string& tag,
-           const std::vector<std::string>& worker_env = {}, const std::string& program = KX_PS_PROGRAM) {
-    start(workers, ps, args, tag, worker_env, program);
+           const std::vector<std::string>& worker_args = {}, const std::string& program = KX_PS_PROGRAM) {
+    start(workers, ps, args, tag, worker_args, program);
     finish_all();
   }
   // One process on `replicas` CPU replicas: the synchronous reference.
@@ -278,11 +278,13 @@ TEST_F(ParameterServerFit, TwoWorkersAndTwoPsReachTheMirroredAccuracy) {
 // Unbounded, worker 0 does not wait for worker 1: held back before its first batch until worker 0 has
 // ended, worker 1 takes no batch and worker 0 all 200. With staleness 2 and worker 1 pausing 8 ms after
 // each step, worker 0 is never more than 2 batches ahead. (Both follow from the protocol, not from how
-// fast the tasks happen to run.)
+// fast the tasks happen to run.) The hold and the pause are kx's internal test hooks, which the sample
+// gets in kx_ps_hooked_task (ps_hooked_task.cpp).
 TEST_F(ParameterServerFit, ASlowWorkerHoldsBackNobodyUnlessStalenessSaysSo) {
   const fs::path hold = dir_ / "hold";
   { std::ofstream(hold) << "worker 1 waits while this file exists\n"; }
-  start(2, 1, {"epochs=1", "samples=6400", "staleness=0"}, "free", {"", "KX_PS_HOLD_FILE=" + hold.string()});
+  start(2, 1, {"epochs=1", "samples=6400", "staleness=0"}, "free", {"", "ps_hold_file=" + hold.string()},
+        KX_PS_HOOKED_PROGRAM);
   ASSERT_EQ(wait_task("worker0", Clock::now() + milliseconds(240000)), std::optional<int>(0)) << log("worker0");
   fs::remove(hold);
   finish_all();
@@ -291,8 +293,8 @@ TEST_F(ParameterServerFit, ASlowWorkerHoldsBackNobodyUnlessStalenessSaysSo) {
   EXPECT_EQ(fast_free, 200);
   EXPECT_EQ(slow_free, 0);
 
-  const std::vector<std::string> slow{"", "KX_PS_STEP_DELAY_MS=8"};
-  run(2, 1, {"epochs=2", "samples=3200", "staleness=2"}, "bounded", slow);
+  const std::vector<std::string> slow{"", "ps_step_delay_ms=8"};
+  run(2, 1, {"epochs=2", "samples=3200", "staleness=2"}, "bounded", slow, KX_PS_HOOKED_PROGRAM);
   const long fast = worker_steps(log("worker0")), slow_steps = worker_steps(log("worker1"));
   const std::vector<EpochLine> lines = epochs(log("chief"));
   ASSERT_EQ(lines.size(), 2u) << log("chief");

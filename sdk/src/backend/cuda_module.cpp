@@ -8,6 +8,7 @@
 
 #include "backend/cuda_driver_probe.hpp"
 #include "backend/module/module_backend.hpp"
+#include "config/env_switches.hpp"
 #include "kx/error.hpp"
 #include "io/module_search.hpp"
 
@@ -16,10 +17,7 @@ namespace {
 
 constexpr const char kModuleFile[] = "libkx_cuda.so";
 
-std::string configured_path() {
-  const char* env = std::getenv("KX_CUDA_MODULE");
-  return env ? env : "";
-}
+std::string configured_path() { return config::path("KX_CUDA_MODULE"); }
 
 }  // namespace
 

@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/cuda_module.hpp"
+#include "config/env_switches.hpp"
 #include "kx/error.hpp"
 
 namespace kx::distribute {
@@ -140,12 +142,9 @@ class MultiWorkerCollectiveFactory final : public CollectiveFactory {
   // GPU tests the path: NCCL refuses two ranks on one GPU).
   enum class NcclChoice { Auto, Never, Required };
   static NcclChoice nccl_choice() {
-    const char* setting = std::getenv("KX_NCCL_ACROSS_WORKERS");
-    if (!setting || !*setting) return NcclChoice::Auto;
-    const std::string s = setting;
-    require(s == "0" || s == "1", Status::InvalidArgument,
-            "KX_NCCL_ACROSS_WORKERS=" + s + ": expected 0 (never), 1 (required) or unset (when every worker can)");
-    return s == "0" ? NcclChoice::Never : NcclChoice::Required;
+    const std::optional<bool> setting = config::flag("KX_NCCL_ACROSS_WORKERS");
+    if (!setting) return NcclChoice::Auto;
+    return *setting ? NcclChoice::Required : NcclChoice::Never;
   }
 
   // One GPU per worker: NCCL between the workers' GPUs, bootstrapped as llm.c does (the chief's id

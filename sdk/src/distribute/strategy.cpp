@@ -1,8 +1,9 @@
 #include "kx/strategy.hpp"
 
-#include <cstdlib>
-#include <cstring>
+#include <optional>
+#include <string_view>
 
+#include "config/env_switches.hpp"
 #include "distribute/cluster_spec.hpp"
 #include "distribute/multi_worker_collective.hpp"
 #include "distribute/ps_cluster.hpp"
@@ -78,30 +79,19 @@ void Strategy::set_num_threads(int n) {
   num_threads_ = n;
 }
 
-namespace {
-// A KX_* debugging switch of the environment, or "" when it is not set.
-const char* env_setting(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-}  // namespace
-
+// The environment's KX_* switches override the settings, for debugging a program without rebuilding it
+// (config/env_switches.cpp: a value a switch does not take is an error).
 StepGraphs Strategy::effective_step_graphs() const {
-  const char* v = env_setting("KX_STEP_GRAPHS");
-  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0) return StepGraphs::Off;
-  if (std::strcmp(v, "emulate") == 0) return StepGraphs::Emulate;
-  if (std::strcmp(v, "1") == 0 || std::strcmp(v, "on") == 0) return StepGraphs::Auto;
-  return step_graphs_;
+  const std::optional<std::string_view> v = config::choice("KX_STEP_GRAPHS");
+  if (!v) return step_graphs_;
+  if (*v == "emulate") return StepGraphs::Emulate;
+  return *v == "0" || *v == "off" ? StepGraphs::Off : StepGraphs::Auto;
 }
 
 DataStreaming Strategy::effective_data_streaming() const {
-  if (std::strcmp(env_setting("KX_DATA_STREAMING"), "always") == 0) return DataStreaming::Always;
-  return data_streaming_;
+  return config::choice("KX_DATA_STREAMING") ? DataStreaming::Always : data_streaming_;  // its one value: always
 }
 
-bool Strategy::effective_cudnn() const {
-  if (std::strcmp(env_setting("KX_CUDNN"), "0") == 0) return false;
-  return cudnn_;
-}
+bool Strategy::effective_cudnn() const { return config::flag("KX_CUDNN").value_or(cudnn_); }
 
 }  // namespace kx

@@ -1,7 +1,6 @@
 #include "distribute/workers_module.hpp"
 
-#include <cstdlib>
-
+#include "config/env_switches.hpp"
 #include "io/module_search.hpp"
 
 namespace kx::distribute {
@@ -18,8 +17,7 @@ const WorkersModule& WorkersModule::instance() {
 
 WorkersModule::WorkersModule() {
   // The engine's threads and sockets live as long as its groups: the module is never unloaded.
-  const char* env = std::getenv("KX_WORKERS_MODULE");
-  const io::FoundModule found = io::open_module(kModuleFile, env ? env : "", KX_WORKERS_ENTRY_NAME);
+  const io::FoundModule found = io::open_module(kModuleFile, config::path("KX_WORKERS_MODULE"), KX_WORKERS_ENTRY_NAME);
   const std::string& path = found.path;
   if (path.empty()) {
     status_ = std::string("no multi-worker engine module (") + kModuleFile +

@@ -5,13 +5,13 @@
 // step rather than taking the weights a push is answered with keeps the gradients fresher: with the
 // latter the two-worker MLP lost about 0.01 of test accuracy.)
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "config/test_hooks.hpp"
 #include "core/model/model_impl.hpp"
 #include "distribute/ps_cluster.hpp"
 #include "kx/error.hpp"
@@ -22,19 +22,7 @@ namespace {
 using distribute::PsHeader;
 using distribute::PsKind;
 
-// KX_PS_STEP_DELAY_MS: a pause after each of this worker's steps, to try a slow worker (tests, benches).
-std::chrono::milliseconds injected_delay() {
-  const char* v = std::getenv("KX_PS_STEP_DELAY_MS");
-  return std::chrono::milliseconds(v ? std::max(0, std::atoi(v)) : 0);
-}
-
-// KX_PS_HOLD_FILE: while this file exists, the worker waits before it asks for a batch: a worker held
-// back for as long as a test says, without depending on how fast the others run. Empty: no hold.
-std::string hold_file() {
-  const char* path = std::getenv("KX_PS_HOLD_FILE");
-  return path ? path : "";
-}
-
+// The tests' hold file (config/test_hooks.hpp): while it exists, the worker waits before it asks for a batch.
 void wait_while_held(const std::string& hold) {
   if (hold.empty()) return;
   std::error_code ec;
@@ -57,8 +45,8 @@ Status Model::Impl::fit_as_ps_worker(Dataset& train, const core::SampleWeights& 
   hello.payload = fingerprint.size();
   c.call(0, hello, fingerprint.data(), nullptr, distribute::ClusterPeers::Wait::Idle);
 
-  const std::chrono::milliseconds delay = injected_delay();
-  const std::string hold = hold_file();
+  const std::chrono::milliseconds delay = config::test_hooks().ps_step_delay;  // a slow worker (tests, benches)
+  const std::string hold = config::test_hooks().ps_hold_file;
   std::map<uint64_t, std::vector<int64_t>> orders;  // the passes over the data this worker has read
   std::vector<float> params, grads;
   int64_t done = 0;

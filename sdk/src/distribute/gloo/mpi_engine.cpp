@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "config/env_switches.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
 
@@ -182,15 +183,16 @@ struct SharedSegments {
 };
 
 // KX_MPI_SHARED_MEMORY=0: sums go point to point even when every worker is on this host, as they do
-// across hosts (how one machine tests that path, and a way round a shared-memory problem). A value
-// other than 0 or 1 is `refused`, with the reason, and counts as 0.
+// across hosts (how one machine tests that path, and a way round a shared-memory problem). A value the
+// switch does not take is `refused`, with the parser's message, and counts as 0: the other workers of
+// the host are already in the collective below, so the error waits for the sum.
 bool shared_memory_wanted(std::string& refused) {
-  const char* setting = std::getenv("KX_MPI_SHARED_MEMORY");
-  if (!setting || !*setting) return true;
-  const std::string s = setting;
-  if (s != "0" && s != "1")
-    refused = "KX_MPI_SHARED_MEMORY=" + s + ": expected 0 (point to point), 1 or unset (shared memory on one host)";
-  return s == "1";
+  try {
+    return config::flag("KX_MPI_SHARED_MEMORY").value_or(true);
+  } catch (const Error& e) {
+    refused = e.what();
+    return false;
+  }
 }
 
 SharedSegments& shared_segments(const MpiLibrary& mpi) {
