@@ -1,4 +1,4 @@
-#include "distribute/gloo/peer_probe.hpp"
+#include "distribute/workers_module/rendezvous/peer_probe.hpp"
 
 #include <thread>
 #include <utility>

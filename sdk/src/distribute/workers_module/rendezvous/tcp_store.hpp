@@ -10,7 +10,7 @@
 
 #include <gloo/rendezvous/store.h>
 
-#include "distribute/gloo/rendezvous_protocol.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_protocol.hpp"
 
 namespace kx::workers {
 

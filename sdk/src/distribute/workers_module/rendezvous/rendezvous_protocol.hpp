@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "distribute/gloo/socket_io.hpp"
+#include "distribute/workers_module/rendezvous/socket_io.hpp"
 
 namespace kx::workers {
 

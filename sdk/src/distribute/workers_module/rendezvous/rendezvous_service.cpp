@@ -1,4 +1,4 @@
-#include "distribute/gloo/rendezvous_service.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_service.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-#include "distribute/gloo/local_address.hpp"
+#include "distribute/workers_module/rendezvous/local_address.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -1,4 +1,4 @@
-#include "distribute/gloo/call_agreement.hpp"
+#include "distribute/workers_module/gloo/call_agreement.hpp"
 
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"

@@ -1,4 +1,4 @@
-#include "distribute/gloo/peer_group.hpp"
+#include "distribute/workers_module/peers/peer_group.hpp"
 
 #include <signal.h>
 
@@ -7,10 +7,10 @@
 
 #include <gloo/transport/tcp/device.h>
 
-#include "distribute/gloo/local_address.hpp"
-#include "distribute/gloo/peer_probe.hpp"
-#include "distribute/gloo/tcp_store.hpp"
 #include "distribute/host_port.hpp"
+#include "distribute/workers_module/rendezvous/local_address.hpp"
+#include "distribute/workers_module/rendezvous/peer_probe.hpp"
+#include "distribute/workers_module/rendezvous/tcp_store.hpp"
 #include "kx/error.hpp"
 
 namespace kx::workers {

@@ -1,4 +1,4 @@
-#include "distribute/gloo/rendezvous_protocol.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_protocol.hpp"
 
 namespace kx::workers {
 namespace {

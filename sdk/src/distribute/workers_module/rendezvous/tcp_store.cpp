@@ -1,4 +1,4 @@
-#include "distribute/gloo/tcp_store.hpp"
+#include "distribute/workers_module/rendezvous/tcp_store.hpp"
 
 #include <algorithm>
 #include <thread>

@@ -20,8 +20,8 @@
 #include <gloo/transport/device.h>
 #include <gloo/transport/unbound_buffer.h>
 
-#include "distribute/gloo/rendezvous_service.hpp"
-#include "distribute/gloo/wait_alarm.hpp"
+#include "distribute/workers_module/peers/wait_alarm.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_service.hpp"
 
 namespace kx::workers {
 

@@ -1,4 +1,4 @@
-#include "distribute/gloo/gloo_group.hpp"
+#include "distribute/workers_module/gloo/gloo_group.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 #include <gloo/broadcast.h>
 #include <gloo/transport/tcp/device.h>
 
-#include "distribute/gloo/local_address.hpp"
-#include "distribute/gloo/peer_probe.hpp"
-#include "distribute/gloo/tcp_store.hpp"
 #include "distribute/host_port.hpp"
+#include "distribute/workers_module/rendezvous/local_address.hpp"
+#include "distribute/workers_module/rendezvous/peer_probe.hpp"
+#include "distribute/workers_module/rendezvous/tcp_store.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "distribute/gloo/wait_alarm.hpp"
+#include "distribute/workers_module/peers/wait_alarm.hpp"
 
 #include <algorithm>
 

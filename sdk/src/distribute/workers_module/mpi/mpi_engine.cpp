@@ -1,4 +1,4 @@
-#include "distribute/gloo/mpi_engine.hpp"
+#include "distribute/workers_module/mpi/mpi_engine.hpp"
 
 #include <stdexcept>
 

@@ -7,9 +7,9 @@
 #include <new>
 #include <string>
 
-#include "distribute/gloo/gloo_group.hpp"
-#include "distribute/gloo/mpi_engine.hpp"
-#include "distribute/gloo/peer_group.hpp"
+#include "distribute/workers_module/gloo/gloo_group.hpp"
+#include "distribute/workers_module/mpi/mpi_engine.hpp"
+#include "distribute/workers_module/peers/peer_group.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
 

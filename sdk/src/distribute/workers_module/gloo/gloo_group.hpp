@@ -16,9 +16,9 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/device.h>
 
-#include "distribute/gloo/call_agreement.hpp"
-#include "distribute/gloo/mpi_engine.hpp"
-#include "distribute/gloo/rendezvous_service.hpp"
+#include "distribute/workers_module/gloo/call_agreement.hpp"
+#include "distribute/workers_module/mpi/mpi_engine.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_service.hpp"
 
 namespace kx::workers {
 

@@ -1,4 +1,4 @@
-#include "distribute/gloo/socket_io.hpp"
+#include "distribute/workers_module/rendezvous/socket_io.hpp"
 
 #include <fcntl.h>
 #include <netdb.h>

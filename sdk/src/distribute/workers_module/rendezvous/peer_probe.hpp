@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "distribute/gloo/rendezvous_protocol.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_protocol.hpp"
 
 namespace kx::workers {
 

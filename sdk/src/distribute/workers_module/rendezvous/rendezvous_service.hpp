@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/gloo/rendezvous_protocol.hpp"
-#include "distribute/gloo/socket_io.hpp"
+#include "distribute/workers_module/rendezvous/rendezvous_protocol.hpp"
+#include "distribute/workers_module/rendezvous/socket_io.hpp"
 
 namespace kx::workers {
 
