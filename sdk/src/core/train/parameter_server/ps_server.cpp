@@ -1,4 +1,4 @@
-#include "distribute/ps_server.hpp"
+#include "core/train/parameter_server/ps_server.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "distribute/ps_shard.hpp"
+#include "core/train/parameter_server/ps_shard.hpp"
 #include "kx/error.hpp"
 
 namespace kx::distribute {

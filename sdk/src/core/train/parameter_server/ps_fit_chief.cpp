@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "core/model/model_impl.hpp"
-#include "core/train/batch_coordinator.hpp"
 #include "core/train/fit_session.hpp"
+#include "core/train/parameter_server/batch_coordinator.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
 #include "core/train/resume.hpp"
-#include "core/train/training_fingerprint.hpp"
 #include "core/train/train_position.hpp"
-#include "distribute/ps_cluster.hpp"
+#include "core/train/training_fingerprint.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

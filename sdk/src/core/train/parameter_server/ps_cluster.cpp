@@ -1,4 +1,4 @@
-#include "distribute/ps_cluster.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
 
 #include "core/train/data_feed.hpp"
 #include "kx/error.hpp"

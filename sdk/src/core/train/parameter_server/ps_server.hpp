@@ -1,7 +1,7 @@
 // A ps task's service: its shard of the parameters, served to the workers (pull, push) and to the
 // chief (the whole state in and out), one thread per client.
 #pragma once
-#include "distribute/ps_cluster.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
 
 namespace kx::distribute {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/model/model_impl.hpp"
-#include "distribute/ps_cluster.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

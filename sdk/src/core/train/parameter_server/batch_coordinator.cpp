@@ -1,4 +1,4 @@
-#include "core/train/batch_coordinator.hpp"
+#include "core/train/parameter_server/batch_coordinator.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "core/model/model_impl.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
+#include "core/train/parameter_server/ps_shard.hpp"
 #include "core/train/train_position.hpp"
-#include "distribute/ps_cluster.hpp"
-#include "distribute/ps_shard.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

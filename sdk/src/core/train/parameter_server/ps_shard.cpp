@@ -1,4 +1,4 @@
-#include "distribute/ps_shard.hpp"
+#include "core/train/parameter_server/ps_shard.hpp"
 
 #include <cstring>
 
