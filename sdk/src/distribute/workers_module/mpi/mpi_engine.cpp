@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "distribute/workers_module_api.h"
+#include "io/shared_library.hpp"
 #include "kx/error.hpp"
 
 #ifdef KX_WORKERS_HAVE_MPI
@@ -78,21 +79,19 @@ struct MpiLibrary {
 };
 
 template <typename T>
-void resolve(void* handle, const char* name, T& out) {
-  out = reinterpret_cast<T>(dlsym(handle, name));
-  require(out != nullptr, Status::Unsupported, std::string(kLibrary) + " has no " + name + ": it is not Open MPI 4 or 5");
+void resolve(io::SharedLibrary& handle, const char* name, T& out) {
+  require(handle.resolve(name, out), Status::Unsupported,
+          std::string(kLibrary) + " has no " + name + ": it is not Open MPI 4 or 5");
 }
 
 const MpiLibrary& library() {
   // Opened once and never unloaded (MPI lives as long as the process); RTLD_GLOBAL because Open MPI's
   // own plugins look for libmpi's symbols globally.
   static const MpiLibrary mpi = [] {
-    void* handle = dlopen(kLibrary, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
-    if (!handle) {
-      const char* why = dlerror();
+    io::SharedLibrary handle(kLibrary, RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    if (!handle.opened())
       fail(Status::Unsupported, std::string("launched by mpirun, but ") + kLibrary + " could not be opened (" +
-                                    (why ? why : "?") + "): install Open MPI (openmpi-bin) or launch with TF_CONFIG");
-    }
+                                    handle.error() + "): install Open MPI (openmpi-bin) or launch with TF_CONFIG");
     MpiLibrary m;
     resolve(handle, "MPI_Initialized", m.initialized);
     resolve(handle, "MPI_Finalized", m.finalized);
@@ -119,8 +118,7 @@ const MpiLibrary& library() {
     resolve(handle, "ompi_mpi_float", m.floats);
     resolve(handle, "ompi_mpi_double", m.doubles);
     resolve(handle, "ompi_mpi_info_null", m.info_null);
-    dlclose(handle);  // RTLD_NODELETE keeps it
-    return m;
+    return m;  // closing the library leaves it loaded (RTLD_NODELETE)
   }();
   return mpi;
 }
