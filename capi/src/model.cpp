@@ -1,4 +1,4 @@
-// kx_model_*: building, compiling, JSON, weights.
+// kx_model_*: building, compiling, JSON, the summary, layers, files.
 #include <cstdlib>
 #include <cstring>
 
@@ -200,6 +200,25 @@ kx_status kx_model_to_json(const kx_model* m, char** out_json) {
   });
 }
 
+kx_status kx_model_summary_width(const kx_model* m, int32_t line_length, char** out_text) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_summary_width");
+    require_arg(out_text, "out_text", "kx_model_summary_width");
+    *out_text = kx::capi::malloc_string(m->model.summary(line_length));
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_summary(const kx_model* m, char** out_text) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_summary");
+    require_arg(out_text, "out_text", "kx_model_summary");
+    // What Keras prints without a terminal, or on one 80 columns wide: min(default, 80 - 4).
+    *out_text = kx::capi::malloc_string(m->model.summary(76));
+    return KX_OK;
+  });
+}
+
 void kx_compile_options_init(kx_compile_options* o, size_t struct_size) { kx::capi::init_options(o, struct_size); }
 
 kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
@@ -260,29 +279,6 @@ int64_t kx_model_output_size(const kx_model* m) {
   return kx::capi::guarded_value<int64_t>(-1, [&] {
     kx::capi::require_arg(m, "m", "kx_model_output_size");
     return static_cast<int64_t>(kx::num_elements(m->model.output_shape()));
-  });
-}
-
-kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_get_weights");
-    require_arg(out, "out", "kx_model_get_weights");
-    const size_t n = static_cast<size_t>(m->model.num_params());
-    kx::require(out_len >= n, kx::Status::InvalidArgument,
-                "kx_model_get_weights: out_len " + std::to_string(out_len) + " is less than the " + std::to_string(n) +
-                    " parameters");
-    const std::vector<float> w = m->model.get_weights();
-    std::memcpy(out, w.data(), n * sizeof(float));
-    return KX_OK;
-  });
-}
-
-kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_set_weights");
-    require_arg(w, "w", "kx_model_set_weights");
-    m->model.set_weights(w, w_len);
-    return KX_OK;
   });
 }
 
@@ -424,19 +420,6 @@ int64_t kx_model_num_trainable_params(const kx_model* m) {
   return kx::capi::guarded_value<int64_t>(-1, [&] {
     kx::capi::require_arg(m, "m", "kx_model_num_trainable_params");
     return static_cast<int64_t>(m->model.num_trainable_params());
-  });
-}
-
-kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded, int64_t* skipped) {
-  return guarded([&] {
-    require_arg(m, "m", "kx_model_load_weights");
-    require_arg(path, "path", "kx_model_load_weights");
-    kx::require((flags & ~KX_LOAD_WEIGHTS_SKIP_MISMATCH) == 0, kx::Status::InvalidArgument,
-                "kx_model_load_weights: unknown flags " + std::to_string(flags));
-    const kx::WeightsReport r = m->model.load_weights(path, (flags & KX_LOAD_WEIGHTS_SKIP_MISMATCH) != 0);
-    if (loaded) *loaded = r.loaded;
-    if (skipped) *skipped = r.skipped;
-    return KX_OK;
   });
 }
 

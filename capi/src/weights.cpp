@@ -1,4 +1,6 @@
-// Weights tensor by tensor (Keras's model.weights, get_weights(), layer.set_weights) through the C ABI.
+// A model's weights through the C ABI: all of them in one flat array (kx_model_get_weights and
+// _set_weights), from a file (kx_model_load_weights), and tensor by tensor (Keras's model.weights,
+// get_weights(), layer.set_weights).
 #include <algorithm>
 #include <cstring>
 
@@ -19,6 +21,42 @@ const kx::WeightInfo& weight_at(const std::vector<kx::WeightInfo>& all, int64_t 
 }  // namespace
 
 extern "C" {
+
+kx_status kx_model_get_weights(const kx_model* m, float* out, size_t out_len) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_get_weights");
+    require_arg(out, "out", "kx_model_get_weights");
+    const size_t n = static_cast<size_t>(m->model.num_params());
+    kx::require(out_len >= n, kx::Status::InvalidArgument,
+                "kx_model_get_weights: out_len " + std::to_string(out_len) + " is less than the " + std::to_string(n) +
+                    " parameters");
+    const std::vector<float> w = m->model.get_weights();
+    std::memcpy(out, w.data(), n * sizeof(float));
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_set_weights(kx_model* m, const float* w, size_t w_len) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_set_weights");
+    require_arg(w, "w", "kx_model_set_weights");
+    m->model.set_weights(w, w_len);  // the count is checked before w is read
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded, int64_t* skipped) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_load_weights");
+    require_arg(path, "path", "kx_model_load_weights");
+    kx::require((flags & ~KX_LOAD_WEIGHTS_SKIP_MISMATCH) == 0, kx::Status::InvalidArgument,
+                "kx_model_load_weights: unknown flags " + std::to_string(flags));
+    const kx::WeightsReport r = m->model.load_weights(path, (flags & KX_LOAD_WEIGHTS_SKIP_MISMATCH) != 0);
+    if (loaded) *loaded = r.loaded;
+    if (skipped) *skipped = r.skipped;
+    return KX_OK;
+  });
+}
 
 int64_t kx_model_num_weights(const kx_model* m) {
   return kx::capi::guarded_value<int64_t>(-1, [&] {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/callbacks/path_template.hpp"
+#include "io/durable_write.hpp"
 #include "io/safetensors.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"

@@ -8,8 +8,8 @@
 #include <set>
 #include <thread>
 
-#include "core/train/batch_coordinator.hpp"
-#include "distribute/ps_shard.hpp"
+#include "core/train/parameter_server/batch_coordinator.hpp"
+#include "core/train/parameter_server/ps_shard.hpp"
 
 namespace {
 

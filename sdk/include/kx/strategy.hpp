@@ -12,7 +12,7 @@ namespace kx {
 namespace distribute {
 class CollectiveFactory;  // internal: sdk/src/distribute/collective_factory.hpp
 class WorkerGroup;        // internal: sdk/src/distribute/worker_group.hpp
-class PsCluster;          // internal: sdk/src/distribute/ps_cluster.hpp
+class PsCluster;          // internal: sdk/src/core/train/parameter_server/ps_cluster.hpp
 }
 
 // Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else

@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 
+#include "io/shared_library.hpp"
+
 namespace kx::backend {
 namespace {
 
@@ -12,9 +14,9 @@ using CuDeviceGetCount = CuResult (*)(int* count);
 using CuGetErrorString = CuResult (*)(CuResult error, const char** text);
 constexpr CuResult kCudaSuccess = 0;
 
-std::string describe(void* driver, CuResult r) {
+std::string describe(const io::SharedLibrary& driver, CuResult r) {
   const char* text = nullptr;
-  const auto name = reinterpret_cast<CuGetErrorString>(dlsym(driver, "cuGetErrorString"));
+  const auto name = reinterpret_cast<CuGetErrorString>(driver.symbol("cuGetErrorString"));
   if (name && name(r, &text) == kCudaSuccess && text)
     return std::string(text) + " (CUresult " + std::to_string(r) + ")";
   return "CUresult " + std::to_string(r);
@@ -25,14 +27,13 @@ std::string describe(void* driver, CuResult r) {
 DriverProbe probe_cuda_driver(const char* library) {
   DriverProbe probe;
   // RTLD_NODELETE: once cuInit has run, unloading the driver under its own threads would crash.
-  void* driver = dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (!driver) {
-    const char* why = dlerror();
-    probe.why = std::string("no CUDA driver (") + (why ? why : library) + ")";
+  const io::SharedLibrary driver(library, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!driver.opened()) {
+    probe.why = "no CUDA driver (" + driver.error() + ")";
     return probe;
   }
-  const auto init = reinterpret_cast<CuInit>(dlsym(driver, "cuInit"));
-  const auto count = reinterpret_cast<CuDeviceGetCount>(dlsym(driver, "cuDeviceGetCount"));
+  const auto init = reinterpret_cast<CuInit>(driver.symbol("cuInit"));
+  const auto count = reinterpret_cast<CuDeviceGetCount>(driver.symbol("cuDeviceGetCount"));
   if (!init || !count) {
     probe.why = std::string(library) + " is not a CUDA driver (no cuInit or cuDeviceGetCount)";
   } else if (const CuResult r = init(0); r != kCudaSuccess) {
@@ -42,8 +43,7 @@ DriverProbe probe_cuda_driver(const char* library) {
   } else {
     probe.devices = n;
   }
-  dlclose(driver);  // RTLD_NODELETE keeps it mapped
-  return probe;
+  return probe;  // closing the driver leaves it mapped (RTLD_NODELETE)
 }
 
 }  // namespace kx::backend

@@ -4,10 +4,10 @@
 #include <string_view>
 
 #include "config/env_switches.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
+#include "core/train/parameter_server/ps_server.hpp"
 #include "distribute/cluster_spec.hpp"
 #include "distribute/multi_worker_collective.hpp"
-#include "distribute/ps_cluster.hpp"
-#include "distribute/ps_server.hpp"
 #include "distribute/worker_group.hpp"
 #include "kx/error.hpp"
 

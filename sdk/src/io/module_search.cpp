@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "io/shared_library.hpp"
 #include "kx/version.hpp"
 
 namespace kx::io {
@@ -33,16 +34,14 @@ std::vector<std::string> module_candidates(const char* file_name, const std::str
 FoundModule open_module(const char* file_name, const std::string& configured, const char* entry_name) {
   FoundModule found;
   for (const std::string& p : module_candidates(file_name, configured)) {
-    void* handle = dlopen(p.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-    if (!handle) {
-      const char* why = dlerror();
-      found.tried += "\n  " + p + ": " + (why ? why : "not loadable");
+    const SharedLibrary module(p, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!module.opened()) {
+      found.tried += "\n  " + p + ": " + module.error();
       continue;
     }
     found.path = p;
-    found.entry = dlsym(handle, entry_name);
-    dlclose(handle);  // RTLD_NODELETE keeps it mapped
-    break;
+    found.entry = module.symbol(entry_name);
+    break;  // closing the module leaves it mapped (RTLD_NODELETE)
   }
   return found;
 }

@@ -62,9 +62,6 @@ class SafetensorsFile {
 // The metadata of a file from its header alone (no checksums checked); nullopt if it cannot be read.
 std::optional<Metadata> peek_metadata(const std::string& path);
 
-// Writes bytes to path so that a crash leaves either the old file or the new one: path.tmp, fsync,
-// rename, fsync of the directory. Throws Error(Io) naming the path.
-void write_file_durably(const std::string& path, const std::string& bytes);
 // The whole file; throws Error(Io) naming the path.
 std::string read_file(const std::string& path);
 

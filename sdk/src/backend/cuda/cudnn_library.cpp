@@ -2,7 +2,7 @@
 #ifdef KX_HAVE_CUDNN
 #include "backend/cuda/cudnn_library.hpp"
 
-#include "backend/cuda/runtime_library.hpp"
+#include "io/shared_library.hpp"
 
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
@@ -11,7 +11,8 @@ namespace {
 
 CudnnLibrary open_cudnn() {
   CudnnLibrary lib;
-  RuntimeLibrary so("libcudnn.so.9");
+  // Opened for good (RTLD_NODELETE): threads the library starts may outlive any one use.
+  io::SharedLibrary so("libcudnn.so.9", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   so.resolve("cudnnCreate", lib.create);
   so.resolve("cudnnDestroy", lib.destroy);
   so.resolve("cudnnSetStream", lib.set_stream);
@@ -32,7 +33,7 @@ CudnnLibrary open_cudnn() {
   so.resolve("cudnnConvolutionForward", lib.forward);
   so.resolve("cudnnConvolutionBackwardData", lib.backward_data);
   so.resolve("cudnnConvolutionBackwardFilter", lib.backward_filter);
-  lib.why = so.why();
+  lib.why = so.problem();
   if (!lib.why.empty()) lib.forward = nullptr;
   return lib;
 }

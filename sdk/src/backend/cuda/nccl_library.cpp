@@ -2,7 +2,7 @@
 #ifdef KX_HAVE_NCCL
 #include "backend/cuda/nccl_library.hpp"
 
-#include "backend/cuda/runtime_library.hpp"
+#include "io/shared_library.hpp"
 #include "kx/error.hpp"
 
 namespace kx::backend::cuda {
@@ -10,7 +10,8 @@ namespace {
 
 NcclLibrary open_library() {
   NcclLibrary lib;
-  RuntimeLibrary so("libnccl.so.2");
+  // Opened for good (RTLD_NODELETE): threads the library starts may outlive any one use.
+  io::SharedLibrary so("libnccl.so.2", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   so.resolve("ncclCommInitAll", lib.comm_init_all);
   so.resolve("ncclGetUniqueId", lib.get_unique_id);
   so.resolve("ncclCommInitRankConfig", lib.comm_init_rank_config);
@@ -19,7 +20,7 @@ NcclLibrary open_library() {
   so.resolve("ncclCommDestroy", lib.comm_destroy);
   so.resolve("ncclAllReduce", lib.all_reduce);
   so.resolve("ncclGetErrorString", lib.error_string);
-  lib.why = so.why();
+  lib.why = so.problem();
   return lib;
 }
 

@@ -5,8 +5,9 @@
 #include <cstdlib>
 #include <numeric>
 
-#include "core/train/train_position.hpp"
 #include "core/model/model_impl.hpp"
+#include "core/train/train_position.hpp"
+#include "io/durable_write.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 #include "kx/error.hpp"

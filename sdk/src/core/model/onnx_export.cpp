@@ -6,8 +6,8 @@
 
 #include "core/layers/onnx_layer_export.hpp"
 #include "core/model/model_impl.hpp"
+#include "io/durable_write.hpp"
 #include "io/onnx_graph.hpp"
-#include "io/safetensors.hpp"
 #include "kx/version.hpp"
 
 namespace kx {

@@ -13,9 +13,9 @@
 #include "core/train/batch_stream.hpp"
 #include "core/train/class_weights.hpp"
 #include "core/train/fit_session.hpp"
+#include "core/train/parameter_server/ps_cluster.hpp"
 #include "core/train/resume.hpp"
 #include "core/train/train_position.hpp"
-#include "distribute/ps_cluster.hpp"
 #include "kx/error.hpp"
 
 namespace kx {

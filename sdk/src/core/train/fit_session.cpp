@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "core/model/model_impl.hpp"
-#include "io/safetensors.hpp"
+#include "io/durable_write.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
