@@ -63,7 +63,8 @@ class ImageFolder final : public SampleSource {
 }  // namespace
 
 Dataset Dataset::from_image_directory(const std::string& dir, int64_t height, int64_t width, int64_t channels) {
-  require(height > 0 && width > 0 && height * width <= data::kMaxImagePixels, Status::InvalidArgument,
+  // height <= max / width: the product itself could overflow.
+  require(height > 0 && width > 0 && height <= data::kMaxImagePixels / width, Status::InvalidArgument,
           "image size must be positive (and at most 2^27 pixels), got " + std::to_string(height) + "x" +
               std::to_string(width));
   require(channels == 1 || channels == 3 || channels == 4, Status::InvalidArgument,
