@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (build-fuzz/), writes a seed corpus of valid kx files and
 # fuzzes the checkpoint loader for FUZZ_SECONDS (default 60), then each data reader (.npy, CSV,
-# images) for FUZZ_DATA_SECONDS (default 20) from seeds numpy and the test image writer make.
-# Needs the packages of scripts/setup.sh.
+# images) for FUZZ_DATA_SECONDS (default 20) from seeds numpy and the test image writer make, then
+# each loader of issue 30 (Keras JSON configs, IDX files, load_weights, resume metadata) for
+# FUZZ_NEW_SECONDS (default 60) from seeds fuzz_loader_seed_writer makes and the crafted inputs of
+# tests/fuzz/corpus/<target>/. Needs the packages of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 data_seconds=${FUZZ_DATA_SECONDS:-20}
+new_seconds=${FUZZ_NEW_SECONDS:-60}
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKX_FUZZ=ON \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
   -DKX_BUILD_TESTS=OFF -DKX_BUILD_SAMPLES=OFF -DKX_BUILD_BENCH=OFF -DKX_WITH_CUDA=OFF
@@ -14,8 +17,9 @@ data_targets=(fuzz_npy_reader fuzz_csv_reader)
 # The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
 if cmake --build build-fuzz --target help | grep -q 'fuzz_image_reader'; then images=1; else images=0; fi
 if ((images)); then data_targets+=(fuzz_image_reader); fi
+loader_targets=(fuzz_model_json fuzz_idx_reader fuzz_load_weights fuzz_resume)
 cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}" \
-  $( ((images)) && echo fuzz_image_seed_writer)
+  "${loader_targets[@]}" fuzz_loader_seed_writer $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
 rm -rf "$corpus" && mkdir -p "$corpus"
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_seed_writer "$corpus"
@@ -41,5 +45,17 @@ for t in "${data_targets[@]}"; do
   case $t in fuzz_npy_reader) c="$corpus-npy" ;; fuzz_csv_reader) c="$corpus-csv" ;; *) c="$corpus-${t#fuzz_}" ;; esac
   echo "fuzzing ${t#fuzz_} for ${data_seconds}s from $(ls "$c" | wc -l) seeds"
   ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$data_seconds" -rss_limit_mb=2048 \
+    -timeout=10 -print_final_stats=1 "$c"
+done
+
+# The loaders of issue 30, each from the seed writer's valid files and the crafted inputs kept in
+# tests/fuzz/corpus/<target>/ (an IDX header that claims 8.6 GB, a checkpoint at INT64_MAX steps ...).
+rm -rf "$corpus-loaders"
+ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_loader_seed_writer "$corpus-loaders"
+for t in "${loader_targets[@]}"; do
+  c="$corpus-loaders/${t#fuzz_}"
+  if [[ -d "tests/fuzz/corpus/${t#fuzz_}" ]]; then cp "tests/fuzz/corpus/${t#fuzz_}"/* "$c"/; fi
+  echo "fuzzing ${t#fuzz_} for ${new_seconds}s from $(ls "$c" | wc -l) seeds"
+  ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$new_seconds" -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 "$c"
 done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up, build and run every test: once as built for users, once under AddressSanitizer + UBSan, then
-# fuzz the checkpoint loader and the data readers for a minute.
+# fuzz the checkpoint loader, the data readers and the other loaders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -23,8 +23,10 @@ bash scripts/setup.sh build-asan -DKX_WITH_CUDA=OFF -DKX_SANITIZE=ON -DCMAKE_BUI
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^FashionMnist\.|^Mirrored\.UnevenEpochOf50000'
 
-# The checkpoint loader (30 s) and each data reader (10 s) under libFuzzer (clang), from seed corpora.
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_DATA_SECONDS=${FUZZ_DATA_SECONDS:-10} bash scripts/run_fuzz.sh
+# The checkpoint loader (30 s), each data reader (10 s) and each loader of issue 30 (60 s: JSON
+# configs, IDX, load_weights, resume metadata) under libFuzzer (clang), from seed corpora.
+FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_DATA_SECONDS=${FUZZ_DATA_SECONDS:-10} FUZZ_NEW_SECONDS=${FUZZ_NEW_SECONDS:-60} \
+  bash scripts/run_fuzz.sh
 
 # The .deb packages installed on this machine, the C sample built against them (pkg-config and
 # find_package) and run; the .rpm contents listed and checked.

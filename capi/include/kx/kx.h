@@ -596,7 +596,10 @@ KX_API KX_MUST_CHECK kx_status kx_dataset_from_arrays_weighted(const void* x, kx
                                                  kx_dataset** out);
 
 /* Images and labels from IDX files (MNIST's format), gzip-compressed or not; images are scaled to
- * [0, 1]. Errors: KX_E_IO (cannot open/read), KX_E_CORRUPT (bad magic, truncated, counts differ). */
+ * [0, 1]. A header that claims more data than its file can hold is refused before that much memory is
+ * taken. Errors: KX_E_IO (cannot open/read), KX_E_CORRUPT (bad magic, truncated, a header claiming
+ * more data than the file holds, counts differ), KX_E_INVALID_ARGUMENT (dimensions whose product is
+ * beyond what kx holds); the message names the file. */
 KX_API KX_MUST_CHECK kx_status kx_dataset_from_idx(const char* images_path, const char* labels_path, kx_dataset** out);
 
 /* The first n samples of d (in storage order), or all but the first n. The result shares d's storage
@@ -782,7 +785,8 @@ typedef struct kx_fit_options {
   int64_t validation_steps;   /* default: the whole validation dataset */
   int32_t verbose;            /* 0 silent (default), 1 progress bar, 2 one line per epoch */
   const char* resume_from;    /* checkpoint file, or a directory: its newest checkpoint that loads
-                                 cleanly (damaged files are skipped, and said so with verbose > 0).
+                                 cleanly (damaged files, and files whose training position is out
+                                 of range, are skipped, and said so with verbose > 0).
                                  Nothing there: training starts fresh (and says so). */
   /* Keras's validation_split, in [0, 1): without `validation`, the last fraction of train (in storage
    * order, before any shuffle) is held out and evaluated after each epoch. The first
@@ -809,7 +813,8 @@ KX_API void kx_fit_options_init(kx_fit_options* o, size_t struct_size);
  * compile; KX_E_INVALID_ARGUMENT when the dataset does not fit the model (sample shape, label range),
  * options are bad, or resume_from holds a checkpoint of another model (the message names the first
  * difference), other training data or another steps_per_epoch; KX_E_CORRUPT for a damaged
- * resume_from file; KX_E_IO when a checkpoint cannot be written; KX_E_DIVERGED (TerminateOnNaN). */
+ * resume_from file, or one whose metadata holds a value out of its field's range (a negative or
+ * absurd step, epoch or count, a sum that is not finite: the message names the field); KX_E_IO when a checkpoint cannot be written; KX_E_DIVERGED (TerminateOnNaN). */
 KX_API KX_MUST_CHECK kx_status kx_fit(kx_model* m, kx_dataset* train, const kx_fit_options* o, kx_callbacks* cb,
                         kx_history** out);
 

@@ -1,11 +1,17 @@
-// IDX files (the MNIST format), read through zlib so that .gz files and plain files both work.
+// IDX files (the MNIST format), read through zlib so that .gz files and plain files both work. A header
+// is only a claim: the data it announces is refused when the file cannot hold it (a plain file shorter
+// than the data, a gzip file too small to inflate to it), and read in chunks that grow with what has
+// arrived, so that no header makes kx allocate more than about twice the bytes the file really holds.
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
+#include "core/checked_size.hpp"
 #include "kx/dataset.hpp"
 #include "kx/error.hpp"
 
@@ -22,6 +28,12 @@ struct IdxFile {
   std::vector<uint8_t> data;
 };
 
+// Deflate's largest expansion: a 258-byte match costs at least two bits (1032:1), so a gzip file of
+// n bytes inflates to fewer than kMaxInflation * n bytes, however its members are arranged.
+constexpr int64_t kMaxInflation = 1032;
+// The first chunk of data read; each later one at most doubles what was read.
+constexpr size_t kFirstChunk = size_t{1} << 20;
+
 void read_exact(gzFile f, void* dst, size_t n, const std::string& path, const char* what) {
   size_t done = 0;
   while (done < n) {
@@ -37,6 +49,24 @@ void read_exact(gzFile f, void* dst, size_t n, const std::string& path, const ch
   }
 }
 
+// Refuses a header whose data the file cannot hold, before anything that size is allocated: a plain
+// file must hold it after the header, a gzip file must be large enough to inflate to it.
+void check_claim(gzFile f, const std::string& path, int64_t header_bytes, int64_t total, const Shape& dims) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return;  // not a regular file (a pipe): the chunked read below still bounds the memory
+  const int64_t file_bytes = static_cast<int64_t>(std::min<uintmax_t>(size, uintmax_t{1} << 50));
+  const std::string claim = path + ": the header claims " + std::to_string(total) + " bytes of data (dimensions " +
+                            to_string(dims) + ")";
+  if (gzdirect(f)) {
+    require(total <= file_bytes - header_bytes, Status::Corrupt,
+            claim + ", the file holds " + std::to_string(std::max<int64_t>(file_bytes - header_bytes, 0)));
+  } else {
+    require(total / kMaxInflation < file_bytes, Status::Corrupt,
+            claim + ", more than a gzip file of " + std::to_string(file_bytes) + " bytes can hold");
+  }
+}
+
 // Reads an IDX file of unsigned bytes with `rank` dimensions.
 IdxFile read_idx_u8(const std::string& path, size_t rank) {
   GzFile f(gzopen(path.c_str(), "rb"));
@@ -49,18 +79,24 @@ IdxFile read_idx_u8(const std::string& path, size_t rank) {
     fail(Status::Corrupt, path + ": expected " + std::to_string(rank) + " dimensions, the file has " +
                               std::to_string(magic[3]));
   IdxFile out;
-  int64_t total = 1;
   for (size_t i = 0; i < rank; ++i) {
     unsigned char b[4];
     read_exact(f.get(), b, 4, path, "header");
     const int64_t d = (int64_t{b[0]} << 24) | (int64_t{b[1]} << 16) | (int64_t{b[2]} << 8) | int64_t{b[3]};
     if (d <= 0) fail(Status::Corrupt, path + ": dimension " + std::to_string(i) + " is zero");
-    if (total > (int64_t{1} << 36) / d) fail(Status::Corrupt, path + ": dimensions too large");
-    total *= d;
     out.dims.push_back(d);
   }
-  out.data.resize(static_cast<size_t>(total));
-  read_exact(f.get(), out.data.data(), out.data.size(), path, "data");
+  const int64_t total = core::checked_elements(out.dims, path + ": the IDX dimensions");
+  check_claim(f.get(), path, static_cast<int64_t>(4 + 4 * rank), total, out.dims);
+  // In chunks: a gzip file's real length is known only once it is inflated.
+  const size_t want = static_cast<size_t>(total);
+  const std::string what = "data (the header claims " + std::to_string(total) + " bytes)";
+  out.data.reserve(std::min(want, kFirstChunk));
+  while (out.data.size() < want) {
+    const size_t have = out.data.size();
+    out.data.resize(have + std::min(want - have, std::max(have, kFirstChunk)));
+    read_exact(f.get(), out.data.data() + have, out.data.size() - have, path, what.c_str());
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <numeric>
 
 #include "core/model/model_impl.hpp"
@@ -245,17 +246,16 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
     if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
     if (!ema.empty()) read(kEmaPrefix + p.name, p.shape, ema.data() + p.offset);
   }
-  const int64_t steps = core::meta_int(f, "optimizer_steps");
-  require(steps >= 0, Status::Corrupt, f.source() + ": negative optimizer_steps");
+  const int64_t steps = core::meta_int(f, "optimizer_steps", 0, core::kMaxCount);
+  // The replica count it was written on: any count restores it, but a count below one is no kx file.
+  core::meta_int(f, "replicas", 1, INT32_MAX);
   // The loss scale where a float16 run left it; files without one (float32 or bfloat16 runs, older
   // files) start from the initial scale.
   double scale = options.initial_loss_scale;
   int64_t good_steps = 0;
   if (loss_scaling() && f.metadata().count("loss_scale")) {
-    scale = core::meta_double(f, "loss_scale");
-    good_steps = core::meta_int(f, "loss_scale_good_steps");
-    require(std::isfinite(scale) && scale > 0 && good_steps >= 0, Status::Corrupt,
-            f.source() + ": the loss scale in the metadata is not valid");
+    scale = core::meta_double(f, "loss_scale", std::numeric_limits<double>::denorm_min(), core::kMaxSum);
+    good_steps = core::meta_int(f, "loss_scale_good_steps", 0, core::kMaxCount);
   }
   // Everything is read and checked: only now does the model change.
   set_params(params.data());

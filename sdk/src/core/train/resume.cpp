@@ -36,7 +36,9 @@ std::optional<io::SafetensorsFile> find_checkpoint(const std::string& from, Prog
   for (const auto& [step, path] : candidates) {
     try {
       io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path);
-      if (has_position(f)) return f;
+      if (!has_position(f)) continue;
+      get_position(f);  // a position out of range or inconsistent: Corrupt, and an older file is tried
+      return f;
     } catch (const Error& e) {
       if (e.status() != Status::Corrupt && e.status() != Status::Io) throw;
       bar.message(std::string("Skipping checkpoint ") + e.what());
@@ -62,10 +64,15 @@ FitStart start_of_fit(Model::Impl& m, const FitOptions& o, int64_t steps, int64_
   const std::string data_diff = get_data_order(*f).difference(order);
   require(data_diff.empty(), Status::InvalidArgument,
           f->source() + " was written for other training data: " + data_diff);
-  m.restore(*f);
+  require(p.data_position <= pass_steps, Status::Corrupt, f->source() + ": data position beyond the pass");
+  // The samples of the epoch so far came in step_in_epoch batches of at most data_batch each (the
+  // batch size compared equal above).
+  require((p.seen + order.batch - 1) / order.batch <= p.step_in_epoch, Status::Corrupt,
+          f->source() + ": metadata \"epoch_seen\" is " + std::to_string(p.seen) + ", more than " +
+              std::to_string(p.step_in_epoch) + " batches of " + std::to_string(order.batch) + " hold");
+  m.restore(*f);  // the position is sound: only now does the model change
   start.data_pass = p.data_pass;
   start.data_position = p.data_position;
-  require(start.data_position <= pass_steps, Status::Corrupt, f->source() + ": data position beyond the pass");
   if (p.step_in_epoch == p.steps_per_epoch) {
     start.epoch = p.epoch + 1;
   } else {

@@ -1,8 +1,7 @@
 #include "core/train/train_position.hpp"
 
 #include <charconv>
-#include <cstdio>
-#include <cstdlib>
+#include <cmath>
 
 #include "kx/error.hpp"
 
@@ -10,36 +9,60 @@ namespace kx::core {
 
 namespace {
 
-[[noreturn]] void bad_value(const io::SafetensorsFile& f, const std::string& key) {
-  fail(Status::Corrupt, f.source() + ": metadata \"" + key + "\" is not a valid number: \"" + f.meta(key) + "\"");
+// The value as the message quotes it: a crafted file's value may be a megabyte long.
+std::string quoted(const std::string& text) {
+  constexpr size_t kShown = 40;
+  return "\"" + (text.size() <= kShown ? text : text.substr(0, kShown) + "...") + "\"";
 }
 
 template <class T>
-T parse_integer(const io::SafetensorsFile& f, const std::string& key) {
-  const std::string& s = f.meta(key);
+[[noreturn]] void out_of_range(const io::SafetensorsFile& f, const std::string& key, T min, T max) {
+  fail(Status::Corrupt, f.source() + ": metadata \"" + key + "\" is " + quoted(f.meta(key)) + ", not a number in [" +
+                            std::to_string(min) + ", " + std::to_string(max) + "]");
+}
+
+template <class T>
+std::optional<T> parse_integer(const std::string& s, T min, T max) {
   T v{};
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) bad_value(f, key);
+  if (ec != std::errc() || end != s.data() + s.size() || v < min || v > max) return std::nullopt;
   return v;
 }
 
 }  // namespace
 
-int64_t meta_int(const io::SafetensorsFile& f, const std::string& key) { return parse_integer<int64_t>(f, key); }
-uint64_t meta_uint(const io::SafetensorsFile& f, const std::string& key) { return parse_integer<uint64_t>(f, key); }
+std::optional<int64_t> parse_meta_int(const std::string& text, int64_t min, int64_t max) {
+  return parse_integer<int64_t>(text, min, max);
+}
 
-double meta_double(const io::SafetensorsFile& f, const std::string& key) {
+int64_t meta_int(const io::SafetensorsFile& f, const std::string& key, int64_t min, int64_t max) {
+  const std::optional<int64_t> v = parse_integer<int64_t>(f.meta(key), min, max);
+  if (!v) out_of_range(f, key, min, max);
+  return *v;
+}
+
+uint64_t meta_uint(const io::SafetensorsFile& f, const std::string& key, uint64_t max) {
+  const std::optional<uint64_t> v = parse_integer<uint64_t>(f.meta(key), 0, max);
+  if (!v) out_of_range(f, key, uint64_t{0}, max);
+  return *v;
+}
+
+double meta_double(const io::SafetensorsFile& f, const std::string& key, double min, double max) {
+  // from_chars: the C locale's digits whatever the process's locale, no spaces, no hex.
   const std::string& s = f.meta(key);
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || end != s.c_str() + s.size()) bad_value(f, key);
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v < min || v > max)
+    fail(Status::Corrupt, f.source() + ": metadata \"" + key + "\" is " + quoted(s) + ", not a finite number in [" +
+                              meta_double_text(min) + ", " + meta_double_text(max) + "]");
   return v;
 }
 
 std::string meta_double_text(double v) {
+  // The shortest text that reads back exactly, in the C locale's digits as meta_double reads them.
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);  // round-trips exactly
-  return buf;
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("nan");
 }
 
 int64_t peek_global_step(const std::string& path) {
@@ -47,9 +70,7 @@ int64_t peek_global_step(const std::string& path) {
   if (!m) return -1;
   const auto it = m->find("optimizer_steps");
   if (it == m->end()) return -1;
-  int64_t v = -1;
-  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
-  return ec == std::errc() && end == it->second.data() + it->second.size() && v >= 0 ? v : -1;
+  return parse_meta_int(it->second, 0, kMaxCount).value_or(-1);
 }
 
 DataOrder DataOrder::of(const Dataset& d) {
@@ -92,32 +113,28 @@ bool has_position(const io::SafetensorsFile& f) { return f.metadata().count("ste
 
 TrainPosition get_position(const io::SafetensorsFile& f) {
   TrainPosition p;
-  const int64_t epoch = meta_int(f, "epoch");
-  if (epoch < 0 || epoch > INT32_MAX) bad_value(f, "epoch");
-  p.epoch = static_cast<int32_t>(epoch);
-  p.step_in_epoch = meta_int(f, "step_in_epoch");
-  p.steps_per_epoch = meta_int(f, "steps_per_epoch");
-  p.data_pass = meta_uint(f, "data_pass");
-  p.data_position = meta_int(f, "data_position");
-  p.loss_sum = meta_double(f, "epoch_loss_sum");
-  p.correct_sum = meta_double(f, "epoch_correct_sum");
-  p.seen = meta_int(f, "epoch_seen");
+  // The epoch a resume starts (the next one) and its 1-based number are int32 too, as FitOptions::epochs.
+  p.epoch = static_cast<int32_t>(meta_int(f, "epoch", 0, INT32_MAX - 2));
+  p.steps_per_epoch = meta_int(f, "steps_per_epoch", 1, kMaxCount);
+  p.step_in_epoch = meta_int(f, "step_in_epoch", 0, p.steps_per_epoch);
+  p.data_pass = meta_uint(f, "data_pass", static_cast<uint64_t>(kMaxCount));
+  p.data_position = meta_int(f, "data_position", 0, kMaxCount);
+  p.loss_sum = meta_double(f, "epoch_loss_sum", -kMaxSum, kMaxSum);
+  p.correct_sum = meta_double(f, "epoch_correct_sum", -kMaxSum, kMaxSum);
+  p.seen = meta_int(f, "epoch_seen", 0, kMaxCount);
   // Checkpoints written before sample weights existed: every sample weighed 1.
-  p.weight_sum = f.metadata().count("epoch_weight_sum") ? meta_double(f, "epoch_weight_sum")
+  p.weight_sum = f.metadata().count("epoch_weight_sum") ? meta_double(f, "epoch_weight_sum", -kMaxSum, kMaxSum)
                                                         : static_cast<double>(p.seen);
-  if (p.steps_per_epoch <= 0 || p.step_in_epoch < 0 || p.step_in_epoch > p.steps_per_epoch || p.data_position < 0 ||
-      p.seen < 0)
-    fail(Status::Corrupt, f.source() + ": the training position in the metadata is inconsistent");
   return p;
 }
 
 DataOrder get_data_order(const io::SafetensorsFile& f) {
   DataOrder d;
-  d.samples = meta_int(f, "data_samples");
-  d.batch = meta_int(f, "data_batch");
-  d.drop_remainder = meta_int(f, "data_drop_remainder") != 0;
-  d.shuffle_buffer = meta_int(f, "data_shuffle_buffer");
-  d.shuffle_seed = meta_uint(f, "data_shuffle_seed");
+  d.samples = meta_int(f, "data_samples", 0, kMaxElements);
+  d.batch = meta_int(f, "data_batch", 1, kMaxElements);
+  d.drop_remainder = meta_int(f, "data_drop_remainder", 0, 1) != 0;
+  d.shuffle_buffer = meta_int(f, "data_shuffle_buffer", 0, INT64_MAX);  // any buffer size a shuffle took
+  d.shuffle_seed = meta_uint(f, "data_shuffle_seed", UINT64_MAX);
   return d;
 }
 

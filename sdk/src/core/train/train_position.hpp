@@ -2,6 +2,8 @@
 // at the exact next batch. Stored as safetensors metadata strings.
 #pragma once
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "io/safetensors.hpp"
@@ -36,16 +38,28 @@ struct DataOrder {
 
 void put_position(const TrainPosition& p, const DataOrder& order, io::Metadata& m);
 bool has_position(const io::SafetensorsFile& f);
-TrainPosition get_position(const io::SafetensorsFile& f);  // Corrupt if a value does not parse
+// Corrupt if a value does not parse, lies outside its field's range or contradicts another.
+TrainPosition get_position(const io::SafetensorsFile& f);
 DataOrder get_data_order(const io::SafetensorsFile& f);
 
 // The optimizer step count a checkpoint file records, from its header alone; -1 if unreadable.
 int64_t peek_global_step(const std::string& path);
 
-// Metadata value parsers: Corrupt naming the file and key when the text is not a number.
-int64_t meta_int(const io::SafetensorsFile& f, const std::string& key);
-uint64_t meta_uint(const io::SafetensorsFile& f, const std::string& key);
-double meta_double(const io::SafetensorsFile& f, const std::string& key);
+// The largest step, pass or sample count a file may record: 2^53, exact as a double (counts reach
+// doubles: Adam's bias correction, an epoch's mean loss) and far from int64 overflow when a fit goes
+// on counting from it.
+inline constexpr int64_t kMaxCount = int64_t{1} << 53;
+// The range of a sum of losses or weights: any finite value.
+inline constexpr double kMaxSum = std::numeric_limits<double>::max();
+
+// The metadata value parsers, the one way kx reads a number from a file's metadata: every field states
+// its range, and a value that is not a number of the type, or lies outside [min, max] (doubles: or is
+// not finite), is Corrupt naming the file, the field and the value.
+int64_t meta_int(const io::SafetensorsFile& f, const std::string& key, int64_t min, int64_t max);
+uint64_t meta_uint(const io::SafetensorsFile& f, const std::string& key, uint64_t max);
+double meta_double(const io::SafetensorsFile& f, const std::string& key, double min, double max);
+// The same on text alone (a header peeked at): nullopt where meta_int fails.
+std::optional<int64_t> parse_meta_int(const std::string& text, int64_t min, int64_t max);
 std::string meta_double_text(double v);
 
 }  // namespace kx::core
