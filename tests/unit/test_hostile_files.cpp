@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "data_files.hpp"
+#include "io/durable_write.hpp"
 #include "io/safetensors.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
