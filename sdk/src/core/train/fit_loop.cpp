@@ -161,6 +161,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
     stop = at_event([&] { return session.emit(session.event(EventKind::EpochBegin, epoch, first_step)); });
     session.show_epoch_begin(epoch, first_step);
     stage_dataset(train, train_weights);  // again after the validation of the epoch before
+    feeds_moved_by_nested_call = false;   // that validation's mark: the feeds were just staged
     for (int64_t step = first_step; step < steps && !stop; ++step) {
       const core::BatchStream::Batch batch = batches.next();
       if (std::exchange(feeds_moved_by_nested_call, false)) stage_dataset(train, train_weights);
