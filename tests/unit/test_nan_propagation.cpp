@@ -116,6 +116,51 @@ TEST(NanCheckpoints, ANonFiniteStateIsNeverWritten) {
   std::filesystem::remove_all(dir);
 }
 
+// An inf input saturates tanh and sigmoid, so the loss stays finite and TerminateOnNaN has nothing to
+// see, but the kernel's gradient (inf times the error) makes the weights non-finite. The checkpoint of
+// that batch is refused and the message's promise holds: every file on disk resumes finite weights.
+class InfThroughSaturation : public ::testing::TestWithParam<Activation> {};
+
+TEST_P(InfThroughSaturation, TheCheckpointOfTheBadUpdateIsRefused) {
+  Strategy s = Strategy::mirrored({"cpu"});
+  Model m = Model::sequential(s, {kIn});
+  m.add_dense(16, GetParam());
+  m.add_dense(3, Activation::Softmax);
+  CompileOptions co;
+  co.seed = 5;
+  m.compile(co);
+  std::vector<float> x = test::random_floats(kSamples * kIn, 11);
+  std::vector<float> y(kSamples);
+  for (int64_t i = 0; i < kSamples; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+  x[static_cast<size_t>((2 * kBatch + 3) * kIn + 1)] = std::numeric_limits<float>::infinity();  // batch 3
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kSamples, kIn}, y.data(), DType::F32, {kSamples});
+  d.batch(kBatch, false);
+  const std::string dir = ::testing::TempDir() + "kx-inf-checkpoints-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  Callbacks cb;
+  cb.add_terminate_on_nan();
+  cb.add_model_checkpoint(dir + "/step-{step}.kx", 1, 0);
+  std::string message;
+  try {
+    m.fit(d, FitOptions{}, &cb, nullptr);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Diverged);
+    message = e.what();
+  }
+  EXPECT_NE(message.find("step-3.kx was not written"), std::string::npos) << message;
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    Model resumed = Model::load(Strategy::mirrored({"cpu"}), f.path().string());
+    for (float w : resumed.get_weights()) ASSERT_TRUE(std::isfinite(w)) << f.path();
+  }
+  EXPECT_EQ(files, 2) << "the checkpoints of batches 1 and 2";
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Saturating, InfThroughSaturation, ::testing::Values(Activation::Tanh, Activation::Sigmoid),
+                         [](const auto& info) { return info.param == Activation::Tanh ? "Tanh" : "Sigmoid"; });
+
 INSTANTIATE_TEST_SUITE_P(Gemms, NanPropagation, ::testing::Values(CpuGemm::Builtin, CpuGemm::Blas),
                          [](const auto& info) { return info.param == CpuGemm::Builtin ? "Builtin" : "Blas"; });
 
