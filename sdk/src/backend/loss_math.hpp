@@ -1,6 +1,7 @@
 // The formulas of the losses, per element, and their constants: one definition that the CPU backend and
-// the CUDA kernels both compile, so that they compute the same function. How the elements of a sample
-// are summed (one thread in order, or a warp) stays with each backend.
+// the CUDA kernels both compile, so that they compute the same function. Not the same bits: exp and log
+// are each platform's own to the last ulp, and how the elements of a sample are summed (one thread in
+// order, or a warp) stays with each backend. The tests hold the two within a bound.
 #pragma once
 #include <cmath>
 #include <cstdint>

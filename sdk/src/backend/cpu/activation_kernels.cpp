@@ -1,5 +1,6 @@
 #include "backend/cpu/activation_kernels.hpp"
 
+#include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/seed_mix.hpp"
 
@@ -7,7 +8,7 @@ namespace kx::backend::cpu {
 
 KX_CLONES void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  for (int64_t i = 0; i < n; ++i) dz[i] = relu_backward(y[i], dy[i]);
 }
 
 KX_CLONES void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,

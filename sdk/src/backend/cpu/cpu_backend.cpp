@@ -122,11 +122,11 @@ class CpuBackend final : public Backend {
         return;
       case Activation::Sigmoid:
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * y[i] * (1.0f - y[i]);
+        for (int64_t i = 0; i < n; ++i) dz[i] = sigmoid_backward(y[i], dy[i]);
         return;
       case Activation::Tanh:
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t i = 0; i < n; ++i) dz[i] = dy[i] * (1.0f - y[i] * y[i]);
+        for (int64_t i = 0; i < n; ++i) dz[i] = tanh_backward(y[i], dy[i]);
         return;
       case Activation::Softmax:
 #pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)

@@ -38,13 +38,13 @@ __global__ void softmax_kernel(int64_t rows, int64_t cols, float* y) {
 }
 
 __global__ void relu_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
-  KX_GRID_STRIDE(i, n) dz[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+  KX_GRID_STRIDE(i, n) dz[i] = relu_backward(y[i], dy[i]);
 }
 __global__ void sigmoid_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
-  KX_GRID_STRIDE(i, n) dz[i] = dy[i] * y[i] * (1.0f - y[i]);
+  KX_GRID_STRIDE(i, n) dz[i] = sigmoid_backward(y[i], dy[i]);
 }
 __global__ void tanh_backward_kernel(int64_t n, const float* y, const float* dy, float* dz) {
-  KX_GRID_STRIDE(i, n) dz[i] = dy[i] * (1.0f - y[i] * y[i]);
+  KX_GRID_STRIDE(i, n) dz[i] = tanh_backward(y[i], dy[i]);
 }
 __global__ void copy_kernel(int64_t n, const float* src, float* dst) {
   KX_GRID_STRIDE(i, n) dst[i] = src[i];

@@ -1,5 +1,8 @@
 // Batch normalisation. Per-column sums run in double in a fixed order (each thread every 8th row of
-// its column, then the 8 partials in order), so results repeat bitwise from run to run.
+// its column, then the 8 partials in order), so results repeat bitwise from run to run. That order is
+// not the CPU's, so the moments and gradients agree with the CPU within a bound, not bitwise (the sums
+// are rounded to float from double, so most elements are the same bits). The apply step, given the
+// same mean and variance, is the CPU's bits.
 #include <cmath>
 
 #include "backend/cuda/kernels.cuh"
@@ -63,13 +66,14 @@ __global__ void batch_norm_param_grad_kernel(int64_t rows, int64_t cols, const f
                                              float* dbeta) {
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
   const double invstd = c < cols ? 1.0 / sqrt(static_cast<double>(var[c]) + epsilon) : 0.0;
-  const double m = c < cols ? mean[c] : 0.0;
+  const float m = c < cols ? mean[c] : 0.0f;
   double s[2];
   column_sums<2>(rows, cols,
                  [&](int64_t r, int64_t col, double* acc) {
                    const double g = dy[r * cols + col];
                    acc[0] += g;
-                   acc[1] += g * (x[r * cols + col] - m) * invstd;
+                   // x - mean rounded to float, as the CPU computes it
+                   acc[1] += g * static_cast<double>(__fsub_rn(x[r * cols + col], m)) * invstd;
                  },
                  s);
   if (threadIdx.y == 0 && c < cols) {

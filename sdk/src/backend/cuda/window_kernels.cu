@@ -1,10 +1,13 @@
 // Sliding-window kernels over channels-last samples: im2col and its adjoint, max and average pooling.
-// gather (each input position sums what reaches it, in window order) instead of scattering with
-// atomics: no write conflicts, and results repeat bitwise.
+// The backward passes gather (each input position sums what reaches it) instead of scattering with
+// atomics: no write conflicts, and the sums are added in the CPU backend's order, so they are its bits
+// (window_math.hpp; tests/unit/test_window_math.cpp checks that order on the CPU). The forward passes
+// read each window in the CPU's order too.
 #include <cmath>
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/window_math.hpp"
 
 namespace kx::backend::cuda {
 namespace {
@@ -24,27 +27,11 @@ __global__ void im2col_kernel(Window2d g, int64_t rows, const float* x, float* c
   }
 }
 
-// The window positions (i, a) along one axis that cover input coordinate y: y = i * stride + a - pad.
+// One thread per input element, summing in the CPU's order (window_math.hpp).
 __global__ void col2im_kernel(Window2d g, int64_t rows, const float* col, float* dx) {
-  const int64_t patch = g.k_h * g.k_w * g.channels;
   KX_GRID_STRIDE(e, rows * g.in_h * g.in_w * g.channels) {
-    const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
-    const int64_t r = e / (g.channels * g.in_w * g.in_h);
-    float sum = 0;
-    for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t ty = yy + g.pad_top - a;
-      if (ty < 0 || ty % g.stride_h) continue;
-      const int64_t i = ty / g.stride_h;
-      if (i >= g.out_h) continue;
-      for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t tx = xx + g.pad_left - b;
-        if (tx < 0 || tx % g.stride_w) continue;
-        const int64_t j = tx / g.stride_w;
-        if (j >= g.out_w) continue;
-        sum += col[((r * g.out_h + i) * g.out_w + j) * patch + (a * g.k_w + b) * g.channels + c];
-      }
-    }
-    dx[e] = sum;
+    const int64_t c = e % g.channels, x = (e / g.channels) % g.in_w, y = (e / (g.channels * g.in_w)) % g.in_h;
+    dx[e] = col2im_value(g, col, e / (g.channels * g.in_w * g.in_h), y, x, c);
   }
 }
 
@@ -52,30 +39,15 @@ __global__ void max_pool_forward_kernel(Window2d g, int64_t rows, const float* x
   KX_GRID_STRIDE(e, rows * g.out_h * g.out_w * g.channels) {
     const int64_t c = e % g.channels, j = (e / g.channels) % g.out_w, i = (e / (g.channels * g.out_w)) % g.out_h;
     const int64_t r = e / (g.channels * g.out_w * g.out_h);
-    float best = -INFINITY;
+    // From the first tap on, as the CPU's std::max: a NaN there stays, a later NaN is passed over.
+    const float* w = x + ((r * g.in_h + i * g.stride_h) * g.in_w + j * g.stride_w) * g.channels + c;
+    float best = w[0];
     for (int64_t a = 0; a < g.k_h; ++a)
-      for (int64_t b = 0; b < g.k_w; ++b)
-        best = fmaxf(best, x[((r * g.in_h + i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * g.channels + c]);
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const float v = w[(a * g.in_w + b) * g.channels];
+        best = best < v ? v : best;
+      }
     y[e] = best;
-  }
-}
-
-// Calls f(i, j, a, b) for every window (i, j) that covers input position (yy, xx) of a pooling
-// window g (no padding), at offset (a, b) inside it, in window order.
-template <class F>
-__device__ void for_each_covering_window(const Window2d& g, int64_t yy, int64_t xx, F f) {
-  for (int64_t a = 0; a < g.k_h; ++a) {
-    const int64_t ty = yy - a;
-    if (ty < 0 || ty % g.stride_h) continue;
-    const int64_t i = ty / g.stride_h;
-    if (i >= g.out_h) continue;
-    for (int64_t b = 0; b < g.k_w; ++b) {
-      const int64_t tx = xx - b;
-      if (tx < 0 || tx % g.stride_w) continue;
-      const int64_t j = tx / g.stride_w;
-      if (j >= g.out_w) continue;
-      f(i, j, a, b);
-    }
   }
 }
 
@@ -84,27 +56,7 @@ __global__ void max_pool_backward_kernel(Window2d g, int64_t rows, const float* 
                                          float* dx) {
   KX_GRID_STRIDE(e, rows * g.in_h * g.in_w * g.channels) {
     const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
-    const int64_t r = e / (g.channels * g.in_w * g.in_h);
-    float sum = 0;
-    for_each_covering_window(g, yy, xx, [&](int64_t i, int64_t j, int64_t a, int64_t b) {
-      const int64_t out = ((r * g.out_h + i) * g.out_w + j) * g.channels + c;
-      const float m = y[out];
-      // Is (a, b) the first position of window (i, j) that holds its maximum?
-      bool first = true;
-      for (int64_t a2 = 0; a2 < g.k_h && first; ++a2)
-        for (int64_t b2 = 0; b2 < g.k_w; ++b2) {
-          if (a2 == a && b2 == b) {
-            a2 = g.k_h;  // reached (a, b): nothing before it holds the maximum
-            break;
-          }
-          if (x[((r * g.in_h + i * g.stride_h + a2) * g.in_w + j * g.stride_w + b2) * g.channels + c] == m) {
-            first = false;
-            break;
-          }
-        }
-      if (first && x[e] == m) sum += dy[out];
-    });
-    dx[e] = sum;
+    dx[e] = max_pool_backward_value(g, x, y, dy, e / (g.channels * g.in_w * g.in_h), yy, xx, c);
   }
 }
 
@@ -123,15 +75,9 @@ __global__ void avg_pool_forward_kernel(Window2d g, int64_t rows, const float* x
 
 // Each input position gathers dy / window size from every window that covers it.
 __global__ void avg_pool_backward_kernel(Window2d g, int64_t rows, const float* dy, float* dx) {
-  const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
   KX_GRID_STRIDE(e, rows * g.in_h * g.in_w * g.channels) {
     const int64_t c = e % g.channels, xx = (e / g.channels) % g.in_w, yy = (e / (g.channels * g.in_w)) % g.in_h;
-    const int64_t r = e / (g.channels * g.in_w * g.in_h);
-    float sum = 0;
-    for_each_covering_window(g, yy, xx, [&](int64_t i, int64_t j, int64_t, int64_t) {
-      sum += dy[((r * g.out_h + i) * g.out_w + j) * g.channels + c] * inv;
-    });
-    dx[e] = sum;
+    dx[e] = avg_pool_backward_value(g, dy, e / (g.channels * g.in_w * g.in_h), yy, xx, c);
   }
 }
 

@@ -1,0 +1,146 @@
+// The math that the CUDA kernels share with the host (KX_HOST_DEVICE), run here on the CPU against the
+// CPU backend: whatever order or rounding the device code would get wrong shows up without a GPU.
+// - The windows' backward passes, one element at a time (window_math.hpp), must give the CPU backend's
+//   bits: a device thread gathers what the CPU scatters, so the sums must visit the windows in its order.
+// - The activations' backward formulas (activation_math.hpp) must be rounded operation by operation:
+//   a fused multiply-add in tanh's 1 - y*y changes the leading digits near |y| = 1.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "backend/activation_math.hpp"
+#include "backend/backend.hpp"
+#include "backend/window_math.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+using backend::Window2d;
+
+Window2d geometry(int64_t in_h, int64_t in_w, int64_t channels, int64_t k, int64_t stride, int64_t pad) {
+  Window2d g;
+  g.in_h = in_h, g.in_w = in_w, g.channels = channels, g.k_h = k, g.k_w = k, g.stride_h = stride, g.stride_w = stride;
+  g.pad_top = pad, g.pad_left = pad;
+  g.out_h = (in_h + 2 * pad - k) / stride + 1, g.out_w = (in_w + 2 * pad - k) / stride + 1;
+  return g;
+}
+
+// Every input element of `rows` samples, computed by f(r, y, x, c) as a device thread would.
+template <class F>
+std::vector<float> gathered(const Window2d& g, int64_t rows, F f) {
+  std::vector<float> out;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t y = 0; y < g.in_h; ++y)
+      for (int64_t x = 0; x < g.in_w; ++x)
+        for (int64_t c = 0; c < g.channels; ++c) out.push_back(f(r, y, x, c));
+  return out;
+}
+
+// The geometries of the desk-check's replays (3x3 stride 1 with and without padding, 5x5 stride 2
+// padded) and the pooling ones (overlapping 3x3 stride 1 and 3x3 stride 2, tiling 2x2 stride 2), with a
+// channel count above and below the CPU's vector width.
+using Case = std::tuple<int64_t, int64_t, int64_t, int64_t>;  // kernel, stride, padding, channels
+
+class WindowMath : public ::testing::TestWithParam<Case> {};
+
+TEST_P(WindowMath, Col2imGatheredInTheCpusOrderGivesItsBits) {
+  const auto [k, stride, pad, channels] = GetParam();
+  const Window2d g = geometry(11, 9, channels, k, stride, pad);
+  const int64_t rows = 3;
+  const auto be = backend::make_cpu_backend(2);
+  const std::vector<float> col = test::random_floats(static_cast<size_t>(rows * g.out_h * g.out_w * g.patch()), 7);
+  std::vector<float> dx(static_cast<size_t>(rows * g.in_h * g.in_w * channels));
+  be->col2im(g, rows, col.data(), dx.data());
+  EXPECT_EQ(gathered(g, rows, [&](int64_t r, int64_t y, int64_t x, int64_t c) {
+              return backend::col2im_value(g, col.data(), r, y, x, c);
+            }),
+            dx);
+}
+
+TEST_P(WindowMath, PoolingBackwardGatheredInTheCpusOrderGivesItsBits) {
+  const auto [k, stride, pad, channels] = GetParam();
+  if (pad) GTEST_SKIP() << "pooling has no padding";
+  const Window2d g = geometry(11, 9, channels, k, stride, 0);
+  const int64_t rows = 3;
+  const auto be = backend::make_cpu_backend(2);
+  // Values from a few levels, so windows often hold their maximum twice and the first one must win.
+  std::vector<float> x = test::random_floats(static_cast<size_t>(rows * g.in_h * g.in_w * channels), 3);
+  for (float& v : x) v = std::round(v * 3.0f);
+  std::vector<float> y(static_cast<size_t>(rows * g.out_h * g.out_w * channels));
+  const std::vector<float> dy = test::random_floats(y.size(), 5);
+  std::vector<float> dx(x.size());
+  be->max_pool_forward(g, rows, x.data(), y.data());
+  be->max_pool_backward(g, rows, x.data(), y.data(), dy.data(), dx.data());
+  EXPECT_EQ(gathered(g, rows, [&](int64_t r, int64_t yy, int64_t xx, int64_t c) {
+              return backend::max_pool_backward_value(g, x.data(), y.data(), dy.data(), r, yy, xx, c);
+            }),
+            dx)
+      << "max pooling";
+  be->avg_pool_backward(g, rows, dy.data(), dx.data());
+  EXPECT_EQ(gathered(g, rows, [&](int64_t r, int64_t yy, int64_t xx, int64_t c) {
+              return backend::avg_pool_backward_value(g, dy.data(), r, yy, xx, c);
+            }),
+            dx)
+      << "average pooling";
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, WindowMath,
+                         ::testing::Values(Case{3, 1, 0, 4}, Case{3, 1, 1, 4}, Case{5, 2, 2, 4}, Case{2, 2, 0, 4},
+                                           Case{3, 2, 0, 4}, Case{3, 1, 0, 19}, Case{3, 2, 1, 19}));
+
+// The gather in the reversed order (the CUDA kernel before it was fixed) differs from the CPU's sum:
+// the test above can fail, and the order is what it checks.
+TEST(WindowMath, TheOrderOfTheSumMatters) {
+  const Window2d g = geometry(11, 9, 4, 3, 1, 1);
+  const int64_t rows = 3, patch = g.patch();
+  const auto be = backend::make_cpu_backend(1);
+  const std::vector<float> col = test::random_floats(static_cast<size_t>(rows * g.out_h * g.out_w * patch), 7);
+  std::vector<float> dx(static_cast<size_t>(rows * g.in_h * g.in_w * g.channels));
+  be->col2im(g, rows, col.data(), dx.data());
+  const std::vector<float> reversed = gathered(g, rows, [&](int64_t r, int64_t y, int64_t x, int64_t c) {
+    float sum = 0.0f;
+    for (int64_t a = 0; a < g.k_h; ++a) {
+      const int64_t i = backend::covering_window(y, g.pad_top, a, g.stride_h, g.out_h);
+      if (i < 0) continue;
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const int64_t j = backend::covering_window(x, g.pad_left, b, g.stride_w, g.out_w);
+        if (j >= 0) sum += col[((r * g.out_h + i) * g.out_w + j) * patch + (a * g.k_w + b) * g.channels + c];
+      }
+    }
+    return sum;
+  });
+  EXPECT_NE(reversed, dx);
+}
+
+TEST(ActivationMath, BackwardFormulasAreRoundedStepByStep) {
+  // y just below 1, where 1 - y*y cancels: the rounded product and a fused multiply-add differ.
+  const float y = 0.99993f, dy = 0.7f;
+  const float product = y * y;
+  const float rounded = dy * (1.0f - product);
+  const float fused = dy * std::fma(-y, y, 1.0f);
+  ASSERT_NE(rounded, fused) << "this y does not tell the two apart";
+  EXPECT_EQ(backend::tanh_backward(y, dy), rounded);
+  EXPECT_EQ(backend::sigmoid_backward(0.3f, dy), (dy * 0.3f) * (1.0f - 0.3f));
+  EXPECT_TRUE(std::isnan(backend::tanh_backward(std::nanf(""), dy)));
+  EXPECT_EQ(backend::relu_backward(-0.5f, dy), 0.0f);
+}
+
+TEST(ActivationMath, TheCpuBackendUsesTheSharedFormulas) {
+  const auto be = backend::make_cpu_backend(2);
+  const int64_t rows = 9, cols = 37;
+  // Outputs that reach |y| = 1 closely, where tanh's backward is most sensitive.
+  std::vector<float> y = test::random_floats(static_cast<size_t>(rows * cols), 11, -1.0f, 1.0f);
+  for (size_t i = 0; i < y.size(); i += 3) y[i] = std::copysign(1.0f - std::ldexp(static_cast<float>(i % 97), -20), y[i]);
+  const std::vector<float> dy = test::random_floats(y.size(), 12);
+  std::vector<float> dz(y.size());
+  be->activation_backward(Activation::Tanh, rows, cols, y.data(), dy.data(), dz.data());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(dz[i], backend::tanh_backward(y[i], dy[i])) << i;
+  be->activation_backward(Activation::Sigmoid, rows, cols, y.data(), dy.data(), dz.data());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(dz[i], backend::sigmoid_backward(y[i], dy[i])) << i;
+}
+
+}  // namespace
+}  // namespace kx
