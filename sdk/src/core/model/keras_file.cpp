@@ -94,6 +94,9 @@ struct KerasFileParts {
   json::Value model;
   json::Value compile;  // null when Keras never compiled the model
   std::unique_ptr<io::Hdf5File> weights;
+  // A .keras file's model.weights.h5, opened only once its config has been checked (a config kx
+  // cannot train is refused even where libhdf5 is missing).
+  std::string weights_bytes, weights_source;
 };
 
 KerasFileParts open_keras_file(const std::string& bytes, const std::string& path) {
@@ -109,7 +112,8 @@ KerasFileParts open_keras_file(const std::string& bytes, const std::string& path
     require(weights != nullptr || !zip.find("model.weights.npz"), Status::Unsupported,
             path + ": weights saved as .npz (weights_format=\"npz\") are not supported");
     require(weights != nullptr, Status::Corrupt, path + ": a .keras file without " + kWeightsEntry);
-    parts.weights = std::make_unique<io::Hdf5File>(zip.read(*weights), path + ": " + kWeightsEntry);
+    parts.weights_bytes = zip.read(*weights);
+    parts.weights_source = path + ": " + kWeightsEntry;
     return parts;
   }
   require(io::looks_like_hdf5(bytes), Status::Corrupt,
@@ -133,7 +137,6 @@ KerasFileParts open_keras_file(const std::string& bytes, const std::string& path
 Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path) {
   const std::string bytes = io::read_file(path);
   KerasFileParts parts = open_keras_file(bytes, path);
-  const io::Hdf5File& f = *parts.weights;
   Model m = as_corrupt(path, [&] { return Model::from_json(strategy, core::model_config_from_keras(parts.model)); });
   // The weights must be in the file before anything their size is allocated.
   const auto needed = static_cast<uint64_t>(m.num_params()) * sizeof(float);
@@ -143,6 +146,8 @@ Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path)
   const std::optional<CompileOptions> co = as_corrupt(path, [&] {
     return core::compile_options_from_keras(parts.compile, core::precision_from_keras(parts.model));
   });
+  if (!parts.weights) parts.weights = std::make_unique<io::Hdf5File>(parts.weights_bytes, parts.weights_source);
+  const io::Hdf5File& f = *parts.weights;
   Impl& impl = *m.impl_;
   const std::vector<core::KerasLayerWeights> layers = keras_layers(impl);
   std::vector<float> params(static_cast<size_t>(impl.net.num_params));
