@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets with clang (build-fuzz/), writes a seed corpus of valid kx files and
 # fuzzes the checkpoint loader for FUZZ_SECONDS (default 60), then each data reader (.npy, CSV,
 # images) for FUZZ_DATA_SECONDS (default 20) from seeds numpy and the test image writer make, then
-# each loader of issue 30 (Keras JSON configs, IDX files, load_weights, resume metadata) for
+# each loader of issue 30 (Keras JSON configs, IDX files, load_weights, resume metadata) and Keras's
+# .keras / .h5 files (issue 32; seeds made by Keras 3, so libhdf5's parsing is fuzzed too) for
 # FUZZ_NEW_SECONDS (default 60) from seeds fuzz_loader_seed_writer makes and the crafted inputs of
 # tests/fuzz/corpus/<target>/. Needs the packages of scripts/setup.sh.
 set -euo pipefail
@@ -17,7 +18,7 @@ data_targets=(fuzz_npy_reader fuzz_csv_reader)
 # The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
 if cmake --build build-fuzz --target help | grep -q 'fuzz_image_reader'; then images=1; else images=0; fi
 if ((images)); then data_targets+=(fuzz_image_reader); fi
-loader_targets=(fuzz_model_json fuzz_idx_reader fuzz_load_weights fuzz_resume)
+loader_targets=(fuzz_model_json fuzz_idx_reader fuzz_load_weights fuzz_resume fuzz_keras_file)
 cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}" \
   "${loader_targets[@]}" fuzz_loader_seed_writer $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
@@ -54,8 +55,14 @@ rm -rf "$corpus-loaders"
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_loader_seed_writer "$corpus-loaders"
 for t in "${loader_targets[@]}"; do
   c="$corpus-loaders/${t#fuzz_}"
+  mkdir -p "$c"
   if [[ -d "tests/fuzz/corpus/${t#fuzz_}" ]]; then cp "tests/fuzz/corpus/${t#fuzz_}"/* "$c"/; fi
   echo "fuzzing ${t#fuzz_} for ${new_seconds}s from $(ls "$c" | wc -l) seeds"
-  ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$new_seconds" -rss_limit_mb=2048 \
+  # Keras's files: kx's own code (the zip, the configs, the checks) always; libhdf5's parsing only with
+  # FUZZ_WITH_HDF5=1, because libhdf5 1.10.8 itself crashes on some damaged files (a SEGV in
+  # H5HG_read reading a variable-length string from a corrupted global heap).
+  hdf5=()
+  if [[ $t == fuzz_keras_file && ${FUZZ_WITH_HDF5:-0} != 1 ]]; then hdf5=(env KX_HDF5_LIBRARY=/nonexistent/libhdf5.so); fi
+  "${hdf5[@]}" env ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$new_seconds" -rss_limit_mb=2048 \
     -timeout=10 -print_final_stats=1 "$c"
 done

@@ -26,6 +26,9 @@ packages=(build-essential cmake ninja-build pkg-config zlib1g-dev libgtest-dev l
 packages+=(g++-aarch64-linux-gnu qemu-user-static zlib1g-dev:arm64 libgtest-dev:arm64)
 # The image decoders of kx_dataset_from_image_directory.
 packages+=(libjpeg62-turbo-dev libpng-dev)
+# Keras's .h5 and .keras files (issue 32): libkx opens libhdf5 at run time (no headers needed), the
+# tests need the library; h5dump (hdf5-tools) shows what a file holds.
+packages+=(libhdf5-103-1 hdf5-tools)
 if ((main_only)); then
   packages=("${main_packages[@]}")
 else

@@ -300,6 +300,24 @@ kx_status kx_model_load(kx_strategy* s, const char* path, kx_model** out) {
   });
 }
 
+kx_status kx_model_load_keras(kx_strategy* s, const char* path, kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_load_keras");
+    require_arg(path, "path", "kx_model_load_keras");
+    require_arg(out, "out", "kx_model_load_keras");
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::Model::load_keras(s->strategy, path)}), out);
+  });
+}
+
+kx_status kx_model_save_keras(kx_model* m, const char* path) {
+  return guarded([&] {
+    require_arg(m, "m", "kx_model_save_keras");
+    require_arg(path, "path", "kx_model_save_keras");
+    m->model.save_keras(path);
+    return KX_OK;
+  });
+}
+
 void kx_model_destroy(kx_model* m) { std::unique_ptr<kx_model> owned(m); }
 
 kx_status kx_model_add_average_pool2d(kx_model* m, int32_t pool_h, int32_t pool_w, int32_t stride_h,

@@ -157,6 +157,19 @@ func LoadModel(s *Strategy, path string) (*Model, error) {
 	return newModel(p), nil
 }
 
+// LoadKeras opens a Keras model file (.keras, or a legacy .h5 from model.save): compiled as Keras
+// compiled it, optimizer state included, or uncompiled with its weights.
+func LoadKeras(s *Strategy, path string) (*Model, error) {
+	defer runtime.KeepAlive(s)
+	c := C.CString(path)
+	defer C.free(unsafe.Pointer(c))
+	var p *C.kx_model
+	if err := callErr(func() C.kx_status { return C.kx_model_load_keras(s.p, c, &p) }); err != nil {
+		return nil, err
+	}
+	return newModel(p), nil
+}
+
 func (m *Model) AddDense(units int64, act Activation) error {
 	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_dense(m.p, C.int64_t(units), C.kx_activation(act)) })
@@ -276,6 +289,14 @@ func (m *Model) Save(path string) error {
 	c := C.CString(path)
 	defer C.free(unsafe.Pointer(c))
 	return callErr(func() C.kx_status { return C.kx_model_save(m.p, c) })
+}
+
+// SaveKeras writes a .keras file that keras.models.load_model opens (config, weights, optimizer state).
+func (m *Model) SaveKeras(path string) error {
+	defer runtime.KeepAlive(m)
+	c := C.CString(path)
+	defer C.free(unsafe.Pointer(c))
+	return callErr(func() C.kx_status { return C.kx_model_save_keras(m.p, c) })
 }
 
 // Fit trains the model. cb may be nil. A panic in a callback function is raised again here.

@@ -24,7 +24,7 @@ from .layers import Input
 c_int64 = ctypes.c_int64
 P_FLOAT = ctypes.POINTER(ctypes.c_float)
 
-__all__ = ["Error", "Strategy", "Model", "Sequential", "Input", "layers", "Dataset", "Callbacks", "History", "load_model",
+__all__ = ["Error", "Strategy", "Model", "Sequential", "Input", "layers", "Dataset", "Callbacks", "History", "load_model", "load_keras", "models",
            "image_dataset_from_directory",
            "version", "device_count", "device_status", "status_name"]
 
@@ -739,7 +739,15 @@ class Model(_Handle):
         return out
 
     def save(self, path):
-        check(lib.kx_model_save(self.handle, str(path).encode()))
+        """kx's own file (safetensors), or with a .keras name a Keras 3 file (save_keras)."""
+        if str(path).endswith(".keras"):
+            self.save_keras(path)
+        else:
+            check(lib.kx_model_save(self.handle, str(path).encode()))
+
+    def save_keras(self, path):
+        """A .keras file that keras.models.load_model opens (config, weights, optimizer state)."""
+        check(lib.kx_model_save_keras(self.handle, str(path).encode()))
 
     def export_onnx(self, path):
         """Writes an ONNX file (opset 13) for inference runtimes: input [N, *input_shape] channels last,
@@ -845,7 +853,27 @@ class Sequential(Model):
 
 
 def load_model(strategy, path):
-    """A model saved with Model.save (or a checkpoint), compiled as it was, with its weights."""
+    """A model saved with Model.save (or a checkpoint), compiled as it was, with its weights; a Keras
+    file (.keras, or a legacy .h5 model) through load_keras."""
+    if str(path).endswith((".keras", ".h5")):
+        return load_keras(path, strategy)
     out = ctypes.c_void_p()
     check(lib.kx_model_load(strategy.handle, str(path).encode(), ctypes.byref(out)))
     return Model(out.value)
+
+
+def load_keras(path, strategy=None):
+    """A Keras model file (.keras, or a legacy .h5 from model.save) as a kx model: compiled as Keras
+    compiled it, optimizer state included, or uncompiled when Keras never compiled it."""
+    out = ctypes.c_void_p()
+    strategy = strategy or Strategy.default()
+    check(lib.kx_model_load_keras(strategy.handle, str(path).encode(), ctypes.byref(out)))
+    return Model(out.value)
+
+
+class models:  # noqa: N801 (keras.models' spelling)
+    """kx.models.load_model(path), as keras.models.load_model."""
+
+    @staticmethod
+    def load_model(path, strategy=None):
+        return load_keras(path, strategy)

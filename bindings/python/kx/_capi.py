@@ -123,6 +123,8 @@ _SIGNATURES = {
     "kx_model_save": (c_int32, [c_void_p, c_char_p]),
     "kx_model_export_onnx": (c_int32, [c_void_p, c_char_p]),
     "kx_model_load": (c_int32, [c_void_p, c_char_p, P(c_void_p)]),
+    "kx_model_load_keras": (c_int32, [c_void_p, c_char_p, P(c_void_p)]),
+    "kx_model_save_keras": (c_int32, [c_void_p, c_char_p]),
     "kx_model_destroy": (None, [c_void_p]),
     "kx_dataset_from_arrays": (c_int32, [c_void_p, c_int32, P(c_int64), c_size_t, c_void_p, c_int32, P(c_int64),
                                          c_size_t, P(c_void_p)]),

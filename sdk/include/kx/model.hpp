@@ -144,13 +144,23 @@ class Model {
   // durably (a crash leaves the old file or the new one). Throws Misuse before compile, Io.
   void save(const std::string& path) const;
   // Weights by name ("<layer>/<weight>") from a safetensors file (a saved model, a checkpoint, or
-  // any file with float32 tensors of those names). With skip_mismatch, tensors of the model that the
+  // any file with float32 tensors of those names), or by layer from a Keras weights file
+  // (.weights.h5, a legacy .h5, a .keras file's weights). With skip_mismatch, tensors of the model that the
   // file lacks or holds with another shape are left as they are and counted; without it they are
   // InvalidArgument and nothing changes. Throws Misuse before compile, Io, Corrupt.
   WeightsReport load_weights(const std::string& path, bool skip_mismatch);
   // A model saved by save() or a checkpoint, compiled as it was, on `strategy` (any replica count).
   // Throws Io, Corrupt (damaged or not a kx file).
   static Model load(const Strategy& strategy, const std::string& path);
+  // A Keras model file: .keras (Keras 3) or a legacy .h5 full model (model.save("x.h5")), with its
+  // architecture and weights; compiled as Keras compiled it (optimizer state included, so training
+  // continues where Keras left off), or uncompiled (with its weights) when Keras never compiled it.
+  // Throws Unsupported naming the layer class, op or attribute kx cannot train, or when libhdf5 is
+  // unavailable; Corrupt for a damaged file; InvalidArgument for a weights-only file; Io.
+  static Model load_keras(const Strategy& strategy, const std::string& path);
+  // The model as a .keras file keras.models.load_model opens: config, compile config, weights and
+  // optimizer state. Written durably. Throws Misuse before compile, Unsupported without libhdf5, Io.
+  void save_keras(const std::string& path) const;
   // An ONNX file (opset 13) for inference that runtimes run with predict's outputs (kx.h's
   // kx_model_export_onnx says what it holds). Throws Misuse before compile, Unsupported for a layer
   // ONNX export does not know, Io.

@@ -211,6 +211,8 @@ extern "C" {
     pub fn kx_model_set_weights(m: *mut kx_model, w: *const f32, w_len: usize) -> kx_status;
     pub fn kx_model_save(m: *mut kx_model, path: *const c_char) -> kx_status;
     pub fn kx_model_load(s: *mut kx_strategy, path: *const c_char, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_load_keras(s: *mut kx_strategy, path: *const c_char, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_save_keras(m: *mut kx_model, path: *const c_char) -> kx_status;
     pub fn kx_model_destroy(m: *mut kx_model);
 
     pub fn kx_dataset_from_arrays(x: *const c_void, x_dtype: kx_dtype, x_shape: *const i64, x_rank: usize, y: *const c_void, y_dtype: kx_dtype, y_shape: *const i64, y_rank: usize, out: *mut *mut kx_dataset) -> kx_status;

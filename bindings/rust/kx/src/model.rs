@@ -121,6 +121,15 @@ impl Model {
         Ok(Model { p })
     }
 
+    /// A Keras model file (.keras, or a legacy .h5 from model.save): compiled as Keras compiled it,
+    /// optimizer state included, or uncompiled with its weights.
+    pub fn load_keras(s: &Strategy, path: &str) -> Result<Model> {
+        let c = c_string(path, "the path")?;
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_load_keras(s.p, c.as_ptr(), &mut p) })?;
+        Ok(Model { p })
+    }
+
     pub fn add_dense(&mut self, units: i64, act: Activation) -> Result<()> {
         check(unsafe { kx_sys::kx_model_add_dense(self.p, units, act as i32) }).map(|_| ())
     }
@@ -286,6 +295,12 @@ impl Model {
     pub fn save(&mut self, path: &str) -> Result<()> {
         let c = c_string(path, "the path")?;
         check(unsafe { kx_sys::kx_model_save(self.p, c.as_ptr()) }).map(|_| ())
+    }
+
+    /// A .keras file that keras.models.load_model opens (config, weights, optimizer state).
+    pub fn save_keras(&mut self, path: &str) -> Result<()> {
+        let c = c_string(path, "the path")?;
+        check(unsafe { kx_sys::kx_model_save_keras(self.p, c.as_ptr()) }).map(|_| ())
     }
 
     /// Trains the model. A panic in a callback closure is resumed here once kx has returned.

@@ -168,7 +168,12 @@ void Model::Impl::compile(const CompileOptions& o) {
   options = o;
   optimizer = resolved;
   learning_rate = *resolved.learning_rate;
-  init_weights(o.seed ? o.seed : kDefaultSeed);
+  if (initial_params.empty()) {
+    init_weights(o.seed ? o.seed : kDefaultSeed);
+  } else {
+    set_params(initial_params.data());
+    initial_params = {};
+  }
   // The parameters of layers that autocast their weights, in runs as long as possible.
   autocast_spans.clear();
   for (size_t i = 0; i < net.layers.size(); ++i) {

@@ -83,6 +83,15 @@ class Model::Impl {
   static Model load_file(const Strategy& strategy, const io::SafetensorsFile& f);
   static CompileOptions compile_options_from(const json::Value& config);
 
+  // Keras's files (keras_file.cpp): a .keras or legacy .h5 model, the model as a .keras file, and
+  // the weights of a Keras .weights.h5 / .h5 / .keras file (bytes: the file's) for load_weights.
+  static Model load_keras(const Strategy& strategy, const std::string& path);
+  void save_keras(const std::string& path) const;
+  WeightsReport load_keras_weights(const std::string& bytes, const std::string& path, bool skip_mismatch);
+  // Weights a model gets before it is compiled (one opened from a Keras file that Keras never
+  // compiled): compile starts from them instead of initialising. Empty otherwise.
+  std::vector<float> initial_params;
+
   // The weight tensors of these layers, in this order, each layer's in its own order ("dense_1/kernel",
   // shape, offset in the parameter arena; not trainable: state the optimizer never trains, no slots).
   std::vector<WeightInfo> tensors_of(const std::vector<int>& layers) const;

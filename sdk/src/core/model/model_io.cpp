@@ -9,6 +9,8 @@
 #include "core/model/model_impl.hpp"
 #include "core/train/train_position.hpp"
 #include "io/durable_write.hpp"
+#include "io/hdf5_file.hpp"
+#include "io/stored_zip.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
 #include "kx/error.hpp"
@@ -271,7 +273,10 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
 
 WeightsReport Model::Impl::load_weights(const std::string& path, bool skip_mismatch) {
   require_compiled("load_weights");
-  const io::SafetensorsFile f = io::SafetensorsFile::decode(io::read_file(path), path, io::Checksums::IfPresent);
+  std::string bytes = io::read_file(path);
+  // Keras's files (.weights.h5, legacy .h5, .keras) by their signature; anything else is safetensors.
+  if (io::looks_like_hdf5(bytes) || io::looks_like_zip(bytes)) return load_keras_weights(bytes, path, skip_mismatch);
+  const io::SafetensorsFile f = io::SafetensorsFile::decode(std::move(bytes), path, io::Checksums::IfPresent);
   std::vector<float> params = host_params();
   WeightsReport report;
   for (const WeightInfo& p : named_params()) {

@@ -1,0 +1,197 @@
+"""Keras's model files against the real Keras 3: models built and trained in Keras, saved as .keras,
+legacy .h5 and .weights.h5, opened in kx (predict, one training step from the file's optimizer
+state), and kx's .keras files opened in Keras. Needs Keras 3 with TensorFlow (the pinned virtual
+environment of scripts/keras_venv.sh: ctest's python_keras_files runs this file with it); skipped
+without them. KX_LIBRARY and PYTHONPATH as for the other binding tests."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np
+
+import kx
+
+try:
+    import keras
+    from keras import layers
+except ImportError:  # the test command's venv has it; a bare python3 does not
+    keras = None
+
+RTOL, ATOL = 1e-5, 1e-6
+
+
+def mlp():
+    m = keras.Sequential([keras.Input((8,)), layers.Dense(16, activation="relu"), layers.Dense(3, activation="softmax")])
+    m.compile(optimizer=keras.optimizers.Adam(0.01), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return m, np.random.default_rng(1).integers(0, 3, 32).astype(np.float32)
+
+
+def cnn():
+    m = keras.Sequential([
+        keras.Input((8, 8, 2)),
+        layers.Conv2D(4, 3, padding="same", activation="relu"),
+        layers.BatchNormalization(),
+        layers.MaxPooling2D(),
+        layers.Conv2D(6, 3, activation="relu"),
+        layers.AveragePooling2D(pool_size=2),
+        layers.Flatten(),
+        layers.Dense(3, activation="softmax"),
+    ])
+    m.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    return m, np.random.default_rng(2).integers(0, 3, 32).astype(np.float32)
+
+
+def graph():
+    i = keras.Input((6,), name="features")
+    a = layers.Dense(5, activation="tanh", name="left")(i)
+    b = layers.Dense(5, name="right")(i)
+    s = layers.Add()([a, b])
+    c = layers.Concatenate()([s, a])
+    n = layers.BatchNormalization()(c)
+    o = layers.Dense(2)(n)
+    m = keras.Model(i, o)
+    m.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss="mse")
+    return m, np.random.default_rng(3).normal(size=(32, 2)).astype(np.float32)
+
+
+def with_dropout():
+    m = keras.Sequential([keras.Input((4, 4, 1)), layers.Flatten(), layers.Dropout(0.3), layers.Dense(2)])
+    m.compile(optimizer="adam", loss="mse")
+    return m, np.zeros((32, 2), np.float32)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "graph": graph, "dropout": with_dropout}
+TRAINS = {"mlp", "cnn", "graph"}  # dropout's masks differ between any two libraries
+
+
+def inputs(model, seed=5):
+    return np.random.default_rng(seed).normal(size=(32,) + tuple(model.input_shape[1:])).astype(np.float32)
+
+
+def keras_weights(model):
+    return [w.numpy() for w in model.weights]
+
+
+def assert_close(test, got, want, what):
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+@unittest.skipIf(keras is None, "Keras is not installed (scripts/keras_venv.sh makes the pinned environment)")
+class KerasFiles(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cls.files = {}
+        for name, make in MODELS.items():
+            keras.utils.set_random_seed(7)
+            model, y = make()
+            x = inputs(model)
+            model.fit(x, y, epochs=1, batch_size=8, verbose=0)  # the optimizer has state to carry over
+            paths = {ext: os.path.join(cls.dir.name, name + ext) for ext in (".keras", ".h5", ".weights.h5")}
+            model.save(paths[".keras"])
+            model.save(paths[".h5"])
+            model.save_weights(paths[".weights.h5"])
+            cls.files[name] = (paths, x, y, model.predict(x, verbose=0))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.dir.cleanup()
+
+    def test_kx_predicts_what_keras_predicts(self):
+        for name, (paths, x, _, want) in self.files.items():
+            for ext in (".keras", ".h5"):
+                with self.subTest(model=name, file=ext):
+                    m = kx.models.load_model(paths[ext])
+                    assert_close(self, m.predict(x).reshape(want.shape), want, f"{name}{ext}")
+
+    def test_weights_files_by_layer_name(self):
+        for name, (paths, x, _, want) in self.files.items():
+            for ext in (".weights.h5", ".h5", ".keras"):
+                with self.subTest(model=name, file=ext):
+                    m = kx.models.load_model(paths[".keras"])
+                    m.set_weights_flat(np.zeros(m.num_params, np.float32))
+                    loaded, skipped = m.load_weights(paths[ext])
+                    self.assertEqual((loaded, skipped), (len(m.weights), 0))
+                    assert_close(self, m.predict(x).reshape(want.shape), want, f"{name}{ext}")
+
+    def test_one_training_step_as_keras_takes_it(self):
+        for name in sorted(TRAINS):
+            paths, x, y, _ = self.files[name]
+            for ext in (".keras", ".h5"):
+                with self.subTest(model=name, file=ext):
+                    # Keras 3.15 cannot train a model it opened from a legacy .h5 (its optimizer is
+                    # rebuilt for other variables): the .keras file, saved from the same state, is
+                    # the reference for both.
+                    theirs = keras.models.load_model(paths[".keras"])
+                    ours = kx.models.load_model(paths[ext])
+                    theirs.train_on_batch(x[:16], y[:16])
+                    ours.train_on_batch(x[:16], y[:16])
+                    for w, got in zip(keras_weights(theirs), ours.get_weights()):
+                        assert_close(self, got, w, f"{name}{ext} after one step")
+
+    def test_keras_opens_what_kx_saves_and_trains_on_from_it(self):
+        for name, (paths, x, y, _) in self.files.items():
+            with self.subTest(model=name):
+                ours = kx.models.load_model(paths[".keras"])
+                ours.train_on_batch(x[:16], y[:16])  # a state of kx's own
+                out = os.path.join(self.dir.name, name + ".kx.keras")
+                ours.save(out)
+                # and back: kx reads its own .keras file
+                again = kx.models.load_model(out)
+                assert_close(self, again.predict(x), ours.predict(x), f"{name} reopened")
+                theirs = keras.models.load_model(out)
+                assert_close(self, theirs.predict(x, verbose=0).reshape(-1), ours.predict(x).reshape(-1), f"{name} saved by kx")
+                if name in TRAINS:
+                    ours.train_on_batch(x[16:], y[16:])
+                    theirs.train_on_batch(x[16:], y[16:])
+                    for w, got in zip(keras_weights(theirs), ours.get_weights()):
+                        assert_close(self, got, w, f"{name}: the step after kx's save")
+
+    def test_uncompiled_keras_model_opens_uncompiled_with_its_weights(self):
+        model = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+        path = os.path.join(self.dir.name, "plain.keras")
+        model.save(path)
+        m = kx.models.load_model(path)
+        with self.assertRaises(kx.Error) as e:
+            m.predict(np.zeros((1, 3), np.float32))
+        self.assertEqual(e.exception.name, "KX_E_MISUSE")
+        m.compile(optimizer="sgd", loss="mean_squared_error")
+        x = inputs(model)
+        assert_close(self, m.predict(x), model.predict(x, verbose=0), "uncompiled model after compile")
+
+    def refused(self, model, needle, compile_args=None):
+        model.compile(**(compile_args or {"optimizer": "adam", "loss": "mse"}))
+        path = os.path.join(self.dir.name, "refused.keras")
+        model.save(path)
+        with self.assertRaises(kx.Error) as e:
+            kx.models.load_model(path)
+        self.assertEqual(e.exception.name, "KX_E_UNSUPPORTED", e.exception.message)
+        self.assertIn(needle, e.exception.message)
+
+    def test_what_kx_cannot_train_is_refused_by_name(self):
+        i = keras.Input((4,))
+        self.refused(keras.Model(i, layers.ReLU()(layers.Dense(4)(i) + 3.0)), "op Add")
+        self.refused(keras.Sequential([keras.Input((5, 3)), layers.LSTM(2)]), "layer class LSTM")
+        self.refused(keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(2, 3, dilation_rate=2)]), "dilation_rate")
+        self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, kernel_regularizer="l2")]), "kernel_regularizer")
+        self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, activation="gelu")]), "gelu")
+        self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2)]), "RMSprop",
+                     {"optimizer": "rmsprop", "loss": "mse"})
+
+    def test_without_libhdf5_keras_files_are_unavailable(self):
+        code = ("import kx, sys\n"
+                "try:\n    kx.models.load_model(sys.argv[1])\nexcept kx.Error as e:\n    print(e.name, e.message)\n")
+        env = dict(os.environ, KX_HDF5_LIBRARY="/nonexistent/libhdf5.so")
+        out = subprocess.run([sys.executable, "-c", code, self.files["mlp"][0][".keras"]], env=env,
+                             capture_output=True, text=True, check=True).stdout
+        self.assertTrue(out.startswith("KX_E_UNSUPPORTED"), out)
+        self.assertIn("HDF5 is unavailable", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
