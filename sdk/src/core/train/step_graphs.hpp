@@ -65,6 +65,9 @@ class StepGraphCache {
     if (recording_due(key, allowed)) record(be, *find(key), body);
   }
   size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
+  // Destroys every recorded graph and forgets the shapes seen, before what the graphs hold goes (a
+  // collective's communicator).
+  void clear() noexcept { graphs_.clear(); }
   // Why recording was turned off, when a recording failed; "" otherwise.
   const std::string& failure() const { return failure_; }
 
