@@ -1,8 +1,11 @@
 // Hooks for kx's own tests and benches, settable only from C++ code linked with the SDK (kx_sdk): a
 // program that goes through libkx cannot reach them, and no environment variable sets them. Set them
-// before the fit they are for (they are read when it starts), from the test program's own command line.
+// before the fit they are for (they are read when it starts), from the test program's own command line;
+// the counters kx writes are read after it.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace kx::config {
@@ -13,6 +16,11 @@ struct TestHooks {
   std::string ps_hold_file;
   // A parameter-server worker's fit: a pause after each of its steps (a slow worker).
   std::chrono::milliseconds ps_step_delay{0};
+  // Written by kx, read by tests: the training steps recorded as graphs (CUDA graphs, or the recording
+  // backend's) since the process started. A test that compares replayed steps with direct ones reads
+  // it before and after its fit, so that a recording that failed and fell back to direct steps
+  // cannot pass as a replay.
+  std::atomic<int64_t> step_graphs_recorded{0};
 };
 
 // The process's hooks (all off unless a test program sets them).

@@ -88,7 +88,8 @@ class CudaBackend final : public Backend {
   }
   ReplicaStream replica_stream() const { return {device_, stream_}; }
 
-  // Every kernel; convolutions natively where cuDNN takes the geometry.
+  // Every kernel; convolutions natively where cuDNN takes the geometry (a direction cuDNN has no
+  // deterministic algorithm for runs as im2col and GEMMs inside CudnnConv).
   bool supports(const OpQuery& q) const override {
     if (q.op == Op::conv2d_forward || q.op == Op::conv2d_backward) return conv_ && CudnnConv::supports(q.window);
     return true;
