@@ -1,7 +1,7 @@
 """Keras's model files against the real Keras 3: models built and trained in Keras, saved as .keras,
 legacy .h5 and .weights.h5, opened in kx (predict, one training step from the file's optimizer
 state), and kx's .keras files opened in Keras. Needs Keras 3 with TensorFlow (the pinned virtual
-environment of scripts/keras_venv.sh: ctest's python_keras_files runs this file with it); skipped
+environment of scripts/python_venv.sh keras: ctest's python_keras_files runs this file with it); skipped
 without them. KX_LIBRARY and PYTHONPATH as for the other binding tests."""
 import os
 import subprocess
@@ -81,7 +81,7 @@ def assert_close(test, got, want, what):
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
 
 
-@unittest.skipIf(keras is None, "Keras is not installed (scripts/keras_venv.sh makes the pinned environment)")
+@unittest.skipIf(keras is None, "Keras is not installed (scripts/python_venv.sh keras makes the pinned environment)")
 class KerasFiles(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
