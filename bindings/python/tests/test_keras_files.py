@@ -65,8 +65,19 @@ def with_dropout():
     return m, np.zeros((32, 2), np.float32)
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "graph": graph, "dropout": with_dropout}
-TRAINS = {"mlp", "cnn", "graph"}  # dropout's masks differ between any two libraries
+def resnet50():
+    # Keras Applications' own ResNet50 at the smallest input it takes: every layer name and weight
+    # layout as in the ImageNet weight files users fine-tune from.
+    # SGD with momentum, not Adam: a convolution's bias before BatchNormalization has no gradient in
+    # exact arithmetic, and Adam's per-element scaling turns the float32 remainder (different in any
+    # two libraries) into a step of the full learning rate; SGD keeps one step comparable.
+    m = keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3), classes=4)
+    m.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy")
+    return m, np.random.default_rng(4).integers(0, 4, 32).astype(np.float32)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "graph": graph, "dropout": with_dropout, "resnet50": resnet50}
+TRAINS = {"mlp", "cnn", "graph", "resnet50"}  # dropout's masks differ between any two libraries
 
 
 def inputs(model, seed=5):
