@@ -4,7 +4,7 @@ Keras's gradients (one SGD step of rate 1: the weights' change is the gradient, 
 before it, which receives the layer's input gradient); and keras.applications.MobileNetV2 saved as
 .keras opens in kx and predicts and trains as Keras does, and kx.applications.MobileNetV2 loads its
 weights by name. Needs Keras 3 with TensorFlow (ctest's python_keras_layers runs this file in the
-pinned environment of scripts/keras_venv.sh); skipped without them."""
+pinned environment of scripts/python_venv.sh keras); skipped without them."""
 import os
 import tempfile
 import unittest
@@ -64,7 +64,7 @@ def max_relative(got, want):
     return float(np.max(np.abs(got - want) / np.maximum(np.abs(want), ATOL / RTOL))) if got.size else 0.0
 
 
-@unittest.skipIf(keras is None, "Keras is not installed (scripts/keras_venv.sh makes the pinned environment)")
+@unittest.skipIf(keras is None, "Keras is not installed (scripts/python_venv.sh keras makes the pinned environment)")
 class KerasLayers(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
