@@ -35,6 +35,7 @@ var layerCases = map[string]layerCase{
 	"DepthwiseConv2D":        {[]int64{5, 5, 2}, NewLayer("DepthwiseConv2D", Config{"kernel_size": 3, "padding": "same", "depth_multiplier": 2}), false},
 	"Rescaling":              {[]int64{4}, NewLayer("Rescaling", Config{"scale": 0.5, "offset": -1.0}), false},
 	"Reshape":                {[]int64{6}, NewLayer("Reshape", Config{"target_shape": []int{2, -1}}), false},
+	"LeakyReLU":              {[]int64{2, 3}, NewLayer("LeakyReLU", Config{"negative_slope": 0.1}), false},
 }
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {

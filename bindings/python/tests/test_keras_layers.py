@@ -41,6 +41,8 @@ def layer_cases():
         "GlobalAveragePooling2D keepdims": ((5, 4, 3), layers.GlobalAveragePooling2D(keepdims=True), 1.0),
         "Rescaling": ((5, 4, 3), layers.Rescaling(1.0 / 127.5, offset=-1.0), 100.0),
         "Reshape": ((4, 4, 3), layers.Reshape((2, -1)), 1.0),
+        "LeakyReLU default": ((6, 6, 3), layers.LeakyReLU(), 1.0),
+        "LeakyReLU 0.1": ((6, 6, 3), layers.LeakyReLU(negative_slope=0.1), 1.0),
     }
 
 

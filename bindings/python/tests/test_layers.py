@@ -33,6 +33,7 @@ LAYER_CASES = {
     "DepthwiseConv2D": ((5, 5, 2), dict(kernel_size=3, padding="same", depth_multiplier=2), False),
     "Rescaling": ((4,), dict(scale=0.5, offset=-1.0), False),
     "Reshape": ((6,), dict(target_shape=(2, -1)), False),
+    "LeakyReLU": ((2, 3), dict(negative_slope=0.1), False),
 }
 
 

@@ -23,6 +23,7 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "DepthwiseConv2D" => (vec![5, 5, 2], l.set("kernel_size", 3).set("padding", "same").set("depth_multiplier", 2), false),
         "Rescaling" => (vec![4], l.set("scale", 0.5).set("offset", -1.0), false),
         "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
+        "LeakyReLU" => (vec![2, 3], l.set("negative_slope", 0.1), false),
         _ => return None,
     })
 }
