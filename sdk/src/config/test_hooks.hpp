@@ -21,6 +21,10 @@ struct TestHooks {
   // it before and after its fit, so that a recording that failed and fell back to direct steps
   // cannot pass as a replay.
   std::atomic<int64_t> step_graphs_recorded{0};
+  // Step plans made from now on give every buffer memory of its own (no reuse between buffers whose
+  // lifetimes do not overlap), filled with NaN first: the reference a test compares reuse with, bit
+  // for bit, and what a bench measures reuse against.
+  bool no_arena_reuse = false;
 };
 
 // The process's hooks (all off unless a test program sets them).

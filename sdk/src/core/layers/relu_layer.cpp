@@ -53,6 +53,7 @@ class ReluLayer final : public Layer {
     c.be->copy(c.rows * size_, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(Activation::Relu, c.rows, size_, c.y);
   }
+  bool backward_reads_input() const override { return false; }  // y > 0 where x > 0
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     const Activation act = c.fold_activation ? Activation::None : Activation::Relu;
