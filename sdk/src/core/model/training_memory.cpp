@@ -17,7 +17,7 @@ TrainingMemory Model::Impl::training_memory(int64_t batch) const {
   const Replica& r = replicas.front();
   TrainingMemory m;
   m.batch = batch;
-  m.rows = (batch + total_replicas - 1) / total_replicas;  // as fit reserves the plans
+  m.rows = batch / total_replicas + (batch % total_replicas != 0);  // as fit reserves the plans
   auto bytes = [](const backend::DeviceBuffer& b) { return static_cast<int64_t>(b.bytes()); };
   m.weights = bytes(r.params) + bytes(r.rounded_params) + bytes(r.loss_scale);
   m.weight_gradients = bytes(r.grads);

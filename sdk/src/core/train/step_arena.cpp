@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/checked_size.hpp"
+#include "kx/error.hpp"
 
 namespace kx::core {
 namespace {
@@ -26,6 +27,10 @@ class Blocks {
     checked_dimension(floats, 0, "a training buffer");
     const int64_t rounded = checked_product({(floats + kBlockAlignFloats - 1) / kBlockAlignFloats, kBlockAlignFloats},
                                             "a training buffer");
+    // Every sum of blocks, in bytes, and the figures reported with it stay far from overflowing.
+    require(rounded <= kMostFloats - total_, Status::InvalidArgument,
+            "the training step's buffers exceed " + std::to_string(kMostFloats) + " floats");
+    total_ += rounded;
     blocks_.push_back({rounded});
     return static_cast<int>(blocks_.size()) - 1;
   }
@@ -36,6 +41,8 @@ class Blocks {
     k.last = std::max(k.last, moment);
   }
   int64_t floats(int b) const { return blocks_[static_cast<size_t>(b)].floats; }
+  int last(int b) const { return blocks_[static_cast<size_t>(b)].last; }
+  int size() const { return static_cast<int>(blocks_.size()); }
 
   // Offsets for every block: apart, or packed so that blocks live at the same moment never overlap
   // (the largest first, each at the lowest offset that fits, the classic greedy by size).
@@ -79,7 +86,9 @@ class Blocks {
   }
 
  private:
+  static constexpr int64_t kMostFloats = int64_t{1} << 56;
   std::vector<Block> blocks_;
+  int64_t total_ = 0;
 };
 
 }  // namespace
@@ -212,6 +221,16 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
     for (const auto& [t, extra] : sums[i]) out.sums_after[i].push_back({t, at(extra)});
     out.forward_workspace[i] = at(ws_forward[i]);
     out.backward_workspace[i] = at(ws_backward[i]);
+  }
+  out.dead_after_forward.resize(L);
+  out.dead_after_backward.resize(L);
+  for (int b = 0; b < blocks.size(); ++b) {
+    const int moment = blocks.last(b);
+    const ArenaLayout::Span span{offset[static_cast<size_t>(b)], blocks.floats(b)};
+    if (moment >= forward_at(0) && moment < loss)
+      out.dead_after_forward[static_cast<size_t>(moment - forward_at(0))].push_back(span);
+    else if (moment > loss && moment < after)
+      out.dead_after_backward[static_cast<size_t>(2 * iL + 1 - moment)].push_back(span);
   }
   out.arena_floats = arena;
   out.activation_floats = activation_floats;

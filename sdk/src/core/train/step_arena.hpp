@@ -28,6 +28,12 @@ struct ArenaLayout {
   // never writes (its own allocation, outside the arena).
   std::vector<int64_t> scratch;
 
+  // Per layer, the blocks whose last use is its forward, or its backward (with the sums after it).
+  struct Span {
+    int64_t offset, floats;
+  };
+  std::vector<std::vector<Span>> dead_after_forward, dead_after_backward;
+
   int64_t arena_floats = 0;  // the arena's size
   // What the arena's blocks add up to (each buffer apart), by kind.
   int64_t activation_floats = 0, gradient_floats = 0, workspace_floats = 0;

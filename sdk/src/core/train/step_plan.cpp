@@ -19,6 +19,7 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   const bool reuse = !config::test_hooks().no_arena_reuse;
   const ArenaLayout layout = plan_step_arena(be, net, max_rows, reuse);
   arena_ = be.allocate(static_cast<size_t>(layout.arena_floats) * sizeof(float));
+  config::test_hooks().training_arena_bytes = static_cast<int64_t>(arena_.bytes());
   if (!reuse) {
     // Buffers apart never see another's values: NaN everywhere shows a read before a write.
     const std::vector<float> nan(size_t{1} << 16, std::numeric_limits<float>::quiet_NaN());
@@ -40,10 +41,18 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   scratch_.assign(L, nullptr);
   forward_workspace_.assign(L, nullptr);
   backward_workspace_.assign(L, nullptr);
+  dead_after_forward_.assign(L, {});
+  dead_after_backward_.assign(L, {});
   for (size_t i = 0; i < L; ++i) {
     for (int64_t e : layout.edge_grad[i]) edge_grad_[i].push_back(at(e));
     for (const ArenaLayout::PendingSum& p : layout.sums_after[i]) sums_after_[i].push_back({p.tensor, at(p.extra)});
     forward_workspace_[i] = at(layout.forward_workspace[i]);
+    if (config::test_hooks().zero_dead_buffers) {
+      for (const ArenaLayout::Span& d : layout.dead_after_forward[i])
+        dead_after_forward_[i].push_back({at(d.offset), static_cast<size_t>(d.floats) * sizeof(float)});
+      for (const ArenaLayout::Span& d : layout.dead_after_backward[i])
+        dead_after_backward_[i].push_back({at(d.offset), static_cast<size_t>(d.floats) * sizeof(float)});
+    }
     backward_workspace_[i] = at(layout.backward_workspace[i]);
     // Scratch stays apart and zeroed: layers read zeros they never write there (a frozen mean).
     if (const int64_t n = layout.scratch[i]; n > 0) {
@@ -60,8 +69,8 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
 }
 
 int64_t StepPlan::batch_bytes(int64_t rows, int64_t label_size) {
-  return checked_product({rows, label_size + 1}, "a batch's labels") * static_cast<int64_t>(sizeof(float)) +
-         rows * static_cast<int64_t>(sizeof(int64_t));
+  // Labels and a weight per row (floats), and an index (two floats' bytes).
+  return checked_product({rows, label_size + 3, static_cast<int64_t>(sizeof(float))}, "a batch's labels");
 }
 
 const float* StepPlan::layer_params(const Network& net, size_t i, const float* params, const PassPrecision& mp) {
@@ -98,6 +107,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     layer.forward(c);
     if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
       be.round_to(mp.rounding, rows * num_elements(net.shapes[i + 1]), c.y, c.y);
+    zero(be, dead_after_forward_[i]);
   }
 }
 
@@ -139,7 +149,12 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
       be.add(n, grad_[t], s.extra, grad_[t]);
       if (mixed) be.round_to(mp.rounding, n, grad_[t], grad_[t]);  // a sum of 16-bit gradients is one too
     }
+    zero(be, dead_after_backward_[i]);
   }
+}
+
+void StepPlan::zero(backend::Backend& be, const std::vector<DeadSpan>& spans) const {
+  for (const DeadSpan& d : spans) be.fill_zero(d.bytes, d.at);
 }
 
 }  // namespace kx::core

@@ -76,6 +76,13 @@ class StepPlan {
   std::vector<std::vector<PendingSum>> sums_after_;  // per layer, run after its backward
   std::vector<float*> scratch_;                // per layer
   std::vector<float*> forward_workspace_, backward_workspace_;  // per layer
+  // The test hook zero_dead_buffers: per layer, what dies with its forward and with its backward.
+  struct DeadSpan {
+    float* at;
+    size_t bytes;
+  };
+  std::vector<std::vector<DeadSpan>> dead_after_forward_, dead_after_backward_;
+  void zero(backend::Backend& be, const std::vector<DeadSpan>& spans) const;
   backend::DeviceBuffer labels_, batch_index_, weights_;
 };
 
