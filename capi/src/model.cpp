@@ -1,4 +1,6 @@
 // kx_model_*: building, compiling, JSON, the summary, layers, files.
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -468,6 +470,40 @@ kx_status kx_model_loss_scale(const kx_model* m, double* out_scale) {
     kx::capi::require_arg(m, "m", "kx_model_loss_scale");
     kx::capi::require_arg(out_scale, "out_scale", "kx_model_loss_scale");
     *out_scale = m->model.loss_scale();
+    return KX_OK;
+  });
+}
+
+kx_status kx_model_training_memory(const kx_model* m, int64_t batch, kx_training_memory* out) {
+  return kx::capi::guarded([&] {
+    kx::capi::require_arg(m, "m", "kx_model_training_memory");
+    kx::capi::require_arg(out, "out", "kx_model_training_memory");
+    // The struct as kx.h first declared it ends with `total`; later versions grow after it.
+    constexpr size_t kFirstVersion = offsetof(kx_training_memory, total) + sizeof(int64_t);
+    const uint32_t size = out->struct_size;
+    kx::require(size >= kFirstVersion, kx::Status::InvalidArgument,
+                "kx_model_training_memory: out->struct_size is " + std::to_string(size) +
+                    " (set it to sizeof *out before the call)");
+    const kx::TrainingMemory r = m->model.training_memory(batch);
+    kx_training_memory c;
+    std::memset(&c, 0, sizeof c);
+    c.batch = r.batch;
+    c.rows = r.rows;
+    c.weights = r.weights;
+    c.weight_gradients = r.weight_gradients;
+    c.optimizer_slots = r.optimizer_slots;
+    c.step_arena = r.step_arena;
+    c.step_arena_without_reuse = r.step_arena_without_reuse;
+    c.activations = r.activations;
+    c.layer_gradients = r.layer_gradients;
+    c.workspace = r.workspace;
+    c.scratch = r.scratch;
+    c.batch_buffers = r.batch_buffers;
+    c.total = r.total();
+    // A caller's struct of an older kx.h gets the fields it knows; of a newer one, those kx knows.
+    const size_t n = std::min<size_t>(size, sizeof c);
+    c.struct_size = static_cast<uint32_t>(n);
+    std::memcpy(out, &c, n);
     return KX_OK;
   });
 }

@@ -28,6 +28,8 @@ DESTROY = {"kx_strategy": "kx_strategy_destroy", "kx_model": "kx_model_destroy",
            "kx_dataset": "kx_dataset_destroy", "kx_callbacks": "kx_callbacks_destroy",
            "kx_history": "kx_history_destroy"}
 OPTIONS = ("kx_compile_options", "kx_fit_options", "kx_reduce_lr_options")
+# Structs kx fills for the caller (struct_size first, set by the caller).
+OUT_STRUCTS = ("kx_training_memory",)
 
 
 def parse(header):
@@ -84,6 +86,11 @@ def argument(t, i, mode):
     if stars == 1 and core in OPTIONS:
         fill = "0xff" if huge else "0"
         return f"  unsigned char opt{i}[512];\n  memset(opt{i}, {fill}, sizeof opt{i});\n", f"({t})opt{i}", "", None
+    if stars == 1 and core in OUT_STRUCTS:
+        fill = "0xff" if huge else "0"
+        decl = (f"  unsigned char res{i}[512], was{i}[512];\n  memset(res{i}, {fill}, sizeof res{i});\n"
+                f"  memcpy(was{i}, res{i}, sizeof was{i});\n")
+        return decl, f"({t})res{i}", "", f"memcmp(res{i}, was{i}, sizeof res{i}) == 0"
     if stars == 1 and core == "char" and "const" in t:
         s = '""' if huge else '"/nonexistent-kx-probe/dir/x"'
         return "", s, "", None

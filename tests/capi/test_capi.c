@@ -810,6 +810,53 @@ static void test_mixed_precision(kx_strategy* s) {
   kx_dataset_destroy(d);
 }
 
+/* kx_model_training_memory: the plan of a step before training, and the struct_size contract. */
+static void test_training_memory(kx_strategy* s) {
+  const int64_t in[3] = {8, 8, 1};
+  kx_model* m = NULL;
+  kx_training_memory r, at64;
+  const int64_t weights = 4 * ((9 * 4 + 4) + (6 * 6 * 4 * 3 + 3));
+  EXPECT_OK(kx_model_create_sequential(s, in, 3, &m));
+  EXPECT_OK(kx_model_add_conv2d(m, 4, 3, 3, 1, KX_PADDING_VALID, KX_ACT_RELU));
+  EXPECT_OK(kx_model_add_flatten(m));
+  EXPECT_OK(kx_model_add_dense(m, 3, KX_ACT_SOFTMAX));
+  memset(&r, 0x5a, sizeof r);
+  r.struct_size = sizeof r;
+  EXPECT_ERR(KX_E_MISUSE, kx_model_training_memory(m, 16, &r));
+  EXPECT(r.struct_size == sizeof r && r.batch == (int64_t)0x5a5a5a5a5a5a5a5aLL); /* untouched on error */
+  EXPECT_OK(kx_model_compile(m, NULL)); /* Adam */
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_training_memory(NULL, 16, &r));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_training_memory(m, 16, NULL));
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_training_memory(m, 0, &r));
+  r.struct_size = 4;
+  EXPECT_ERR(KX_E_INVALID_ARGUMENT, kx_model_training_memory(m, 16, &r));
+  EXPECT(r.batch == (int64_t)0x5a5a5a5a5a5a5a5aLL);
+  r.struct_size = sizeof r;
+  EXPECT_OK(kx_model_training_memory(m, 16, &r));
+  EXPECT(r.struct_size == sizeof r);
+  EXPECT(r.batch == 16 && r.rows == 16);
+  EXPECT(r.weights == weights && r.weight_gradients == weights && r.optimizer_slots == 2 * weights);
+  EXPECT(r.step_arena > 0 && r.step_arena <= r.step_arena_without_reuse);
+  EXPECT(r.step_arena_without_reuse == r.activations + r.layer_gradients + r.workspace);
+  EXPECT(r.workspace >= 16 * 36 * 9 * 4); /* the convolution's columns */
+  EXPECT(r.total == r.weights + r.weight_gradients + r.optimizer_slots + r.step_arena + r.scratch + r.batch_buffers);
+  /* A caller whose kx.h has a struct that is larger: fields beyond kx's stay as they were. */
+  {
+    unsigned char newer[sizeof r + 16];
+    memset(newer, 0x5a, sizeof newer);
+    ((kx_training_memory*)newer)->struct_size = (uint32_t)sizeof newer;
+    EXPECT_OK(kx_model_training_memory(m, 16, (kx_training_memory*)newer));
+    EXPECT(((kx_training_memory*)newer)->struct_size == sizeof r);
+    EXPECT(((kx_training_memory*)newer)->total == r.total);
+    EXPECT(newer[sizeof r] == 0x5a && newer[sizeof newer - 1] == 0x5a);
+  }
+  memset(&at64, 0, sizeof at64);
+  at64.struct_size = sizeof at64;
+  EXPECT_OK(kx_model_training_memory(m, 64, &at64));
+  EXPECT(at64.step_arena > r.step_arena); /* a larger batch */
+  kx_model_destroy(m);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -829,6 +876,7 @@ int main(int argc, char** argv) {
   test_normalization(s);
   test_layers_without_bias(s);
   test_mixed_precision(s);
+  test_training_memory(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -116,6 +116,8 @@ MixedRun check_mixed(core::Layer& layer, const std::vector<Shape>& in_shapes, in
   c.y = run.y.data();
   c.w = wb.data();
   c.scratch = run.scratch.data();
+  FloatBuffer workspace(static_cast<size_t>(std::max<int64_t>(layer.workspace_floats_on(*be, rows), 1)));
+  c.workspace = workspace.data();
   c.training = opt.training;
   c.step_seed = &step_seed;
   c.rounding = r;

@@ -20,7 +20,7 @@ var notBoundYet = map[string]bool{
 	"kx_model_get_trainable": true, "kx_model_num_weights": true, "kx_model_weight_info": true,
 	"kx_model_weight_offset": true, "kx_model_get_weight": true, "kx_model_set_weight": true,
 	"kx_model_summary": true, "kx_model_summary_width": true, "kx_model_loss_scale": true,
-	"kx_dataset_from_arrays_weighted": true, "kx_callbacks_add_csv_logger": true,
+	"kx_model_training_memory": true, "kx_dataset_from_arrays_weighted": true, "kx_callbacks_add_csv_logger": true,
 	"kx_callbacks_add_terminate_on_nan": true, "kx_callbacks_add_step_decay": true,
 	"kx_callbacks_add_cosine_decay": true, "kx_model_train_on_batch": true, "kx_model_test_on_batch": true,
 	"kx_evaluate_verbose": true, "kx_reduce_lr_options_init": true,

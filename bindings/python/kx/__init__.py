@@ -551,6 +551,16 @@ class Model(_Handle):
         check(lib.kx_model_loss_scale(self.handle, ctypes.byref(out)))
         return out.value
 
+    def training_memory(self, batch):
+        """What one replica's training holds in its device's memory for global batches of `batch`
+        samples, in bytes, as a dict: weights, weight_gradients, optimizer_slots, step_arena (activations,
+        gradients between layers and workspace, sharing memory where their lifetimes allow), scratch,
+        batch_buffers and their total; with step_arena_without_reuse and its parts for comparison."""
+        out = _capi.TrainingMemory()
+        out.struct_size = ctypes.sizeof(out)
+        check(lib.kx_model_training_memory(self.handle, batch, ctypes.byref(out)))
+        return {name: getattr(out, name) for name, _ in _capi.TrainingMemory._fields_ if name != "struct_size"}
+
     @classmethod
     def resnet50(cls, strategy, input_shape=(224, 224, 3), include_top=True, classes=1000):
         """keras.applications.ResNet50's architecture, uncompiled."""

@@ -57,6 +57,12 @@ class ReduceLrOptions(ctypes.Structure):
                 ("zero_is_value", c_uint32)]
 
 
+class TrainingMemory(ctypes.Structure):
+    _fields_ = [("struct_size", c_uint32)] + [(name, c_int64) for name in (
+        "batch", "rows", "weights", "weight_gradients", "optimizer_slots", "step_arena", "step_arena_without_reuse",
+        "activations", "layer_gradients", "workspace", "scratch", "batch_buffers", "total")]
+
+
 REDUCE_LR_ZERO_PATIENCE, REDUCE_LR_ZERO_MIN_DELTA = 1, 2
 LR_SCHEDULE = ctypes.CFUNCTYPE(c_double, c_int32, c_double, c_void_p)
 
@@ -109,6 +115,7 @@ _SIGNATURES = {
     "kx_model_compile": (c_int32, [c_void_p, P(CompileOptions)]),
     "kx_model_num_params": (c_int64, [c_void_p]),
     "kx_model_loss_scale": (c_int32, [c_void_p, P(c_double)]),
+    "kx_model_training_memory": (c_int32, [c_void_p, c_int64, P(TrainingMemory)]),
     "kx_model_output_size": (c_int64, [c_void_p]),
     "kx_model_input_size": (c_int64, [c_void_p]),
     "kx_model_get_weights": (c_int32, [c_void_p, P(c_float), c_size_t]),

@@ -86,6 +86,22 @@ class Basics(unittest.TestCase):
         with self.assertRaises(kx.Error):
             m.compile(dtype_policy="float64")
 
+    def test_training_memory_is_reported_before_training(self):
+        m = kx.Sequential(kx.Strategy.default(), input_shape=(8, 8, 1))
+        m.add_conv2d(4, 3, activation="relu").add_flatten().add_dense(3, "softmax")
+        with self.assertRaises(kx.Error):
+            m.training_memory(16)  # before compile
+        m.compile()
+        r = m.training_memory(16)
+        self.assertEqual(r["batch"], 16)
+        self.assertEqual(r["weights"], 4 * m.num_params)
+        self.assertEqual(r["optimizer_slots"], 2 * r["weights"])  # Adam
+        self.assertLessEqual(r["step_arena"], r["step_arena_without_reuse"])
+        self.assertEqual(r["total"], sum(r[k] for k in ("weights", "weight_gradients", "optimizer_slots",
+                                                        "step_arena", "scratch", "batch_buffers")))
+        with self.assertRaises(kx.Error):
+            m.training_memory(0)
+
     def test_uint8_images_and_int32_labels(self):
         rng = np.random.default_rng(2)
         x = rng.integers(0, 256, (64, 4, 4), dtype=np.uint8)

@@ -601,6 +601,40 @@ KX_API KX_MUST_CHECK kx_status kx_model_summary_width(const kx_model* m, int32_t
  * KX_E_MISUSE before compile. */
 KX_API KX_MUST_CHECK kx_status kx_model_loss_scale(const kx_model* m, double* out_scale);
 
+/* What one replica's training holds in its device's memory for a global batch, in bytes: to size a
+ * device before training (kx_model_training_memory). The dataset is not counted: the CPU reads it
+ * where it is; a GPU holds a copy of it when it fits in its memory and streams it otherwise. */
+typedef struct kx_training_memory {
+  uint32_t struct_size;     /* set by the caller to sizeof(kx_training_memory); kx sets it to what it filled */
+  int64_t batch;            /* the global batch asked about */
+  int64_t rows;             /* the rows of it one replica holds (the largest share) */
+  int64_t weights;          /* the weights, and their 16-bit copy under a mixed precision */
+  int64_t weight_gradients; /* one per weight */
+  int64_t optimizer_slots;  /* Adam's two moments, SGD's momentum, the moving average of the weights */
+  /* The step's arena: every activation, every gradient between layers and every layer's workspace
+   * (a convolution's columns), where buffers whose lifetimes in the step do not overlap share memory. */
+  int64_t step_arena;
+  /* For comparison: what those buffers add up to each apart, and that sum by kind. */
+  int64_t step_arena_without_reuse;
+  int64_t activations;
+  int64_t layer_gradients;
+  int64_t workspace;
+  int64_t scratch;          /* layers' state kept from forward to backward (statistics, dropout masks) */
+  int64_t batch_buffers;    /* the batch's labels, sample weights and indices */
+  /* weights + weight_gradients + optimizer_slots + step_arena + scratch + batch_buffers */
+  int64_t total;
+} kx_training_memory;
+
+/* Fills *out with the memory one replica of the compiled model holds to train with global batches of
+ * `batch` samples, as planned: nothing is allocated, and a fit with that batch allocates exactly this
+ * (kx_evaluate and kx_predict with larger batches, at least 32 for kx_predict, make the step's
+ * buffers that large; kx's code, threads and the dataset come on top). Set out->struct_size
+ * to sizeof *out first: kx fills at most that many bytes (fields of a newer kx.h than the library's
+ * are left as they are) and sets struct_size to the bytes it filled. Errors: NULL arguments,
+ * out->struct_size below this first version's size, batch < 1 (KX_E_INVALID_ARGUMENT), KX_E_MISUSE
+ * before compile. */
+KX_API KX_MUST_CHECK kx_status kx_model_training_memory(const kx_model* m, int64_t batch, kx_training_memory* out);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Datasets                                                                                       */
 /* ---------------------------------------------------------------------------------------------- */

@@ -71,6 +71,28 @@ struct WeightsReport {
   int64_t skipped = 0;  // tensors of the model left as they were (absent or of another shape)
 };
 
+// What one replica's training step holds in its device's memory, in bytes, for a global batch
+// (Model::training_memory). The dataset is not counted: the CPU reads it where it is; a GPU holds a
+// copy of it when it fits in its memory, and streams it otherwise.
+struct TrainingMemory {
+  int64_t batch = 0;  // the global batch asked about
+  int64_t rows = 0;   // the rows of it the replica holds (the largest share)
+  int64_t weights = 0;           // and their 16-bit copy under a mixed precision
+  int64_t weight_gradients = 0;  // one per weight
+  int64_t optimizer_slots = 0;   // Adam's two moments, SGD's momentum, the EMA of the weights
+  // The step's arena: every activation, every gradient between layers and every layer's workspace
+  // (a convolution's columns), where buffers whose lifetimes do not overlap share memory.
+  int64_t step_arena = 0;
+  // What the arena's buffers add up to each apart (the arena without reuse), and that sum by kind.
+  int64_t step_arena_without_reuse = 0;
+  int64_t activations = 0, layer_gradients = 0, workspace = 0;
+  int64_t scratch = 0;        // layers' state kept from forward to backward (statistics, dropout masks)
+  int64_t batch_buffers = 0;  // the batch's labels, sample weights and indices
+  int64_t total() const {
+    return weights + weight_gradients + optimizer_slots + step_arena + scratch + batch_buffers;
+  }
+};
+
 class Model {
  public:
   static Model sequential(const Strategy& strategy, const Shape& input_shape);
@@ -183,6 +205,10 @@ class Model {
   std::vector<float> predict(const float* x, int64_t n);
   // Same, into a caller buffer of at least n * numel(output_shape) floats.
   void predict_into(const float* x, int64_t n, float* out);
+
+  // The memory one replica's training step holds for a global batch of `batch` samples, as planned
+  // (before training, without allocating). Throws Misuse before compile, InvalidArgument for batch < 1.
+  TrainingMemory training_memory(int64_t batch) const;
 
   // Which CPU GEMM kernel this model's backend uses ("avx512", "cblas", "portable"; with a mixed
   // precision, the kernel of its 16-bit products too).

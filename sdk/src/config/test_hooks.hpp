@@ -21,6 +21,16 @@ struct TestHooks {
   // it before and after its fit, so that a recording that failed and fell back to direct steps
   // cannot pass as a replay.
   std::atomic<int64_t> step_graphs_recorded{0};
+  // Step plans made from now on give every buffer memory of its own (no reuse between buffers whose
+  // lifetimes do not overlap), filled with NaN first: the reference a test compares reuse with, bit
+  // for bit, and what a bench measures reuse against.
+  bool no_arena_reuse = false;
+  // Step plans made from now on zero every buffer of the arena right after its last use: a layer that
+  // reads a buffer the plan holds dead (a wrong backward_reads_input or _output) computes from zeros,
+  // which a test comparing with buffers apart sees.
+  bool zero_dead_buffers = false;
+  // Written by kx, read by tests: the bytes of the arena a step plan allocated last.
+  std::atomic<int64_t> training_arena_bytes{0};
 };
 
 // The process's hooks (all off unless a test program sets them).

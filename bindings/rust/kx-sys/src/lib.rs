@@ -123,6 +123,26 @@ pub const KX_COMPILE_ZERO_BETA2: u32 = 4;
 pub const KX_COMPILE_ZERO_EPSILON: u32 = 8;
 pub const KX_COMPILE_ZERO_EMA_MOMENTUM: u32 = 16;
 
+/// What one replica's training holds in its device's memory, in bytes (kx_model_training_memory).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct kx_training_memory {
+    pub struct_size: u32,
+    pub batch: i64,
+    pub rows: i64,
+    pub weights: i64,
+    pub weight_gradients: i64,
+    pub optimizer_slots: i64,
+    pub step_arena: i64,
+    pub step_arena_without_reuse: i64,
+    pub activations: i64,
+    pub layer_gradients: i64,
+    pub workspace: i64,
+    pub scratch: i64,
+    pub batch_buffers: i64,
+    pub total: i64,
+}
+
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct kx_fit_options {
@@ -205,6 +225,7 @@ extern "C" {
     pub fn kx_model_compile(m: *mut kx_model, o: *const kx_compile_options) -> kx_status;
     pub fn kx_model_num_params(m: *const kx_model) -> i64;
     pub fn kx_model_loss_scale(m: *const kx_model, out_scale: *mut f64) -> kx_status;
+    pub fn kx_model_training_memory(m: *const kx_model, batch: i64, out: *mut kx_training_memory) -> kx_status;
     pub fn kx_model_input_size(m: *const kx_model) -> i64;
     pub fn kx_model_output_size(m: *const kx_model) -> i64;
     pub fn kx_model_get_weights(m: *const kx_model, out: *mut f32, out_len: usize) -> kx_status;

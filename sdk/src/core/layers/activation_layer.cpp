@@ -23,6 +23,7 @@ class ActivationLayer final : public Layer {
     c.be->copy(c.rows * size_, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(spec_.activation, c.rows * size_ / cols_, cols_, c.y);
   }
+  bool backward_reads_input() const override { return false; }  // the gradient comes from y
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;

@@ -50,6 +50,7 @@ class BatchNormalizationLayer final : public Layer {
     }
   }
 
+  bool backward_reads_output() const override { return false; }  // x and the statistics give x_hat
   void backward(const LayerContext& c) const override {
     const int64_t rows = c.rows * positions_, C = channels_;
     const float* gamma = c.w;

@@ -55,11 +55,14 @@ class Conv2dLayer final : public Layer {
     return p;
   }
 
-  // The columns; none for a 1x1 kernel with stride 1, whose columns are the input itself.
-  int64_t scratch_per_sample() const override { return pointwise() ? 0 : g_.out_h * g_.out_w * g_.patch(); }
-  int64_t scratch_floats_on(const backend::Backend& be, int64_t rows) const override {
-    return native(be) ? 0 : scratch_floats(rows);
+  // The columns, made again in backward rather than kept: none for a 1x1 kernel with stride 1, whose
+  // columns are the input itself, nor where the backend convolves natively.
+  int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
+    if (pointwise() || native(be)) return 0;
+    return checked_product({rows, g_.out_h, g_.out_w, g_.patch()}, "Conv2D layer \"" + name() + "\"'s columns");
   }
+  // x for the kernel's gradient; y only for the activation's.
+  bool backward_reads_output() const override { return spec_.activation != Activation::None; }
   Activation output_activation() const override { return spec_.activation; }
   // The GEMM rounds y (a ReLU of rounded values is rounded); another activation comes after it. A
   // native convolution (cuDNN) stores float32 sums: the layer rounds them itself.
@@ -77,8 +80,8 @@ class Conv2dLayer final : public Layer {
     }
     const float* columns = c.x;
     if (!pointwise()) {
-      c.be->im2col(g_, c.rows, c.x, c.scratch);
-      columns = c.scratch;
+      c.be->im2col(g_, c.rows, c.x, c.workspace);
+      columns = c.workspace;
     }
     Epilogue ep{bias(c.w), fused};
     ep.rounding = c.rounding;
@@ -99,7 +102,11 @@ class Conv2dLayer final : public Layer {
         c.be->round_to(c.rounding, patch * F + (spec_.use_bias ? F : 0), c.dw, c.dw);
       return;
     }
-    const float* columns = pointwise() ? c.x : c.scratch;
+    const float* columns = c.x;
+    if (c.dw && !pointwise()) {
+      c.be->im2col(g_, c.rows, c.x, c.workspace);  // what forward multiplied
+      columns = c.workspace;
+    }
     if (c.dw) {
       Epilogue with_bias_grad;
       with_bias_grad.bias_grad = bias(c.dw);  // fused into the GEMM where the backend can
@@ -116,8 +123,8 @@ class Conv2dLayer final : public Layer {
     // The columns are no longer needed: their gradient takes their place, then folds back onto dx
     // (which the plan rounds: Keras rounds the whole input gradient once, so these stay float32).
     dx_ep.keep_float32 = true;
-    c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.scratch, patch, dx_ep);
-    c.be->col2im(g_, c.rows, c.scratch, c.dx);
+    c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.workspace, patch, dx_ep);
+    c.be->col2im(g_, c.rows, c.workspace, c.dx);
   }
 
   // Keras's kernel [kh, kw, in, filters] becomes ONNX's [filters, in, kh, kw]; "same" padding puts the
@@ -168,8 +175,8 @@ class Conv2dLayer final : public Layer {
     return spec_.use_bias ? params + g_.patch() * spec_.filters : nullptr;
   }
   bool pointwise() const { return g_.k_h == 1 && g_.k_w == 1 && g_.stride_h == 1 && g_.stride_w == 1; }
-  // Whether be runs this convolution natively both ways (the im2col path's backward reads the columns
-  // its forward wrote, so the two go together).
+  // Whether be runs this convolution natively both ways (the im2col path's columns serve both, so the
+  // two go together).
   bool native(const backend::Backend& be) const {
     return be.supports({backend::Op::conv2d_forward, g_}) && be.supports({backend::Op::conv2d_backward, g_});
   }

@@ -46,6 +46,8 @@ class DenseLayer final : public Layer {
     if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, c.rows, units, c.y);
   }
 
+  // x for the kernel's gradient; y only for the activation's.
+  bool backward_reads_output() const override { return spec_.activation != Activation::None; }
   void backward(const LayerContext& c) const override {
     const int64_t units = spec_.units;
     if (!c.fold_activation && spec_.activation != Activation::None) {

@@ -23,6 +23,10 @@ class DropoutLayer final : public Layer {
       c.be->copy(c.rows * n_, c.x, c.y);
   }
 
+  // The mask (scratch) is all backward reads.
+  bool backward_reads_input() const override { return false; }
+  bool backward_reads_output() const override { return false; }
+
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     if (spec_.rate > 0.0f)

@@ -9,6 +9,8 @@ class FlattenLayer final : public Layer {
   using Layer::Layer;
   Shape build(const Shape& in) override { return {num_elements(in)}; }
   bool aliases_input() const override { return true; }
+  bool backward_reads_input() const override { return false; }  // a view: it reads nothing
+  bool backward_reads_output() const override { return false; }
   void forward(const LayerContext&) const override {}
   void backward(const LayerContext&) const override {}
   void export_onnx(OnnxLayerExport& e) const override {

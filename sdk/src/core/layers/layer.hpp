@@ -44,6 +44,9 @@ struct LayerContext {
   // (trainable false): backward then computes only dx.
   float* dw = nullptr;
   float* scratch = nullptr;   // scratch_floats(rows) floats, kept from forward to backward
+  // workspace_floats_on(rows) floats for this call alone: other buffers of the step reuse them
+  // between calls, so forward's content is gone by backward.
+  float* workspace = nullptr;
   // The share of the global batch these rows are (rows / global rows): what a replica's statistics
   // weigh when the replicas' moving averages are combined.
   float batch_share = 1.0f;
@@ -89,6 +92,17 @@ class Layer {
     (void)be;
     return scratch_floats(rows);
   }
+  // Floats a call of forward or backward needs for itself alone (a convolution's columns), shared
+  // with buffers that are dead at that moment.
+  virtual int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const {
+    (void)be;
+    (void)rows;
+    return 0;
+  }
+  // Whether backward reads the layer's inputs (x, xs) and its output (y): the step plan keeps an
+  // activation until its last reader, and reuses its memory after that.
+  virtual bool backward_reads_input() const { return true; }
+  virtual bool backward_reads_output() const { return true; }
   bool trainable() const { return spec_.trainable; }
   void set_trainable(bool t) { spec_.trainable = t; }
   // The output is the input buffer itself (a reshape): forward and backward do nothing.

@@ -29,6 +29,8 @@ class AddLayer final : public Layer {
     for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
   }
   bool rounds_input_grads(bool) const override { return true; }  // copies of dy
+  bool backward_reads_input() const override { return false; }  // copies of dy
+  bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     for (int k = 0; k < inputs_; ++k)
       if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
@@ -83,6 +85,8 @@ class ConcatenateLayer final : public Layer {
       at += widths_[k];
     }
   }
+  bool backward_reads_input() const override { return false; }  // copies of dy
+  bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     const int64_t total = width(), rows = c.rows * positions_;
     int64_t at = 0;

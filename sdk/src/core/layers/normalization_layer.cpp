@@ -43,6 +43,9 @@ class NormalizationLayer final : public Layer {
                            c.y);
   }
 
+  bool backward_reads_input() const override { return false; }  // affine: dy alone
+  bool backward_reads_output() const override { return false; }
+
   void backward(const LayerContext& c) const override {
     if (c.dw) c.be->fill_zero(2 * static_cast<size_t>(channels_) * sizeof(float), c.dw);
     if (c.dx)

@@ -67,6 +67,8 @@ class AveragePooling2dLayer final : public Pooling2dLayer {
  public:
   using Pooling2dLayer::Pooling2dLayer;
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
+  bool backward_reads_input() const override { return false; }  // dy spread over each window
+  bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
   }
@@ -89,6 +91,8 @@ class GlobalAveragePooling2dLayer final : public Layer {
     return keepdims_ ? Shape{1, 1, in[2]} : Shape{in[2]};
   }
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
+  bool backward_reads_input() const override { return false; }  // dy spread over each window
+  bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
   }

@@ -63,6 +63,7 @@ class ReluLayer final : public Layer {
     c.be->copy(n, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(Activation::Relu, c.rows, size_, c.y);
   }
+  bool backward_reads_input() const override { return false; }  // y > 0 where x > 0
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     if (!settings_.plain()) {

@@ -31,6 +31,8 @@ class ZeroPadding2dLayer final : public Layer {
   bool rounds_output(bool) const override { return true; }
   bool rounds_input_grads(bool) const override { return true; }
   void forward(const LayerContext& c) const override { c.be->im2col(g_, c.rows, c.x, c.y); }
+  bool backward_reads_input() const override { return false; }  // a crop of dy
+  bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->col2im(g_, c.rows, c.dy, c.dx);
   }

@@ -62,6 +62,7 @@ class Model::Impl {
   void require_compiled(const char* what) const;
   std::string to_json() const;
   std::string summary(int line_length) const;  // as Model::summary
+  TrainingMemory training_memory(int64_t batch) const;  // as Model::training_memory
 
   Status fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history);
   EvalResult evaluate(const Dataset& data, int verbose = 0);

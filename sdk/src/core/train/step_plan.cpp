@@ -1,5 +1,10 @@
 #include "core/train/step_plan.hpp"
 
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "config/test_hooks.hpp"
 #include "core/checked_size.hpp"
 
 namespace kx::core {
@@ -7,69 +12,52 @@ namespace kx::core {
 void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_rows, int64_t label_size) {
   if (max_rows <= capacity_ && label_size == label_size_ && revision_ == net.revision) return;
   const size_t L = net.layers.size(), T = L + 1;
-  storage_.clear();
+  arena_ = {};
+  scratch_storage_.clear();
   ++generation_;
   capacity_ = 0;  // until every buffer is allocated: an allocation failure leaves an empty plan
+  const bool reuse = !config::test_hooks().no_arena_reuse;
+  const ArenaLayout layout = plan_step_arena(be, net, max_rows, reuse);
+  arena_ = be.allocate(static_cast<size_t>(layout.arena_floats) * sizeof(float));
+  config::test_hooks().training_arena_bytes = static_cast<int64_t>(arena_.bytes());
+  if (!reuse) {
+    // Buffers apart never see another's values: NaN everywhere shows a read before a write.
+    const std::vector<float> nan(size_t{1} << 16, std::numeric_limits<float>::quiet_NaN());
+    for (int64_t at = 0; at < layout.arena_floats; at += static_cast<int64_t>(nan.size())) {
+      const int64_t n = std::min<int64_t>(layout.arena_floats - at, static_cast<int64_t>(nan.size()));
+      be.to_device(nan.data(), static_cast<size_t>(n) * sizeof(float), arena_.data() + at);
+    }
+    be.synchronize();  // nan is gone after this scope
+  }
+  auto at = [&](int64_t offset) { return offset == ArenaLayout::kNone ? nullptr : arena_.data() + offset; };
   act_.assign(T, nullptr);
   grad_.assign(T, nullptr);
+  for (size_t t = 0; t < T; ++t) {
+    act_[t] = at(layout.act[t]);
+    grad_[t] = at(layout.grad[t]);
+  }
   edge_grad_.assign(L, {});
   sums_after_.assign(L, {});
   scratch_.assign(L, nullptr);
-  auto buffer = [&](int64_t floats) {
-    checked_dimension(floats, 0, "a training buffer");
-    storage_.push_back(be.allocate(static_cast<size_t>(floats) * sizeof(float)));
-    return storage_.back().data();
-  };
-  auto floats_of = [&](size_t t) {
-    return checked_product({max_rows, num_elements(net.shapes[t])}, "a batch of tensor " + std::to_string(t));
-  };
-
-  // A tensor's gradient is needed when the layer that made it, or one before that, trains.
-  std::vector<bool> needs_grad(T, false);
+  forward_workspace_.assign(L, nullptr);
+  backward_workspace_.assign(L, nullptr);
+  dead_after_forward_.assign(L, {});
+  dead_after_backward_.assign(L, {});
   for (size_t i = 0; i < L; ++i) {
-    const Layer& layer = *net.layers[i];
-    bool need = layer.trainable() && !layer.params().empty();
-    for (int t : net.inputs[i]) need = need || needs_grad[static_cast<size_t>(t)];
-    needs_grad[i + 1] = need;
-  }
-  needs_grad[L] = true;  // the loss always writes the output's gradient
-
-  // Which layers read each tensor, in layer order.
-  std::vector<std::vector<std::pair<size_t, size_t>>> consumers(T);  // (layer, input slot)
-  for (size_t i = 0; i < L; ++i) {
-    edge_grad_[i].assign(net.inputs[i].size(), nullptr);
-    for (size_t k = 0; k < net.inputs[i].size(); ++k) consumers[static_cast<size_t>(net.inputs[i][k])].push_back({i, k});
-  }
-
-  act_[0] = buffer(floats_of(0));
-  for (size_t i = 0; i < L; ++i) {
-    const Layer& layer = *net.layers[i];
-    const size_t in = static_cast<size_t>(net.inputs[i].front());
-    act_[i + 1] = layer.aliases_input() ? act_[in] : buffer(floats_of(i + 1));
-    if (const int64_t n = layer.scratch_floats_on(be, max_rows); n > 0) scratch_[i] = buffer(n);
-  }
-  // Tensors in order: a tensor's gradient buffer is known before the edges that read into it.
-  for (size_t t = 0; t < T; ++t) {
-    if (t > 0) {
-      const Layer& producer = *net.layers[t - 1];
-      if (producer.aliases_input())
-        grad_[t] = edge_grad_[t - 1][0];  // a reshape's gradient is its input's (null if not needed)
-      else if (needs_grad[t])
-        grad_[t] = buffer(floats_of(t));
+    for (int64_t e : layout.edge_grad[i]) edge_grad_[i].push_back(at(e));
+    for (const ArenaLayout::PendingSum& p : layout.sums_after[i]) sums_after_[i].push_back({p.tensor, at(p.extra)});
+    forward_workspace_[i] = at(layout.forward_workspace[i]);
+    if (config::test_hooks().zero_dead_buffers) {
+      for (const ArenaLayout::Span& d : layout.dead_after_forward[i])
+        dead_after_forward_[i].push_back({at(d.offset), static_cast<size_t>(d.floats) * sizeof(float)});
+      for (const ArenaLayout::Span& d : layout.dead_after_backward[i])
+        dead_after_backward_[i].push_back({at(d.offset), static_cast<size_t>(d.floats) * sizeof(float)});
     }
-    if (!grad_[t]) continue;
-    // The first reader writes the gradient itself; later readers write their own buffers, added to
-    // it after the first reader's backward, which runs last.
-    const auto& readers = consumers[t];
-    for (size_t c = 0; c < readers.size(); ++c) {
-      const auto [layer, slot] = readers[c];
-      if (c == 0) {
-        edge_grad_[layer][slot] = grad_[t];
-      } else {
-        float* extra = buffer(floats_of(t));
-        edge_grad_[layer][slot] = extra;
-        sums_after_[readers.front().first].push_back({static_cast<int>(t), extra});
-      }
+    backward_workspace_[i] = at(layout.backward_workspace[i]);
+    // Scratch stays apart and zeroed: layers read zeros they never write there (a frozen mean).
+    if (const int64_t n = layout.scratch[i]; n > 0) {
+      scratch_storage_.push_back(be.allocate(static_cast<size_t>(n) * sizeof(float)));
+      scratch_[i] = scratch_storage_.back().data();
     }
   }
   labels_ = be.allocate(static_cast<size_t>(checked_product({max_rows, label_size}, "a batch's labels")) * sizeof(float));
@@ -78,6 +66,11 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
   capacity_ = max_rows;
   label_size_ = label_size;
   revision_ = net.revision;
+}
+
+int64_t StepPlan::batch_bytes(int64_t rows, int64_t label_size) {
+  // Labels and a weight per row (floats), and an index (two floats' bytes).
+  return checked_product({rows, label_size + 3, static_cast<int64_t>(sizeof(float))}, "a batch's labels");
 }
 
 const float* StepPlan::layer_params(const Network& net, size_t i, const float* params, const PassPrecision& mp) {
@@ -103,6 +96,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.y = act_[i + 1];
     c.w = layer_params(net, i, params, mp);
     c.scratch = scratch_[i];
+    c.workspace = forward_workspace_[i];
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.step_seed = step_seed;
@@ -113,6 +107,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     layer.forward(c);
     if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
       be.round_to(mp.rounding, rows * num_elements(net.shapes[i + 1]), c.y, c.y);
+    zero(be, dead_after_forward_[i]);
   }
 }
 
@@ -138,6 +133,7 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.w = layer_params(net, i, params, mp);
     c.dw = layer.trainable() ? grads + net.param_offset[i] : nullptr;
     c.scratch = scratch_[i];
+    c.workspace = backward_workspace_[i];
     c.training = true;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.batch_share = batch_share;
@@ -153,7 +149,12 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
       be.add(n, grad_[t], s.extra, grad_[t]);
       if (mixed) be.round_to(mp.rounding, n, grad_[t], grad_[t]);  // a sum of 16-bit gradients is one too
     }
+    zero(be, dead_after_backward_[i]);
   }
+}
+
+void StepPlan::zero(backend::Backend& be, const std::vector<DeadSpan>& spans) const {
+  for (const DeadSpan& d : spans) be.fill_zero(d.bytes, d.at);
 }
 
 }  // namespace kx::core

@@ -1,6 +1,7 @@
 // The static plan of one replica's step: every activation and gradient buffer for up to `capacity`
-// samples, allocated once, and the forward and backward passes over them. Parameters and their
-// gradients live in two flat arenas with the same offsets.
+// samples, allocated once in one arena where buffers whose lifetimes do not overlap share memory
+// (step_arena.hpp), and the forward and backward passes over them. Parameters and their gradients
+// live in two flat arenas with the same offsets.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "backend/seed_mix.hpp"
 #include "core/layers/layer.hpp"
 #include "core/model/network.hpp"
+#include "core/train/step_arena.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::core {
@@ -29,6 +31,10 @@ class StepPlan {
   int64_t capacity() const { return capacity_; }
   // Changes whenever reserve reallocates (every buffer then moves).
   uint64_t generation() const { return generation_; }
+  // The bytes of the arena reserve allocated last (0 before).
+  int64_t arena_bytes() const { return static_cast<int64_t>(arena_.bytes()); }
+  // The bytes of a batch's labels, storage indices and sample weights, for `rows` samples.
+  static int64_t batch_bytes(int64_t rows, int64_t label_size);
 
   float* input() { return act_.front(); }
   float* labels() { return labels_.data(); }
@@ -62,12 +68,21 @@ class StepPlan {
   int64_t label_size_ = 0;
   uint64_t revision_ = 0;
   uint64_t generation_ = 0;
-  std::vector<backend::DeviceBuffer> storage_;
+  backend::DeviceBuffer arena_;
+  std::vector<backend::DeviceBuffer> scratch_storage_;
   std::vector<float*> act_;                    // act_[t]: tensor t
   std::vector<float*> grad_;                   // grad_[t]: dL/d tensor t, null where nothing needs it
   std::vector<std::vector<float*>> edge_grad_; // edge_grad_[i][k]: where layer i writes dL/d input k
   std::vector<std::vector<PendingSum>> sums_after_;  // per layer, run after its backward
   std::vector<float*> scratch_;                // per layer
+  std::vector<float*> forward_workspace_, backward_workspace_;  // per layer
+  // The test hook zero_dead_buffers: per layer, what dies with its forward and with its backward.
+  struct DeadSpan {
+    float* at;
+    size_t bytes;
+  };
+  std::vector<std::vector<DeadSpan>> dead_after_forward_, dead_after_backward_;
+  void zero(backend::Backend& be, const std::vector<DeadSpan>& spans) const;
   backend::DeviceBuffer labels_, batch_index_, weights_;
 };
 

@@ -1,0 +1,177 @@
+// The step plan's arena: buffers whose lifetimes do not overlap share memory, and training with that
+// reuse gives the bits of training with every buffer apart (the no_arena_reuse hook, whose arena starts
+// as NaN); Model::training_memory reports what the plan allocates.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "config/test_hooks.hpp"
+#include "kx/applications.hpp"
+#include "kx/kx.hpp"
+#include "reference.hpp"
+
+namespace kx {
+namespace {
+
+enum class Arena {
+  Apart,   // every buffer its own memory (the reference)
+  Packed,  // buffers whose lifetimes do not overlap share memory
+  // Packed, every buffer zeroed right after its last use: a layer reading a buffer that the plan holds
+  // dead (a wrong backward_reads_input or _output) computes from zeros.
+  PackedZeroedWhenDead,
+};
+
+// Sets the hooks for one scope: later tests see the defaults again.
+class ArenaHooks {
+ public:
+  explicit ArenaHooks(Arena a) {
+    config::test_hooks().no_arena_reuse = a == Arena::Apart;
+    config::test_hooks().zero_dead_buffers = a == Arena::PackedZeroedWhenDead;
+  }
+  ~ArenaHooks() {
+    config::test_hooks().no_arena_reuse = false;
+    config::test_hooks().zero_dead_buffers = false;
+  }
+  ArenaHooks(const ArenaHooks&) = delete;
+  ArenaHooks& operator=(const ArenaHooks&) = delete;
+};
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Every kind of reader the plan distinguishes: a tensor with three readers (the sum of their
+// gradients), layers whose backward reads x, y, both or neither, a 1x1 convolution (no columns), a
+// reshape, dropout's mask and batch normalisation's statistics.
+Model every_reader(const Strategy& s) {
+  Model m = Model::functional(s, {10, 10, 3}, "x");
+  m.add_layer(R"({"class_name": "ZeroPadding2D", "config": {"name": "pad", "padding": 1}})", {"x"});
+  m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c1", "filters": 6, "kernel_size": 3}})", {"pad"});
+  m.add_layer(R"({"class_name": "BatchNormalization", "config": {"name": "bn"}})", {"c1"});
+  m.add_layer(R"({"class_name": "ReLU", "config": {"name": "r1"}})", {"bn"});
+  m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c2", "filters": 6, "kernel_size": 3, "padding": "same"}})",
+              {"r1"});
+  m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c3", "filters": 6, "kernel_size": 1, "activation": "relu"}})",
+              {"r1"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3"});
+  m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
+  m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
+  m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});
+  m.add_layer(R"({"class_name": "Concatenate", "config": {"name": "cat"}})", {"mp", "ap"});
+  m.add_layer(R"({"class_name": "Dropout", "config": {"name": "drop", "rate": 0.25}})", {"cat"});
+  m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat"}})", {"drop"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"flat"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}})", {"hidden"});
+  return m;
+}
+
+struct Trained {
+  std::vector<float> weights, predictions;
+  TrainingMemory memory;
+};
+
+Trained train_every_reader(Arena arena, Precision precision, bool two_replicas = false) {
+  const ArenaHooks hooks(arena);
+  Strategy s = two_replicas ? Strategy::mirrored({"cpu", "cpu"}) : Strategy::default_strategy();
+  Model m = every_reader(s);
+  CompileOptions co;
+  co.precision = precision;
+  co.accuracy = true;
+  m.compile(co);
+  const int64_t n = 24;
+  std::vector<float> x = test::random_floats(n * 10 * 10 * 3, 3), y(n);
+  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 4);
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 10, 10, 3}, y.data(), DType::F32, {n});
+  d.batch(8, false);
+  FitOptions fo;
+  fo.epochs = 2;
+  EXPECT_EQ(m.fit(d, fo, nullptr, nullptr), Status::Ok);
+  Trained t;
+  t.weights = m.get_weights();
+  t.predictions = m.predict(x.data(), n);
+  t.memory = m.training_memory(8);
+  return t;
+}
+
+TEST(TrainingArena, ReuseTrainsBitForBitAsBuffersApartInEveryPrecision) {
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
+    SCOPED_TRACE(precision_name(p));
+    const Trained apart = train_every_reader(Arena::Apart, p), packed = train_every_reader(Arena::Packed, p);
+    const Trained zeroed = train_every_reader(Arena::PackedZeroedWhenDead, p);
+    EXPECT_TRUE(same_bits(apart.weights, packed.weights));
+    EXPECT_TRUE(same_bits(apart.predictions, packed.predictions));
+    EXPECT_TRUE(same_bits(apart.weights, zeroed.weights));
+    EXPECT_TRUE(same_bits(apart.predictions, zeroed.predictions));
+    for (float w : packed.weights) ASSERT_TRUE(std::isfinite(w));
+    EXPECT_LT(packed.memory.step_arena, apart.memory.step_arena);
+    EXPECT_EQ(apart.memory.step_arena, apart.memory.step_arena_without_reuse);
+  }
+}
+
+TEST(TrainingArena, ReuseTrainsBitForBitAsBuffersApartWithTwoReplicas) {
+  const Trained apart = train_every_reader(Arena::Apart, Precision::Float32, true);
+  const Trained packed = train_every_reader(Arena::PackedZeroedWhenDead, Precision::Float32, true);
+  EXPECT_TRUE(same_bits(apart.weights, packed.weights));
+  EXPECT_EQ(packed.memory.rows, 4);  // each replica's share of the batch of 8
+}
+
+// A deep model: most activations and gradients are dead most of the step.
+TEST(TrainingArena, ResNet50TrainsBitForBitInAFractionOfTheBuffersApart) {
+  auto train = [](Arena arena) {
+    const ArenaHooks hooks(arena);
+    Model m = applications::resnet50(Strategy::default_strategy(), {32, 32, 3}, true, 4);
+    m.compile(CompileOptions{});
+    const int64_t n = 4;
+    std::vector<float> x = test::random_floats(n * 32 * 32 * 3, 12), y(n);
+    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 4);
+    for (int step = 0; step < 2; ++step) m.train_on_batch(x.data(), y.data(), n);
+    return std::make_pair(m.get_weights(), m.training_memory(n));
+  };
+  const auto [apart, apart_memory] = train(Arena::Apart);
+  const auto [packed, memory] = train(Arena::PackedZeroedWhenDead);
+  EXPECT_TRUE(same_bits(apart, packed));
+  EXPECT_EQ(apart_memory.step_arena, memory.step_arena_without_reuse);
+  EXPECT_LT(memory.step_arena * 3, memory.step_arena_without_reuse)
+      << memory.step_arena << " bytes against " << memory.step_arena_without_reuse << " apart";
+}
+
+TEST(TrainingMemory, ReportsWhatFitAllocates) {
+  Model m = Model::sequential(Strategy::default_strategy(), {6, 6, 2});
+  m.add_conv2d(4, 3, 3, 1, Padding::Valid, Activation::Relu);
+  m.add_flatten();
+  m.add_dropout(0.5f);
+  m.add_dense(3, Activation::Softmax);
+  EXPECT_EQ(test::status_of([&] { m.training_memory(8); }), Status::Misuse);
+  CompileOptions co;  // Adam: two slots per weight
+  m.compile(co);
+  EXPECT_EQ(test::status_of([&] { m.training_memory(0); }), Status::InvalidArgument);
+  const TrainingMemory r = m.training_memory(5);
+  const int64_t weights = m.num_params() * 4;
+  EXPECT_EQ(r.batch, 5);
+  EXPECT_EQ(r.rows, 5);
+  EXPECT_EQ(r.weights, weights);
+  EXPECT_EQ(r.weight_gradients, weights);
+  EXPECT_EQ(r.optimizer_slots, 2 * weights);
+  // Bytes of a block of n floats: whole 256-byte blocks.
+  auto block = [](int64_t n) { return (n + 63) / 64 * 64 * 4; };
+  // The input, the convolution's output, the dropout's and the model's (flatten is a view).
+  EXPECT_EQ(r.activations, block(5 * 72) + block(5 * 64) + block(5 * 64) + block(5 * 3));
+  // Those but the input's; the convolution's columns (4x4 positions of 3x3x2); the dropout mask.
+  EXPECT_EQ(r.layer_gradients, block(5 * 64) + block(5 * 64) + block(5 * 3));
+  EXPECT_EQ(r.workspace, block(5 * 16 * 18));
+  EXPECT_EQ(r.scratch, 5 * 64 * 4);
+  EXPECT_EQ(r.step_arena_without_reuse, r.activations + r.layer_gradients + r.workspace);
+  EXPECT_LE(r.step_arena, r.step_arena_without_reuse);
+  EXPECT_EQ(r.total(), r.weights + r.weight_gradients + r.optimizer_slots + r.step_arena + r.scratch + r.batch_buffers);
+
+  std::vector<float> x = test::random_floats(5 * 72, 1), y{0, 1, 2, 0, 1};
+  config::test_hooks().training_arena_bytes = -1;
+  m.train_on_batch(x.data(), y.data(), 5);
+  EXPECT_EQ(config::test_hooks().training_arena_bytes.load(), r.step_arena);
+}
+
+}  // namespace
+}  // namespace kx
