@@ -56,7 +56,15 @@ Model every_reader(const Strategy& s) {
               {"r1"});
   m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c3", "filters": 6, "kernel_size": 1, "activation": "relu"}})",
               {"r1"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3"});
+  // Issue 34's layers: a depthwise convolution, ReLU with settings and LeakyReLU (their backward reads
+  // x, where the plain ReLU's reads y), a rescaling.
+  m.add_layer(R"({"class_name": "DepthwiseConv2D", "config": {"name": "dw", "kernel_size": 3, "padding": "same"}})",
+              {"r1"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "mix"}})", {"dw", "c3"});  // its backward reads nothing
+  m.add_layer(R"({"class_name": "ReLU", "config": {"name": "r6", "max_value": 6.0, "negative_slope": 0.1}})", {"mix"});
+  m.add_layer(R"({"class_name": "LeakyReLU", "config": {"name": "leaky", "negative_slope": 0.2}})", {"r6"});
+  m.add_layer(R"({"class_name": "Rescaling", "config": {"name": "scaled", "scale": 0.5, "offset": 0.1}})", {"leaky"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled"});
   m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
   m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});

@@ -34,6 +34,8 @@ class LeakyReluLayer final : public Layer {
   bool rounds_output(bool) const override { return false; }
   bool rounds_input_grads(bool) const override { return false; }
 
+  bool backward_reads_output() const override { return false; }  // the gradient comes from x
+
   void forward(const LayerContext& c) const override {
     c.be->relu_general_forward(c.rows * size_, slope(), kNoCap, 0.0f, c.x, c.y);
   }

@@ -63,7 +63,10 @@ class ReluLayer final : public Layer {
     c.be->copy(n, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(Activation::Relu, c.rows, size_, c.y);
   }
-  bool backward_reads_input() const override { return false; }  // y > 0 where x > 0
+  // The plain ReLU's gradient comes from y (y > 0 where x > 0); with a slope, a cap or a threshold
+  // it comes from x (relu_general_backward), and y is not read.
+  bool backward_reads_input() const override { return !settings_.plain(); }
+  bool backward_reads_output() const override { return settings_.plain(); }
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     if (!settings_.plain()) {
