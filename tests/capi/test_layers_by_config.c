@@ -59,6 +59,7 @@ static const layer_case kLayerCases[] = {
     {"Rescaling", {4}, 1, "{\"class_name\": \"Rescaling\", \"config\": {\"scale\": 0.5, \"offset\": -1.0}}", 0},
     {"Reshape", {6}, 1, "{\"class_name\": \"Reshape\", \"config\": {\"target_shape\": [2, -1]}}", 0},
     {"LeakyReLU", {2, 3}, 2, "{\"class_name\": \"LeakyReLU\", \"config\": {\"negative_slope\": 0.1}}", 0},
+    {"GlobalMaxPooling2D", {4, 3, 2}, 3, "{\"class_name\": \"GlobalMaxPooling2D\", \"config\": {}}", 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -319,7 +319,7 @@ TEST(BackendModule, TheLoaderTakesAMatchingTableAndRefusesAnother) {
 // field at load: a module whose StepValues differs would read the step's rate from the wrong bytes.
 TEST(BackendModule, TheLoaderRefusesAModuleThatLaysOutAStructOtherwise) {
   const std::string ours = module::kLayoutList;
-  for (const std::string entry :
+  for (const std::string& entry :
        {"Epilogue " + std::to_string(sizeof(backend::Epilogue)) + "/",
         "Window2d " + std::to_string(sizeof(Window2d)) + "/",
         "LossSpec " + std::to_string(sizeof(backend::LossSpec)) + "/",

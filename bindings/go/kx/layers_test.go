@@ -36,6 +36,7 @@ var layerCases = map[string]layerCase{
 	"Rescaling":              {[]int64{4}, NewLayer("Rescaling", Config{"scale": 0.5, "offset": -1.0}), false},
 	"Reshape":                {[]int64{6}, NewLayer("Reshape", Config{"target_shape": []int{2, -1}}), false},
 	"LeakyReLU":              {[]int64{2, 3}, NewLayer("LeakyReLU", Config{"negative_slope": 0.1}), false},
+	"GlobalMaxPooling2D":     {[]int64{4, 3, 2}, NewLayer("GlobalMaxPooling2D", nil), false},
 }
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {

@@ -43,6 +43,8 @@ def layer_cases():
         "Reshape": ((4, 4, 3), layers.Reshape((2, -1)), 1.0),
         "LeakyReLU default": ((6, 6, 3), layers.LeakyReLU(), 1.0),
         "LeakyReLU 0.1": ((6, 6, 3), layers.LeakyReLU(negative_slope=0.1), 1.0),
+        "GlobalMaxPooling2D": ((5, 4, 3), layers.GlobalMaxPooling2D(), 1.0),
+        "GlobalMaxPooling2D keepdims": ((5, 4, 3), layers.GlobalMaxPooling2D(keepdims=True), 1.0),
     }
 
 

@@ -34,6 +34,7 @@ LAYER_CASES = {
     "Rescaling": ((4,), dict(scale=0.5, offset=-1.0), False),
     "Reshape": ((6,), dict(target_shape=(2, -1)), False),
     "LeakyReLU": ((2, 3), dict(negative_slope=0.1), False),
+    "GlobalMaxPooling2D": ((4, 3, 2), {}, False),
 }
 
 

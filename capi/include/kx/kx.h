@@ -516,8 +516,8 @@ KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const in
  * {"alpha": 0.35, "input_shape": [96, 96, 3], "include_top": true, "pooling": null, "classes": 10}:
  * Keras's layers and layer names, so Keras's weight files load by name (kx_model_load_weights);
  * uncompiled, on s. "weights" may only be null. Errors: NULL s, name or out; KX_E_INVALID_ARGUMENT for
- * an unknown application or argument, malformed JSON, a bad shape or value; KX_E_UNSUPPORTED for a
- * setting kx lacks (MobileNetV2's pooling "max"). */
+ * an unknown application or argument, malformed JSON, a bad shape or value (MobileNetV2's pooling other
+ * than null, "avg" or "max"). */
 KX_API KX_MUST_CHECK kx_status kx_model_create_application(kx_strategy* s, const char* name, const char* options_json,
                                                            kx_model** out);
 

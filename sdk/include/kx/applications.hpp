@@ -22,15 +22,14 @@ struct MobileNetV2Options {
   double alpha = 1.0;                 // width: filters of every block scaled, rounded to multiples of 8
   Shape input_shape{224, 224, 3};     // (height, width, channels), at least 32x32
   bool include_top = true;            // global average pooling and a Dense of `classes`
-  std::string pooling;                // without the top: "" (the feature map) or "avg" ("max" is not supported)
+  std::string pooling;                // without the top: "" (the feature map), "avg" or "max"
   int64_t classes = 1000;
   std::string classifier_activation = "softmax";
 };
 
 // MobileNetV2 (Sandler et al. 2018) with Keras's layers and names (Conv1, bn_Conv1, block_1_expand,
 // block_1_depthwise, ..., Conv_1, predictions): 17 inverted residual blocks of 1x1 expansion, 3x3
-// depthwise convolution and 1x1 projection, ReLU6 throughout. Uncompiled; throws InvalidArgument,
-// or Unsupported for pooling "max".
+// depthwise convolution and 1x1 projection, ReLU6 throughout. Uncompiled; throws InvalidArgument.
 Model mobilenet_v2(const Strategy& strategy, const MobileNetV2Options& options = {});
 
 // An application by Keras's class name ("ResNet50", "MobileNetV2") with its keyword arguments as a

@@ -26,4 +26,6 @@
   X(DepthwiseConv2D, "DepthwiseConv2D", "depthwise_conv2d", read_no_config, make_depthwise_conv2d_layer)       \
   X(Rescaling, "Rescaling", "rescaling", read_no_config, make_rescaling_layer)                                 \
   X(Reshape, "Reshape", "reshape", read_no_config, make_reshape_layer)                                         \
-  X(LeakyReLU, "LeakyReLU", "leaky_re_lu", read_no_config, make_leaky_relu_layer)
+  X(LeakyReLU, "LeakyReLU", "leaky_re_lu", read_no_config, make_leaky_relu_layer)                              \
+  X(GlobalMaxPooling2D, "GlobalMaxPooling2D", "global_max_pooling2d", read_no_config,                          \
+    make_global_max_pooling2d_layer)

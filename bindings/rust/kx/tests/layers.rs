@@ -24,6 +24,7 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Rescaling" => (vec![4], l.set("scale", 0.5).set("offset", -1.0), false),
         "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
         "LeakyReLU" => (vec![2, 3], l.set("negative_slope", 0.1), false),
+        "GlobalMaxPooling2D" => (vec![4, 3, 2], l, false),
         _ => return None,
     })
 }

@@ -104,8 +104,8 @@ Model mobilenet_v2(const Strategy& strategy, const MobileNetV2Options& o) {
   require(std::isfinite(o.alpha) && o.alpha > 0 && o.alpha <= 16, Status::InvalidArgument,
           "MobileNetV2's alpha must be in (0, 16], got " + std::to_string(o.alpha));
   require(!o.include_top || o.classes > 0, Status::InvalidArgument, "MobileNetV2 needs at least one class");
-  require(o.pooling.empty() || o.pooling == "avg", Status::Unsupported,
-          "MobileNetV2 pooling \"" + o.pooling + "\": only none or \"avg\" is supported");
+  require(o.pooling.empty() || o.pooling == "avg" || o.pooling == "max", Status::InvalidArgument,
+          "MobileNetV2 pooling \"" + o.pooling + "\": none, \"avg\" or \"max\"");
   Model m = Model::functional(strategy, in, "input_layer");
   MobileNetBuilder b(m);
   int64_t channels = make_divisible(32 * o.alpha);
@@ -135,6 +135,8 @@ Model mobilenet_v2(const Strategy& strategy, const MobileNetV2Options& o) {
     b.add("Dense", "predictions", {{"units", Value(o.classes)}, {"activation", Value(o.classifier_activation)}}, x);
   } else if (o.pooling == "avg") {
     b.add("GlobalAveragePooling2D", "global_average_pooling2d", {}, x);
+  } else if (o.pooling == "max") {
+    b.add("GlobalMaxPooling2D", "global_max_pooling2d", {}, x);
   }
   return m;
 }

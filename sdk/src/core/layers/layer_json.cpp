@@ -21,4 +21,16 @@ Activation activation_from_json(const json::Value& v, const std::string& what) {
   return v.is_null() ? Activation::None : activation_from_name(v.as_string(what));
 }
 
+bool global_pooling_keepdims(const LayerSpec& spec, const char* class_name) {
+  bool keepdims = false;
+  if (spec.config.empty()) return keepdims;
+  const json::Value config = json::parse(spec.config);
+  const std::string what = std::string(class_name) + " \"" + spec.name + "\"";
+  if (const json::Value* k = config.find("keepdims")) keepdims = k->as_bool(what + " keepdims");
+  if (const json::Value* f = config.find("data_format"); f && !f->is_null())
+    require(f->as_string(what + " data_format") == "channels_last", Status::Unsupported,
+            what + ": only data_format \"channels_last\" is supported");
+  return keepdims;
+}
+
 }  // namespace kx::core

@@ -16,5 +16,8 @@ std::pair<int64_t, int64_t> size_pair_from_json(const json::Value& v, const std:
 Padding padding_from_name(const std::string& name, const std::string& what);
 // An activation's name, or null for none; `what` names the setting ("Dense \"d\" activation").
 Activation activation_from_json(const json::Value& v, const std::string& what);
+// A global pooling layer's keepdims from its Keras config (false without one); Unsupported for a
+// data_format other than channels_last.
+bool global_pooling_keepdims(const LayerSpec& spec, const char* class_name);
 
 }  // namespace kx::core

@@ -158,16 +158,7 @@ std::unique_ptr<Layer> make_average_pooling2d_layer(const LayerSpec& spec) {
 }
 
 std::unique_ptr<Layer> make_global_average_pooling2d_layer(const LayerSpec& spec) {
-  bool keepdims = false;
-  if (!spec.config.empty()) {
-    const json::Value config = json::parse(spec.config);
-    const std::string what = "GlobalAveragePooling2D \"" + spec.name + "\"";
-    if (const json::Value* k = config.find("keepdims")) keepdims = k->as_bool(what + " keepdims");
-    if (const json::Value* f = config.find("data_format"); f && !f->is_null())
-      require(f->as_string(what + " data_format") == "channels_last", Status::Unsupported,
-              what + ": only data_format \"channels_last\" is supported");
-  }
-  return std::make_unique<GlobalAveragePooling2dLayer>(spec, keepdims);
+  return std::make_unique<GlobalAveragePooling2dLayer>(spec, global_pooling_keepdims(spec, "GlobalAveragePooling2D"));
 }
 
 }  // namespace kx::core
