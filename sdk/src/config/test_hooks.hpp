@@ -13,6 +13,9 @@ struct TestHooks {
   std::string ps_hold_file;
   // A parameter-server worker's fit: a pause after each of its steps (a slow worker).
   std::chrono::milliseconds ps_step_delay{0};
+  // The HDF5 reader's deadline (kx-hdf5-reader, io/hdf5_reader_process.cpp); 0: the one its file's
+  // size earns.
+  std::chrono::milliseconds hdf5_reader_timeout{0};
 };
 
 // The process's hooks (all off unless a test program sets them).
