@@ -94,18 +94,29 @@ void write_all(int fd, const std::string& bytes) {
   }
 }
 
+// A descriptor moved above 0, 1 and 2 (a caller that closed its stdin or stdout gets those numbers
+// for new files): the child's dup2 onto them must copy, never be a no-op that keeps close-on-exec.
+Fd above_stdio(Fd fd) {
+  if (fd.get() > 2) return fd;
+  Fd moved(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3));
+  require(moved.get() >= 0, Status::Internal, std::string("fcntl: ") + std::strerror(errno));
+  return moved;
+}
+
 }  // namespace
 
 ChildResult run_child(const std::string& program, const std::vector<std::string>& args, const std::string& input,
                       size_t max_output, std::chrono::milliseconds timeout) {
   // The input as a file in memory: the child reads it at its pace, and libkx never blocks writing it.
-  Fd in(::memfd_create("kx-helper-input", MFD_CLOEXEC));
-  require(in.get() >= 0, Status::Internal, std::string("memfd_create: ") + std::strerror(errno));
+  Fd created(::memfd_create("kx-helper-input", MFD_CLOEXEC));
+  require(created.get() >= 0, Status::Internal, std::string("memfd_create: ") + std::strerror(errno));
+  Fd in = above_stdio(std::move(created));
   write_all(in.get(), input);
   require(::lseek(in.get(), 0, SEEK_SET) == 0, Status::Internal, "cannot rewind the helper's input");
   int p[2];
   require(::pipe2(p, O_CLOEXEC) == 0, Status::Internal, std::string("pipe2: ") + std::strerror(errno));
-  Fd out_read(p[0]), out_write(p[1]);
+  Fd out_read(p[0]);
+  Fd out_write = above_stdio(Fd(p[1]));
 
   SpawnSetup s;
   posix_spawn_file_actions_adddup2(&s.actions, in.get(), 0);
