@@ -18,6 +18,7 @@
 #include "io/hdf5_tree.hpp"
 #include "io/hdf5_writer.hpp"
 #include "kx/error.hpp"
+#include "kx/kx.hpp"
 
 namespace fs = std::filesystem;
 
@@ -186,6 +187,10 @@ TEST(Hdf5Reader, FilesThatKillLibhdf5AreCorruptNamingTheFile) {
     const auto [status, message] = outcome([&] { io::Hdf5Tree::read(read_bytes(e.path()), name); });
     EXPECT_EQ(status, Status::Corrupt) << name << ": " << message;
     EXPECT_NE(message.find(name), std::string::npos) << message;
+    // The whole path of kx_model_load_keras: the same answer, and this process goes on.
+    const auto model = outcome([&] { Model::load_keras(Strategy::default_strategy(), e.path().string()); });
+    EXPECT_EQ(model.first, Status::Corrupt) << name << ": " << model.second;
+    EXPECT_NE(model.second.find(name), std::string::npos) << model.second;
     ++files;
   }
   config::test_hooks().hdf5_reader_timeout = std::chrono::milliseconds(0);
