@@ -18,17 +18,17 @@
 namespace {
 
 struct ReaderOutcomes {
-  long inputs = 0, signals = 0, stopped = 0, corrupt = 0, other = 0;
+  long inputs = 0, crashes = 0, stopped = 0, corrupt = 0, other = 0;
   ~ReaderOutcomes() {
     std::fprintf(stderr,
-                 "fuzz_keras_file: %ld inputs; errors: %ld Corrupt, %ld other; of them the HDF5 reader died with a "
-                 "signal %ld times and was stopped (time, size) %ld times\n",
-                 inputs, corrupt, other, signals, stopped);
+                 "fuzz_keras_file: %ld inputs; errors: %ld Corrupt, %ld other; of them the HDF5 reader crashed %ld "
+                 "times (a signal, or its sanitizer's exit status) and was stopped (time, size) %ld times\n",
+                 inputs, corrupt, other, crashes, stopped);
   }
   void note(const kx::Error& e) {
     const std::string m = e.what();
     (e.status() == kx::Status::Corrupt ? corrupt : other)++;
-    if (m.find("died with signal") != std::string::npos) ++signals;
+    if (m.find("died with signal") != std::string::npos || m.find("exited with status") != std::string::npos) ++crashes;
     if (m.find("took longer than") != std::string::npos || m.find("wrote more than") != std::string::npos ||
         m.find("was killed") != std::string::npos || m.find("CPU time") != std::string::npos)
       ++stopped;

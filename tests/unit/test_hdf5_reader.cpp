@@ -112,7 +112,7 @@ TEST(Hdf5Reader, ABabblingReaderIsStoppedAtTheStreamsBound) {
   EXPECT_NE(garbage.second.find("malformed"), std::string::npos) << garbage.second;
   const auto failed = read_with(fake_reader("exit", "exit 7"));
   EXPECT_EQ(failed.first, Status::Corrupt) << failed.second;
-  EXPECT_NE(failed.second.find("exit status 7"), std::string::npos) << failed.second;
+  EXPECT_NE(failed.second.find("exited with status 7"), std::string::npos) << failed.second;
 }
 
 TEST(Hdf5Reader, NoHdf5SignatureIsCorruptBeforeAnyReaderRuns) {

@@ -71,7 +71,11 @@ Hdf5Tree Hdf5Tree::read(const std::string& bytes, const std::string& source) {
   if (r.signal != 0)
     fail(Status::Corrupt, died + "died with signal " + signal_name(r.signal) +
                               " reading it: libhdf5 cannot read this damaged or hostile file");
-  if (r.exit_code > 0) fail(Status::Corrupt, died + "failed with exit status " + std::to_string(r.exit_code));
+  // The reader answers with exit status 0, errors included: any other status is a crash its
+  // sanitizer caught (a sanitized build) or a reader that could not run.
+  if (r.exit_code > 0)
+    fail(Status::Corrupt, died + "exited with status " + std::to_string(r.exit_code) +
+                              " instead of answering: libhdf5 cannot read this damaged or hostile file");
   return Hdf5Tree(r.output, size, source);
 }
 
