@@ -63,7 +63,7 @@ grep -q "/usr/lib/python3/dist-packages/kx/__init__.py $version $version" "$tmp/
 "${nopy[@]}" /usr/bin/python3 /usr/share/kx/samples/python/fashion_mnist.py "$data" "$tmp/ckpt-python" --epochs 1 | tail -1
 # The installed libkx finds its HDF5 reader in kx-0/ (where libhdf5 is installed: it is no dependency).
 if ls /usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103 > /dev/null 2>&1; then
-  "${nopy[@]}" /usr/bin/python3 -c 'import sys, kx; print("keras file:", kx.models.load_model(sys.argv[1]).layer_names())' \
+  "${nopy[@]}" /usr/bin/python3 -c 'import sys, kx; print("keras file:", kx.models.load_model(sys.argv[1]).layer_names)' \
     "$PWD/tests/fuzz/corpus/keras_file/mlp.keras" || fail "the installed libkx cannot read a .keras file"
 fi
 # 5. a multi-worker job on the installed engine module: the installed C sample, two workers on loopback
