@@ -36,9 +36,10 @@ enum class DatasetForm : uint8_t { Numbers = 0, NotNumbers = 1, Unreadable = 2 }
 inline constexpr uint64_t max_stream_bytes(uint64_t file_size) { return (uint64_t{1} << 20) + 16 * file_size; }
 // Room kept for the error record that ends an over-long stream.
 inline constexpr uint64_t kErrorReserve = uint64_t{1} << 16;
-// Objects a file can hold: each needs a link entry and an object header, 16 bytes at the very least;
-// more means hard links that repeat groups (a cycle), which the reader refuses.
-inline constexpr uint64_t max_nodes(uint64_t file_size) { return 64 + file_size / 16; }
+// Objects a file can hold: each is reached by a link, a 40-byte symbol-table entry and its name (8
+// bytes or more) in a local heap; more means hard links that repeat groups (a cycle), which the
+// reader refuses. It also bounds libkx's memory for the tree (a few hundred bytes per object).
+inline constexpr uint64_t max_nodes(uint64_t file_size) { return 64 + file_size / 48; }
 inline constexpr int kMaxDepth = 64;
 inline constexpr int kMaxRank = 32;
 inline constexpr uint32_t kMaxName = 1 << 16;
