@@ -4,10 +4,11 @@
 // 1000 classes, SGD with momentum) against torchvision's resnet50. Random data resident on the
 // device. Prints "no CUDA device" and the reason on machines without one.
 //
-//   bench_gpu [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke]
+//   bench_gpu [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke] [--no-peers]
 //
 // --cpu-smoke runs the kx side on the CPU when there is no GPU (to check the program, not to time
-// anything) and skips PyTorch.
+// anything) and skips PyTorch. --no-peers skips PyTorch too, for a caller that runs torch_gpu.py with
+// another Python (scripts/run_gpu_checks.sh, where PyTorch is not /usr/bin/python3's).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,17 +51,20 @@ int main(int argc, char** argv) {
   setenv("KX_CUDA_MODULE", KX_CUDA_MODULE_PATH, 0);
   int64_t steps = 500;
   std::string cases = "mlp,wide,cnn,resnet50";
-  bool cpu_smoke = false;
+  bool cpu_smoke = false, peers = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--cpu-smoke") {
       cpu_smoke = true;
+    } else if (arg == "--no-peers") {
+      peers = false;
     } else if (arg == "--steps" && i + 1 < argc) {
       steps = std::atoll(argv[++i]);
     } else if (arg == "--cases" && i + 1 < argc) {
       cases = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke] [--no-peers]\n",
+                   argv[0]);
       return 2;
     }
   }
@@ -129,7 +133,7 @@ int main(int argc, char** argv) {
     const std::string name = std::string(c).substr(0, std::string(c).find(':'));
     if (wanted(name)) torch_cases += (torch_cases.empty() ? "" : ",") + std::string(c);
   }
-  if (torch_cases.empty() || device_count(DeviceKind::Cuda) == 0) return 0;
+  if (!peers || torch_cases.empty() || device_count(DeviceKind::Cuda) == 0) return 0;
   const std::string cmd = "/usr/bin/python3 " KX_BENCH_DIR "/torch_gpu.py --steps " + std::to_string(steps) +
                           " --cases " + torch_cases;
   return std::system(cmd.c_str()) == 0 ? 0 : 1;

@@ -2,7 +2,8 @@
 // CNN at 64, as 1 process with 2 threads against 2 worker processes with 1 thread each (started by
 // this program). Prints ms/step of each and the multi-worker's extra time.
 //
-// The job runs twice: started by TF_CONFIG (Gloo over TCP) and by mpirun (Open MPI carries the tensors).
+// The job runs twice: started by TF_CONFIG (shared memory on one host; Gloo over TCP with
+// KX_SHARED_MEMORY=0) and by mpirun (Open MPI carries the tensors).
 //
 //   bench_multi_worker [--steps N] [--rounds N] [--data DIR]
 #include <unistd.h>
@@ -158,11 +159,13 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < 2; ++i) {
       const double base = median(single[i]), alone = median(independent[i]), tf = median(tf_config[i]),
                    mpi = median(mpirun[i]);
+      const char* shm = std::getenv("KX_SHARED_MEMORY");
+      const bool over_tcp = shm && (std::string(shm) == "0" || std::string(shm) == "off");
       std::printf("%s batch %lld: 1 process x 2 threads %.3f ms/step; 2 independent 1-thread processes on half the "
-                  "batch, nothing shared (the floor) %.3f ms/step (%+.1f %%); 2 workers x 1 thread: TF_CONFIG (Gloo, "
-                  "TCP) %.3f ms/step (%+.1f %%)",
-                  kCases[i].name, static_cast<long long>(kCases[i].batch), base, alone, 100.0 * (alone / base - 1), tf,
-                  100.0 * (tf / base - 1));
+                  "batch, nothing shared (the floor) %.3f ms/step (%+.1f %%); 2 workers x 1 thread: TF_CONFIG (%s) "
+                  "%.3f ms/step (%+.1f %%)",
+                  kCases[i].name, static_cast<long long>(kCases[i].batch), base, alone, 100.0 * (alone / base - 1),
+                  over_tcp ? "Gloo, TCP: KX_SHARED_MEMORY=0" : "shared memory", tf, 100.0 * (tf / base - 1));
       if (!mpirun_ran) std::printf(", mpirun: not run (no mpirun, or the job failed)\n");
       else std::printf(", mpirun (Open MPI, shared memory) %.3f ms/step (%+.1f %%)\n", mpi, 100.0 * (mpi / base - 1));
     }

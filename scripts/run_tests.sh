@@ -11,7 +11,7 @@ export OMP_WAIT_POLICY=passive
 
 bash scripts/setup.sh build
 # The real Keras 3 (pinned) for the Keras-file tests (python_keras_files).
-bash scripts/keras_venv.sh build/keras-venv
+bash scripts/python_venv.sh keras build/keras-venv
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 # Line tables only (-g1): the sanitizers' reports still name file and line, and the build is a quarter

@@ -395,6 +395,17 @@ kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, i
   });
 }
 
+kx_status kx_model_create_application(kx_strategy* s, const char* name, const char* options_json, kx_model** out) {
+  return guarded([&] {
+    require_arg(s, "s", "kx_model_create_application");
+    require_arg(name, "name", "kx_model_create_application");
+    require_arg(out, "out", "kx_model_create_application");
+    return kx::capi::hand_out(std::make_unique<kx_model>(kx_model{kx::applications::application(
+                                  s->strategy, name, options_json ? options_json : "")}),
+                              out);
+  });
+}
+
 int64_t kx_model_num_layers(const kx_model* m) {
   return kx::capi::guarded_value<int64_t>(-1, [&] {
     kx::capi::require_arg(m, "m", "kx_model_num_layers");

@@ -51,7 +51,13 @@ static const layer_case kLayerCases[] = {
     {"Add", {4}, 1, "{\"class_name\": \"Add\", \"config\": {}}", 1},
     {"Concatenate", {4}, 1, "{\"class_name\": \"Concatenate\", \"config\": {\"axis\": -1}}", 1},
     {"Activation", {4}, 1, "{\"class_name\": \"Activation\", \"config\": {\"activation\": \"tanh\"}}", 0},
-    {"ReLU", {2, 3}, 2, "{\"class_name\": \"ReLU\", \"config\": {\"max_value\": null}}", 0},
+    {"ReLU", {2, 3}, 2, "{\"class_name\": \"ReLU\", \"config\": {\"max_value\": 6.0}}", 0},
+    {"DepthwiseConv2D", {5, 5, 2}, 3,
+     "{\"class_name\": \"DepthwiseConv2D\", \"config\": {\"kernel_size\": 3, \"padding\": \"same\", "
+     "\"depth_multiplier\": 2}}",
+     0},
+    {"Rescaling", {4}, 1, "{\"class_name\": \"Rescaling\", \"config\": {\"scale\": 0.5, \"offset\": -1.0}}", 0},
+    {"Reshape", {6}, 1, "{\"class_name\": \"Reshape\", \"config\": {\"target_shape\": [2, -1]}}", 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -1,4 +1,5 @@
 // The cases of the elementwise kernels, the optimizers' updates, rounding and the loss scale.
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -47,6 +48,49 @@ OpCall setup_dropout_forward(OpIo& io) {
     calls.push_back([=](Backend& be) { be.dropout_forward(d.rate, step_seed, 5, d.first, d.n, x, mask, y); });
   }
   return in_order(std::move(calls));
+}
+
+// Keras's ReLU settings: ReLU6, leaky, thresholded with a slope and a cap, and a slope with a cap.
+struct ReluSetting {
+  float slope, max_value, threshold;
+};
+constexpr ReluSetting kReluSettings[] = {
+    {0.0f, 6.0f, 0.0f}, {0.2f, INFINITY, 0.0f}, {0.1f, 0.7f, 0.3f}, {0.3f, 0.5f, 0.0f}};
+
+OpCall setup_relu_general_forward(OpIo& io) {
+  std::vector<OpCall> calls;
+  const int64_t n = 300;
+  for (const ReluSetting r : kReluSettings) {
+    // Values across every kink: the cap is below 6, the scale puts some above.
+    std::vector<float> values = io.random(count(n), -8.0f, 8.0f);
+    const float* x = io.in(values);
+    float* y = io.out("y slope " + std::to_string(r.slope) + " max " + std::to_string(r.max_value), count(n));
+    calls.push_back([=](Backend& be) { be.relu_general_forward(n, r.slope, r.max_value, r.threshold, x, y); });
+  }
+  return in_order(std::move(calls));
+}
+
+OpCall setup_relu_general_backward(OpIo& io) {
+  std::vector<OpCall> calls;
+  const int64_t n = 300;
+  for (const ReluSetting r : kReluSettings) {
+    const float* x = io.in(io.random(count(n), -8.0f, 8.0f));
+    const float* dy = io.in(io.random(count(n)));
+    float* dx = io.out("dx slope " + std::to_string(r.slope) + " max " + std::to_string(r.max_value), count(n));
+    calls.push_back([=](Backend& be) { be.relu_general_backward(n, r.slope, r.max_value, r.threshold, x, dy, dx); });
+  }
+  return in_order(std::move(calls));
+}
+
+OpCall setup_scale_shift(OpIo& io) {
+  const int64_t n = 190;
+  const float* x = io.in(io.random(count(n)));
+  float* y = io.out("y", count(n));
+  float* in_place = io.inout("y over x", io.random(count(n)));
+  return [=](Backend& be) {
+    be.scale_shift(n, 1.0f / 127.5f, -1.0f, x, y);
+    be.scale_shift(n, 0.5f, 0.25f, in_place, in_place);
+  };
 }
 
 OpCall setup_multiply(OpIo& io) {

@@ -114,6 +114,35 @@ OpCall setup_conv2d_backward(OpIo& io) {
   return in_order(std::move(calls));
 }
 
+// Depthwise convolutions on both windows, one filter per channel with a bias and two without.
+OpCall setup_depthwise_conv2d_forward(OpIo& io) {
+  std::vector<OpCall> calls;
+  for (const Window2d& g : conv_windows())
+    for (const int64_t m : {1, 2}) {
+      const float* x = io.in(io.random(input_size(g)));
+      const float* w = io.in(io.random(count(g.patch() * m)));
+      const float* bias = m == 1 ? io.in(io.random(count(g.channels))) : nullptr;
+      float* y = io.out("y " + describe(g) + " multiplier " + std::to_string(m), output_size(g, g.channels * m));
+      calls.push_back([=](Backend& be) { be.depthwise_conv2d_forward(g, m, kRows, x, w, bias, y); });
+    }
+  return in_order(std::move(calls));
+}
+
+OpCall setup_depthwise_conv2d_backward(OpIo& io) {
+  std::vector<OpCall> calls;
+  for (const Window2d& g : conv_windows())
+    for (const int64_t m : {1, 2}) {
+      const std::string what = describe(g) + " multiplier " + std::to_string(m);
+      const float* x = io.in(io.random(input_size(g)));
+      const float* w = io.in(io.random(count(g.patch() * m)));
+      const float* dy = io.in(io.random(output_size(g, g.channels * m)));
+      float* dx = io.out("dx " + what, input_size(g));
+      float* dw = io.out("dw " + what, count(g.patch() * m));
+      calls.push_back([=](Backend& be) { be.depthwise_conv2d_backward(g, m, kRows, x, w, dy, dx, dw); });
+    }
+  return in_order(std::move(calls));
+}
+
 OpCall setup_max_pool_forward(OpIo& io) {
   std::vector<OpCall> calls;
   for (const Window2d& g : pool_windows()) {

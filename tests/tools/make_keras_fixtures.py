@@ -1,5 +1,5 @@
 """Writes the small Keras files kept in tests/fuzz/corpus/keras_file/ (the C++ tests' fixtures and the
-fuzzer's seeds) with the real Keras 3 (the environment of scripts/keras_venv.sh):
+fuzzer's seeds) with the real Keras 3 (the environment of scripts/python_venv.sh keras):
 
   python tests/tools/make_keras_fixtures.py tests/fuzz/corpus/keras_file
 

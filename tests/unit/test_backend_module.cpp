@@ -7,6 +7,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -312,6 +313,43 @@ TEST(BackendModule, TheLoaderTakesAMatchingTableAndRefusesAnother) {
   module::ModuleTable other_operations = kCpuModule;
   other_operations.operations = "gemm();";
   EXPECT_EQ(backend::CudaModule::from_table(&other_operations, "other-module").device_count(), 0);
+}
+
+// The structs that cross the table, or that both sides read in device memory, are compared field by
+// field at load: a module whose StepValues differs would read the step's rate from the wrong bytes.
+TEST(BackendModule, TheLoaderRefusesAModuleThatLaysOutAStructOtherwise) {
+  const std::string ours = module::kLayoutList;
+  for (const std::string entry :
+       {"Epilogue " + std::to_string(sizeof(backend::Epilogue)) + "/",
+        "Window2d " + std::to_string(sizeof(Window2d)) + "/",
+        "LossSpec " + std::to_string(sizeof(backend::LossSpec)) + "/",
+        "LossScaleState " + std::to_string(sizeof(backend::LossScaleState)) + "/",
+        "StepValues " + std::to_string(sizeof(backend::StepValues)) + "/",
+        "BackendOptions " + std::to_string(sizeof(BackendOptions)) + "/",
+        "ModuleTable " + std::to_string(sizeof(module::ModuleTable)) + "/"})
+    EXPECT_NE(ours.find(entry), std::string::npos) << entry << " in " << ours;
+  EXPECT_NE(ours.find(" learning_rate@" + std::to_string(offsetof(backend::StepValues, learning_rate))),
+            std::string::npos)
+      << ours;
+
+  std::string moved = ours;  // StepValues::one somewhere else in the module's build
+  moved.insert(moved.find(" one@", moved.find("StepValues ")) + 5, "1");
+  module::ModuleTable other_layout = kCpuModule;
+  other_layout.layouts = moved.c_str();
+  const backend::CudaModule refused = backend::CudaModule::from_table(&other_layout, "drifted-module");
+  EXPECT_EQ(refused.device_count(), 0);
+  EXPECT_NE(refused.status().find("drifted-module was built with another layout of StepValues than this libkx"),
+            std::string::npos)
+      << refused.status();
+  EXPECT_EQ(test::status_of([&] { refused.create_backend(0); }), Status::Device);
+
+  std::string shorter = ours;  // a module that knows one type fewer
+  shorter.resize(shorter.rfind(';', shorter.size() - 2) + 1);
+  other_layout.layouts = shorter.c_str();
+  EXPECT_NE(backend::CudaModule::from_table(&other_layout, "m").status().find("another layout of ModuleTable"),
+            std::string::npos);
+  other_layout.layouts = nullptr;
+  EXPECT_EQ(backend::CudaModule::from_table(&other_layout, "m").device_count(), 0);
 }
 
 TEST(BackendModule, TheCudaModuleIsLookedForOncePerProcess) {

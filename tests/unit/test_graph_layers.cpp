@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "core/layers/layer.hpp"
+#include "io/json.hpp"
 #include "kx/error.hpp"
 #include "layer_check.hpp"
 #include "reference.hpp"
@@ -81,6 +82,38 @@ TEST(PoolingLayers, GlobalAveragePoolingIsTheMeanOfEachChannel) {
         for (int64_t c = 0; c < C; ++c) y[static_cast<size_t>(r * C + c)] += x[0][static_cast<size_t>((r * H * W + p) * C + c)] / (H * W);
     return y;
   });
+}
+
+// keepdims (Keras's squeeze-and-excite blocks): the same means, as (1, 1, channels), in JSON both ways.
+TEST(PoolingLayers, GlobalAveragePoolingKeepsDimsAsKeras) {
+  const std::string keras = R"({"class_name": "GlobalAveragePooling2D", "config": {"name": "gap", "keepdims": true,
+      "data_format": "channels_last"}})";
+  auto layer = core::make_layer(core::layer_spec_from_json(json::parse(keras)));
+  const int64_t rows = 2, H = 3, W = 2, C = 4;
+  EXPECT_EQ(layer->build({H, W, C}), Shape({1, 1, C}));
+  check_layer(*layer, {{H, W, C}}, rows, {}, [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y(static_cast<size_t>(rows * C), 0.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = 0; p < H * W; ++p)
+        for (int64_t c = 0; c < C; ++c) y[static_cast<size_t>(r * C + c)] += x[0][static_cast<size_t>((r * H * W + p) * C + c)] / (H * W);
+    return y;
+  });
+  const json::Value out = layer->to_json();
+  EXPECT_TRUE(out.at("config", "").at("keepdims", "").as_bool(""));
+  auto again = core::make_layer(core::layer_spec_from_json(out));
+  EXPECT_EQ(again->build({H, W, C}), Shape({1, 1, C}));
+  EXPECT_EQ(test::status_of([] {
+              core::make_layer(core::layer_spec_from_json(json::parse(
+                  R"({"class_name": "GlobalAveragePooling2D", "config": {"data_format": "channels_first"}})")));
+            }),
+            Status::Unsupported);
+}
+
+// Keras's default padding is (1, 1): a config without one pads a pixel on every side.
+TEST(ZeroPadding2dLayer, DefaultsToOnePixelAsKeras) {
+  auto layer = core::make_layer(
+      core::layer_spec_from_json(json::parse(R"({"class_name": "ZeroPadding2D", "config": {"name": "pad"}})")));
+  EXPECT_EQ(layer->build({3, 4, 2}), Shape({5, 6, 2}));
 }
 
 TEST(ZeroPadding2dLayer, PadsWithZerosAndCropsTheGradient) {

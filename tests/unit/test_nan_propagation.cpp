@@ -84,6 +84,32 @@ TEST_P(NanPropagation, TerminateOnNanStopsAtTheBatchThatHoldsIt) {
   EXPECT_EQ(last_batch, 3) << "no batch after the NaN one ran its callbacks";
 }
 
+// Fits m on d with a checkpoint after every batch (and `cb`'s other callbacks) and expects the fit to
+// end in KX_E_DIVERGED saying the checkpoint of `refused_step` was not written, with `files`
+// checkpoints left, every one of them resuming finite weights.
+void expect_only_finite_checkpoints(Model& m, Dataset& d, Callbacks& cb, const std::string& name, int refused_step,
+                                    int files) {
+  const std::string dir = ::testing::TempDir() + name + "-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  cb.add_model_checkpoint(dir + "/step-{step}.kx", 1, 0);
+  std::string message;
+  try {
+    m.fit(d, FitOptions{}, &cb, nullptr);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Diverged);
+    message = e.what();
+  }
+  EXPECT_NE(message.find("step-" + std::to_string(refused_step) + ".kx was not written"), std::string::npos) << message;
+  int found = 0;
+  for (const auto& f : std::filesystem::directory_iterator(dir)) {
+    ++found;
+    Model resumed = Model::load(Strategy::mirrored({"cpu"}), f.path().string());
+    for (float w : resumed.get_weights()) ASSERT_TRUE(std::isfinite(w)) << f.path();
+  }
+  EXPECT_EQ(found, files);
+  std::filesystem::remove_all(dir);
+}
+
 // Without TerminateOnNaN the update of the NaN batch makes the weights NaN: the checkpoint after it is
 // refused (KX_E_DIVERGED naming it), and every checkpoint on disk holds finite weights to resume from.
 TEST(NanCheckpoints, ANonFiniteStateIsNeverWritten) {
@@ -94,26 +120,8 @@ TEST(NanCheckpoints, ANonFiniteStateIsNeverWritten) {
   x[static_cast<size_t>((3 * kBatch + 1) * kIn)] = std::numeric_limits<float>::quiet_NaN();  // batch 4
   Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kSamples, kIn}, y.data(), DType::F32, {kSamples});
   d.batch(kBatch, false);
-  const std::string dir = ::testing::TempDir() + "kx-nan-checkpoints-" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
   Callbacks cb;
-  cb.add_model_checkpoint(dir + "/step-{step}.kx", 1, 0);
-  std::string message;
-  try {
-    m.fit(d, FitOptions{}, &cb, nullptr);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), Status::Diverged);
-    message = e.what();
-  }
-  EXPECT_NE(message.find("step-4.kx was not written"), std::string::npos) << message;
-  int files = 0;
-  for (const auto& f : std::filesystem::directory_iterator(dir)) {
-    ++files;
-    Model resumed = Model::load(Strategy::mirrored({"cpu"}), f.path().string());
-    for (float w : resumed.get_weights()) ASSERT_TRUE(std::isfinite(w)) << f.path();
-  }
-  EXPECT_EQ(files, 3);
-  std::filesystem::remove_all(dir);
+  expect_only_finite_checkpoints(m, d, cb, "kx-nan-checkpoints", 4, 3);
 }
 
 // An inf input saturates tanh and sigmoid, so the loss stays finite and TerminateOnNaN has nothing to
@@ -135,27 +143,9 @@ TEST_P(InfThroughSaturation, TheCheckpointOfTheBadUpdateIsRefused) {
   x[static_cast<size_t>((2 * kBatch + 3) * kIn + 1)] = std::numeric_limits<float>::infinity();  // batch 3
   Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kSamples, kIn}, y.data(), DType::F32, {kSamples});
   d.batch(kBatch, false);
-  const std::string dir = ::testing::TempDir() + "kx-inf-checkpoints-" + std::to_string(::getpid());
-  std::filesystem::remove_all(dir);
   Callbacks cb;
   cb.add_terminate_on_nan();
-  cb.add_model_checkpoint(dir + "/step-{step}.kx", 1, 0);
-  std::string message;
-  try {
-    m.fit(d, FitOptions{}, &cb, nullptr);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), Status::Diverged);
-    message = e.what();
-  }
-  EXPECT_NE(message.find("step-3.kx was not written"), std::string::npos) << message;
-  int files = 0;
-  for (const auto& f : std::filesystem::directory_iterator(dir)) {
-    ++files;
-    Model resumed = Model::load(Strategy::mirrored({"cpu"}), f.path().string());
-    for (float w : resumed.get_weights()) ASSERT_TRUE(std::isfinite(w)) << f.path();
-  }
-  EXPECT_EQ(files, 2) << "the checkpoints of batches 1 and 2";
-  std::filesystem::remove_all(dir);
+  expect_only_finite_checkpoints(m, d, cb, "kx-inf-checkpoints", 3, 2);  // batches 1 and 2 were written
 }
 
 INSTANTIATE_TEST_SUITE_P(Saturating, InfThroughSaturation, ::testing::Values(Activation::Tanh, Activation::Sigmoid),

@@ -13,6 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/recording_backend.hpp"
+#include "config/test_hooks.hpp"
 #include "core/train/step_graphs.hpp"
 #include "distribute/collective_factory.hpp"
 #include "kx/error.hpp"
@@ -188,21 +189,50 @@ Dataset graph_data(int64_t n, uint32_t seed) {
   return d;
 }
 
+// The same, as 6x6 images of 2 channels: the pixel sums of the two channels' left halves decide.
+Dataset image_data(int64_t n, uint32_t seed) {
+  constexpr int64_t kPixels = 6 * 6 * 2;
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n * kPixels), seed);
+  std::vector<float> y(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    float left = 0, right = 0;
+    for (int64_t p = 0; p < kPixels; ++p) (p % 12 < 6 ? left : right) += x[static_cast<size_t>(i * kPixels + p)];
+    y[static_cast<size_t>(i)] = static_cast<float>((left > 0) + (right > 0));
+  }
+  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 6, 6, 2}, y.data(), DType::F32, {n});
+  d.shuffle(n, 9);
+  d.batch(48, false);
+  return d;
+}
+
 struct FitResult {
   std::vector<float> weights;
   std::vector<double> loss, val_loss;
 };
 
+// Mlp: dense layers with dropout and batch normalisation. ConvBn: Conv2D + BatchNormalization (the
+// convolution's workspace and the statistics' state between a full batch, the short last one and
+// validation), as a GPU runs it with cuDNN.
+enum class Net { Mlp, ConvBn };
+
 // Every value that changes from step to step: the dropout seed, the rate (a cosine decay per step and
 // Adam's bias correction), the batch index, the last short batch, the EMA's first step, validation
 // between epochs.
-FitResult fit_on(const Strategy& strategy, OptimizerKind kind, int verbose = 0) {
-  Model m = Model::sequential(strategy, {12});
-  m.add_dense(24, Activation::Relu);
-  m.add_dropout(0.25f);
+FitResult fit_on(const Strategy& strategy, OptimizerKind kind, int verbose = 0, Net net = Net::Mlp) {
+  Model m = Model::sequential(strategy, net == Net::Mlp ? Shape{12} : Shape{6, 6, 2});
+  if (net == Net::Mlp) {
+    m.add_dense(24, Activation::Relu);
+    m.add_dropout(0.25f);
+  } else {
+    m.add_conv2d(8, 3, 3, 1, Padding::Same, Activation::Relu);
+  }
   LayerSpec bn;
   bn.kind = LayerKind::BatchNormalization;
   m.add(bn);
+  if (net == Net::ConvBn) {
+    m.add_conv2d(4, 3, 3, 2, Padding::Valid, Activation::Relu);
+    m.add_flatten();
+  }
   m.add_dense(3, Activation::Softmax);
   CompileOptions co;
   co.optimizer.kind = kind;
@@ -211,7 +241,8 @@ FitResult fit_on(const Strategy& strategy, OptimizerKind kind, int verbose = 0) 
   co.optimizer.use_ema = kind == OptimizerKind::Adam;
   co.seed = 17;
   m.compile(co);
-  Dataset train = graph_data(500, 1), val = graph_data(130, 2);
+  Dataset train = net == Net::Mlp ? graph_data(500, 1) : image_data(500, 1);
+  Dataset val = net == Net::Mlp ? graph_data(130, 2) : image_data(130, 2);
   Callbacks cb;
   CosineDecay decay;
   decay.decay_steps = 25;
@@ -230,27 +261,36 @@ FitResult fit_on(const Strategy& strategy, OptimizerKind kind, int verbose = 0) 
   return r;
 }
 
-FitResult fit_once(OptimizerKind kind, int replicas = 1) {
-  return fit_on(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), kind);
+FitResult fit_once(OptimizerKind kind, int replicas = 1, Net net = Net::Mlp) {
+  return fit_on(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), kind, 0, net);
 }
 
+// The step graphs recorded so far in this process (a replay that never happened must not pass).
+int64_t graphs_recorded() { return config::test_hooks().step_graphs_recorded.load(); }
+
 TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
-  for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
-    FitResult direct, replayed;
-    {
-      GraphSetting off("0");
-      direct = fit_once(kind);
+  for (Net net : {Net::Mlp, Net::ConvBn})
+    for (OptimizerKind kind : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
+      const std::string name = std::string(net == Net::Mlp ? "MLP" : "Conv2D+BN") + ", " +
+                               (kind == OptimizerKind::Adam ? "Adam" : "SGD");
+      FitResult direct, replayed;
+      const int64_t before = graphs_recorded();
+      {
+        GraphSetting off("0");
+        direct = fit_once(kind, 1, net);
+      }
+      EXPECT_EQ(graphs_recorded(), before) << name << ": nothing recorded with KX_STEP_GRAPHS=0";
+      {
+        GraphSetting emulate("emulate");
+        replayed = fit_once(kind, 1, net);
+      }
+      // The full batch and the short last one, each recorded once and replayed after.
+      EXPECT_EQ(graphs_recorded() - before, 2) << name;
+      EXPECT_TRUE(replayed.weights == direct.weights) << name << ": " << test::relative_difference(replayed.weights, direct.weights);
+      EXPECT_EQ(replayed.loss, direct.loss) << name;
+      EXPECT_EQ(replayed.val_loss, direct.val_loss) << name;
+      EXPECT_LT(direct.loss.back(), direct.loss.front()) << name << " learns";
     }
-    {
-      GraphSetting emulate("emulate");
-      replayed = fit_once(kind);
-    }
-    const char* name = kind == OptimizerKind::Adam ? "Adam" : "SGD";
-    EXPECT_TRUE(replayed.weights == direct.weights) << name << ": " << test::relative_difference(replayed.weights, direct.weights);
-    EXPECT_EQ(replayed.loss, direct.loss) << name;
-    EXPECT_EQ(replayed.val_loss, direct.val_loss) << name;
-    EXPECT_LT(direct.loss.back(), direct.loss.front()) << name << " learns";
-  }
 }
 
 // A collective chosen by the strategy (the injection point a multi-worker strategy uses): the replicas'

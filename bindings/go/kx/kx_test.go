@@ -409,3 +409,20 @@ func TestFitKeepsItsArgumentsAliveWhileCallbacksCollect(t *testing.T) {
 		t.Fatalf("%d epochs", len(h.Metrics["loss"]))
 	}
 }
+
+// A keras.applications model by name: MobileNetV2 at alpha 0.35 on 96x96 images with 10 classes has
+// Keras's 412,778 weights; an unknown application is an error naming it.
+func TestApplicationsByKerasName(t *testing.T) {
+	s, err := NewMirroredStrategy("cpu")
+	must(t, err)
+	defer s.Close()
+	m, err := NewApplication(s, "MobileNetV2", `{"alpha": 0.35, "input_shape": [96, 96, 3], "classes": 10}`)
+	must(t, err)
+	defer m.Close()
+	if n := m.NumParams(); n != 423018 {
+		t.Fatalf("MobileNetV2(alpha=0.35, 96x96, 10 classes) has %d weights, Keras has 423018", n)
+	}
+	if _, err := NewApplication(s, "NoSuchNet", ""); err == nil {
+		t.Fatal("an unknown application was accepted")
+	}
+}

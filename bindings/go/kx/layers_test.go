@@ -31,7 +31,10 @@ var layerCases = map[string]layerCase{
 	"Add":                    {[]int64{4}, NewLayer("Add", nil), true},
 	"Concatenate":            {[]int64{4}, NewLayer("Concatenate", Config{"axis": -1}), true},
 	"Activation":             {[]int64{4}, NewLayer("Activation", Config{"activation": "tanh"}), false},
-	"ReLU":                   {[]int64{2, 3}, NewLayer("ReLU", Config{"max_value": nil}), false},
+	"ReLU":                   {[]int64{2, 3}, NewLayer("ReLU", Config{"max_value": 6.0}), false},
+	"DepthwiseConv2D":        {[]int64{5, 5, 2}, NewLayer("DepthwiseConv2D", Config{"kernel_size": 3, "padding": "same", "depth_multiplier": 2}), false},
+	"Rescaling":              {[]int64{4}, NewLayer("Rescaling", Config{"scale": 0.5, "offset": -1.0}), false},
+	"Reshape":                {[]int64{6}, NewLayer("Reshape", Config{"target_shape": []int{2, -1}}), false},
 }
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {

@@ -170,6 +170,26 @@ func LoadKeras(s *Strategy, path string) (*Model, error) {
 	return newModel(p), nil
 }
 
+// NewApplication builds a keras.applications model by its Keras class name ("ResNet50",
+// "MobileNetV2") with its keyword arguments as a JSON object ("" for Keras's defaults), e.g.
+// NewApplication(s, "MobileNetV2", `{"alpha": 0.35, "input_shape": [96, 96, 3], "classes": 10}`).
+// Keras's layer names, so Keras's weight files load by name; uncompiled.
+func NewApplication(s *Strategy, name, optionsJSON string) (*Model, error) {
+	defer runtime.KeepAlive(s)
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	var co *C.char
+	if optionsJSON != "" {
+		co = C.CString(optionsJSON)
+		defer C.free(unsafe.Pointer(co))
+	}
+	var p *C.kx_model
+	if err := callErr(func() C.kx_status { return C.kx_model_create_application(s.p, cn, co, &p) }); err != nil {
+		return nil, err
+	}
+	return newModel(p), nil
+}
+
 func (m *Model) AddDense(units int64, act Activation) error {
 	defer runtime.KeepAlive(m)
 	return callErr(func() C.kx_status { return C.kx_model_add_dense(m.p, C.int64_t(units), C.kx_activation(act)) })

@@ -877,3 +877,31 @@ class models:  # noqa: N801 (keras.models' spelling)
     @staticmethod
     def load_model(path, strategy=None):
         return load_keras(path, strategy)
+
+
+def _application(name, strategy, **kwargs):
+    import json
+
+    out = ctypes.c_void_p()
+    strategy = strategy or Strategy.default()
+    options = {k: list(v) if isinstance(v, tuple) else v for k, v in kwargs.items()}
+    check(lib.kx_model_create_application(strategy.handle, name.encode(), json.dumps(options).encode(),
+                                          ctypes.byref(out)))
+    return Model(out.value)
+
+
+class applications:  # noqa: N801 (keras.applications' spelling)
+    """keras.applications' architectures with Keras's layer names, uncompiled (weights=None only: load
+    Keras's weight files with Model.load_weights)."""
+
+    @staticmethod
+    def MobileNetV2(input_shape=(224, 224, 3), alpha=1.0, include_top=True, weights=None, pooling=None,  # noqa: N802
+                    classes=1000, classifier_activation="softmax", strategy=None):
+        return _application("MobileNetV2", strategy, input_shape=input_shape, alpha=alpha, include_top=include_top,
+                            weights=weights, pooling=pooling, classes=classes,
+                            classifier_activation=classifier_activation)
+
+    @staticmethod
+    def ResNet50(include_top=True, weights=None, input_shape=(224, 224, 3), classes=1000, strategy=None):  # noqa: N802
+        return _application("ResNet50", strategy, include_top=include_top, weights=weights, input_shape=input_shape,
+                            classes=classes)

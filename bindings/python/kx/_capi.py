@@ -172,6 +172,7 @@ _SIGNATURES = {
     "kx_model_add_normalization": (c_int32, [c_void_p, P(c_float), P(c_float), c_size_t]),
     "kx_model_add_activation": (c_int32, [c_void_p, c_int32]),
     "kx_model_create_resnet50": (c_int32, [c_void_p, P(c_int64), c_int32, c_int64, P(c_void_p)]),
+    "kx_model_create_application": (c_int32, [c_void_p, c_char_p, c_char_p, P(c_void_p)]),
     "kx_model_num_layers": (c_int64, [c_void_p]),
     "kx_model_layer_name": (c_int32, [c_void_p, c_int64, P(c_void_p)]),
     "kx_model_set_trainable": (c_int32, [c_void_p, c_char_p, c_int32]),

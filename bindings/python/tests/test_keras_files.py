@@ -1,7 +1,7 @@
 """Keras's model files against the real Keras 3: models built and trained in Keras, saved as .keras,
 legacy .h5 and .weights.h5, opened in kx (predict, one training step from the file's optimizer
 state), and kx's .keras files opened in Keras. Needs Keras 3 with TensorFlow (the pinned virtual
-environment of scripts/keras_venv.sh: ctest's python_keras_files runs this file with it); skipped
+environment of scripts/python_venv.sh keras: ctest's python_keras_files runs this file with it); skipped
 without them. KX_LIBRARY and PYTHONPATH as for the other binding tests."""
 import os
 import subprocess
@@ -65,8 +65,19 @@ def with_dropout():
     return m, np.zeros((32, 2), np.float32)
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "graph": graph, "dropout": with_dropout}
-TRAINS = {"mlp", "cnn", "graph"}  # dropout's masks differ between any two libraries
+def resnet50():
+    # Keras Applications' own ResNet50 at the smallest input it takes: every layer name and weight
+    # layout as in the ImageNet weight files users fine-tune from.
+    # SGD with momentum, not Adam: a convolution's bias before BatchNormalization has no gradient in
+    # exact arithmetic, and Adam's per-element scaling turns the float32 remainder (different in any
+    # two libraries) into a step of the full learning rate; SGD keeps one step comparable.
+    m = keras.applications.ResNet50(weights=None, input_shape=(32, 32, 3), classes=4)
+    m.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9), loss="sparse_categorical_crossentropy")
+    return m, np.random.default_rng(4).integers(0, 4, 32).astype(np.float32)
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "graph": graph, "dropout": with_dropout, "resnet50": resnet50}
+TRAINS = {"mlp", "cnn", "graph", "resnet50"}  # dropout's masks differ between any two libraries
 
 
 def inputs(model, seed=5):
@@ -81,7 +92,7 @@ def assert_close(test, got, want, what):
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
 
 
-@unittest.skipIf(keras is None, "Keras is not installed (scripts/keras_venv.sh makes the pinned environment)")
+@unittest.skipIf(keras is None, "Keras is not installed (scripts/python_venv.sh keras makes the pinned environment)")
 class KerasFiles(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

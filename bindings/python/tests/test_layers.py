@@ -29,7 +29,10 @@ LAYER_CASES = {
     "Add": ((4,), {}, True),
     "Concatenate": ((4,), dict(axis=-1), True),
     "Activation": ((4,), dict(activation="tanh"), False),
-    "ReLU": ((2, 3), dict(max_value=None), False),
+    "ReLU": ((2, 3), dict(max_value=6.0), False),
+    "DepthwiseConv2D": ((5, 5, 2), dict(kernel_size=3, padding="same", depth_multiplier=2), False),
+    "Rescaling": ((4,), dict(scale=0.5, offset=-1.0), False),
+    "Reshape": ((6,), dict(target_shape=(2, -1)), False),
 }
 
 

@@ -517,6 +517,16 @@ KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activatio
 KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
                                           int64_t classes, kx_model** out);
 
+/* A keras.applications model by its Keras class name, "ResNet50" or "MobileNetV2", with its keyword
+ * arguments as a JSON object (NULL or "" for Keras's defaults), e.g. "MobileNetV2" with
+ * {"alpha": 0.35, "input_shape": [96, 96, 3], "include_top": true, "pooling": null, "classes": 10}:
+ * Keras's layers and layer names, so Keras's weight files load by name (kx_model_load_weights);
+ * uncompiled, on s. "weights" may only be null. Errors: NULL s, name or out; KX_E_INVALID_ARGUMENT for
+ * an unknown application or argument, malformed JSON, a bad shape or value; KX_E_UNSUPPORTED for a
+ * setting kx lacks (MobileNetV2's pooling "max"). */
+KX_API KX_MUST_CHECK kx_status kx_model_create_application(kx_strategy* s, const char* name, const char* options_json,
+                                                           kx_model** out);
+
 /* Layers in order (the input is not one); -1 for NULL. */
 KX_API int64_t kx_model_num_layers(const kx_model* m);
 /* The name of layer `index` into *out_name (free with kx_free). Errors: NULL, index out of range. */

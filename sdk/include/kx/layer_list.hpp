@@ -22,4 +22,7 @@
   X(Add, "Add", "add", read_no_config, make_add_layer)                                                         \
   X(Concatenate, "Concatenate", "concatenate", read_concatenate_config, make_concatenate_layer)                \
   X(Activation, "Activation", "activation", read_activation_config, make_activation_layer)                    \
-  X(ReLU, "ReLU", "re_lu", read_no_config, make_relu_layer)
+  X(ReLU, "ReLU", "re_lu", read_no_config, make_relu_layer)                                                     \
+  X(DepthwiseConv2D, "DepthwiseConv2D", "depthwise_conv2d", read_no_config, make_depthwise_conv2d_layer)       \
+  X(Rescaling, "Rescaling", "rescaling", read_no_config, make_rescaling_layer)                                 \
+  X(Reshape, "Reshape", "reshape", read_no_config, make_reshape_layer)

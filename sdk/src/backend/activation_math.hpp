@@ -21,4 +21,41 @@ KX_HOST_DEVICE inline float sigmoid_backward(float y, float dy) { return mul_rn(
 // dy * (1 - y * y).
 KX_HOST_DEVICE inline float tanh_backward(float y, float dy) { return mul_rn(dy, sub_rn(1.0f, mul_rn(y, y))); }
 
+// Keras 3's relu(x, negative_slope, max_value, threshold) (keras.activations.relu on TensorFlow), step
+// by step as it computes it; max_value +infinity stands for None. Its branches differ on NaN as
+// TensorFlow's do: the threshold's where() gives 0, relu, relu6 and clip keep the NaN.
+KX_HOST_DEVICE inline float relu_general(float x, float slope, float max_value, float threshold) {
+  const bool clip = max_value <= 3.0e38f;
+  if (slope != 0.0f && !clip && threshold == 0.0f) return x > 0.0f ? x : mul_rn(x, slope);  // leaky_relu
+  float y;
+  if (threshold != 0.0f) {
+    y = x > threshold ? x : 0.0f;
+  } else {
+    y = relu(x);  // relu6 when max_value is 6: the same as relu then clip
+  }
+  if (clip && y > max_value) y = max_value;
+  if (slope != 0.0f) y = sub_rn(y, mul_rn(slope, relu(threshold != 0.0f ? add_rn(-x, threshold) : -x)));
+  return y;
+}
+
+// dy times relu_general's derivative at x, as TensorFlow differentiates its steps: the where() and
+// relu pass dy above the threshold (above 0), relu6 strictly inside (0, 6), clip up to max_value
+// inclusive; the negative part adds dy * slope below the threshold.
+KX_HOST_DEVICE inline float relu_general_backward(float x, float dy, float slope, float max_value, float threshold) {
+  const bool clip = max_value <= 3.0e38f;
+  if (slope != 0.0f && !clip && threshold == 0.0f) return x > 0.0f ? dy : mul_rn(dy, slope);
+  bool pass;
+  if (threshold != 0.0f) {
+    pass = x > threshold && !(clip && x > max_value);
+  } else if (max_value == 6.0f) {
+    pass = x > 0.0f && x < 6.0f;
+  } else {
+    pass = x > 0.0f && !(clip && x > max_value);
+  }
+  const float g = pass ? dy : 0.0f;
+  if (slope == 0.0f) return g;
+  const bool below = (threshold != 0.0f ? add_rn(-x, threshold) : -x) > 0.0f;
+  return below ? add_rn(g, mul_rn(dy, slope)) : g;
+}
+
 }  // namespace kx::backend

@@ -52,6 +52,18 @@
     (const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w, const float* dz,          \
      float* dx, float* dw, float* db),                                                                           \
     (g, filters, rows, x, w, dz, dx, dw, db))                                                                    \
+  /* Depthwise convolution (Keras's DepthwiseConv2D): channel c of x, convolved with w[:, :, c, m] (w is         \
+     [k_h, k_w, channels, multiplier]), gives output channel c * multiplier + m of y [rows, out_h, out_w,        \
+     channels * multiplier]; plus bias[c * multiplier + m] unless bias is null. Taps added in window order. */  \
+  X(depthwise_conv2d_forward,                                                                                    \
+    (const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w, const float* bias,     \
+     float* y),                                                                                                  \
+    (g, multiplier, rows, x, w, bias, y))                                                                        \
+  /* Its gradients from dy = dL/dy: dx and dw, each overwritten and each may be null (dw summed in double). */  \
+  X(depthwise_conv2d_backward,                                                                                   \
+    (const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w, const float* dy,       \
+     float* dx, float* dw),                                                                                      \
+    (g, multiplier, rows, x, w, dy, dx, dw))                                                                     \
   /* Max over each window (no padding), channel by channel. */                                                  \
   X(max_pool_forward, (const Window2d& g, int64_t rows, const float* x, float* y), (g, rows, x, y))              \
   /* dx (overwritten): each window's dy goes to the first position holding its maximum. */                      \
@@ -85,6 +97,18 @@
     (float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n, const float* x,           \
      float* mask, float* y),                                                                                     \
     (rate, step_seed, stream, first, n, x, mask, y))                                                             \
+  /* y[i] = Keras's relu(x[i], negative_slope, max_value, threshold) (activation_math.hpp's relu_general);      \
+     max_value +infinity for None. y may alias x. */                                                             \
+  X(relu_general_forward,                                                                                        \
+    (int64_t n, float negative_slope, float max_value, float threshold, const float* x, float* y),               \
+    (n, negative_slope, max_value, threshold, x, y))                                                             \
+  /* dx[i] = dy[i] times relu_general's derivative at x[i] (TensorFlow's at the kinks); dx may alias dy. */       \
+  X(relu_general_backward,                                                                                       \
+    (int64_t n, float negative_slope, float max_value, float threshold, const float* x, const float* dy,         \
+     float* dx),                                                                                                 \
+    (n, negative_slope, max_value, threshold, x, dy, dx))                                                        \
+  /* y[i] = x[i] * scale + offset, rounded after each operation (Keras's Rescaling); y may alias x. */           \
+  X(scale_shift, (int64_t n, float scale, float offset, const float* x, float* y), (n, scale, offset, x, y))     \
   /* out[i] = a[i] * b[i] */                                                                                     \
   X(multiply, (int64_t n, const float* a, const float* b, float* out), (n, a, b, out))                           \
   X(copy, (int64_t n, const float* src, float* dst), (n, src, dst))                                              \

@@ -19,6 +19,24 @@ constexpr const char kModuleFile[] = "libkx_cuda.so";
 
 std::string configured_path() { return config::path("KX_CUDA_MODULE"); }
 
+// Where two layout lists (module_abi.hpp's kLayoutList) part: the first entry that differs, named, with
+// both sides' text.
+std::string first_layout_difference(const std::string& module, const std::string& ours) {
+  const auto entry = [](const std::string& list, size_t at) {
+    return at < list.size() ? list.substr(at, list.find(';', at) - at) : std::string();
+  };
+  for (size_t at = 0; at < module.size() || at < ours.size();) {
+    const std::string theirs = entry(module, at), mine = entry(ours, at);
+    if (theirs != mine) {
+      const std::string& named = mine.empty() ? theirs : mine;
+      return named.substr(0, named.find(' ')) + " than this libkx (module: \"" + theirs + "\", libkx: \"" + mine +
+             "\")";
+    }
+    at += mine.size() + 1;
+  }
+  return "types than this libkx";
+}
+
 }  // namespace
 
 const CudaModule& CudaModule::load() {
@@ -62,6 +80,12 @@ CudaModule CudaModule::from_table(const module::ModuleTable* table, const std::s
   }
   if (!table->operations || std::strcmp(table->operations, module::kOperationList) != 0) {
     m.status_ = origin + " was built with other backend operations than this libkx: install matching kx packages";
+    return m;
+  }
+  if (!table->layouts || std::strcmp(table->layouts, module::kLayoutList) != 0) {
+    m.status_ = origin + " was built with another layout of " +
+                first_layout_difference(table->layouts ? table->layouts : "", module::kLayoutList) +
+                ": install matching kx packages";
     return m;
   }
   char why[512] = {};

@@ -34,6 +34,10 @@ constexpr std::array kSwitches{
            "1: a shared-memory window when every worker is on one host",
            "under mpirun, the workers of one host sum through a shared-memory window (1) or point to point "
            "as across hosts (0); the workers of a host must agree"},
+    Switch{"KX_SHARED_MEMORY", SwitchKind::Flag, kFlagValues,
+           "1: POSIX shared memory when every worker is on one host",
+           "TF_CONFIG workers that find themselves on one host sum through shared memory (1) or Gloo's TCP "
+           "connections as across hosts (0)"},
     // The engines': read where the engine code is, as those engines define them.
     Switch{"GLOO_SOCKET_IFNAME", SwitchKind::Engine, "a network interface's name",
            "the address the host name resolves to", "the network interface TF_CONFIG workers use (Gloo's)"},

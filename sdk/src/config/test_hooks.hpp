@@ -1,8 +1,11 @@
 // Hooks for kx's own tests and benches, settable only from C++ code linked with the SDK (kx_sdk): a
 // program that goes through libkx cannot reach them, and no environment variable sets them. Set them
-// before the fit they are for (they are read when it starts), from the test program's own command line.
+// before the fit they are for (they are read when it starts), from the test program's own command line;
+// the counters kx writes are read after it.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace kx::config {
@@ -16,6 +19,11 @@ struct TestHooks {
   // The HDF5 reader's deadline (kx-hdf5-reader, io/hdf5_reader_process.cpp); 0: the one its file's
   // size earns.
   std::chrono::milliseconds hdf5_reader_timeout{0};
+  // Written by kx, read by tests: the training steps recorded as graphs (CUDA graphs, or the recording
+  // backend's) since the process started. A test that compares replayed steps with direct ones reads
+  // it before and after its fit, so that a recording that failed and fell back to direct steps
+  // cannot pass as a replay.
+  std::atomic<int64_t> step_graphs_recorded{0};
 };
 
 // The process's hooks (all off unless a test program sets them).

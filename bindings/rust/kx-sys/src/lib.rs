@@ -267,6 +267,7 @@ extern "C" {
     pub fn kx_model_add_normalization(m: *mut kx_model, mean: *const f32, variance: *const f32, n: usize) -> kx_status;
     pub fn kx_model_add_activation(m: *mut kx_model, act: kx_activation) -> kx_status;
     pub fn kx_model_create_resnet50(s: *mut kx_strategy, input_shape: *const i64, include_top: i32, classes: i64, out: *mut *mut kx_model) -> kx_status;
+    pub fn kx_model_create_application(s: *mut kx_strategy, name: *const c_char, options_json: *const c_char, out: *mut *mut kx_model) -> kx_status;
     pub fn kx_model_num_layers(m: *const kx_model) -> i64;
     pub fn kx_model_layer_name(m: *const kx_model, index: i64, out_name: *mut *mut c_char) -> kx_status;
     pub fn kx_model_set_trainable(m: *mut kx_model, layer: *const c_char, trainable: i32) -> kx_status;

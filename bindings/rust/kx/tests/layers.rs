@@ -19,7 +19,10 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Add" => (vec![4], l, true),
         "Concatenate" => (vec![4], l.set("axis", -1), true),
         "Activation" => (vec![4], l.set("activation", "tanh"), false),
-        "ReLU" => (vec![2, 3], l.set("max_value", kx::Value::Null), false),
+        "ReLU" => (vec![2, 3], l.set("max_value", 6.0), false),
+        "DepthwiseConv2D" => (vec![5, 5, 2], l.set("kernel_size", 3).set("padding", "same").set("depth_multiplier", 2), false),
+        "Rescaling" => (vec![4], l.set("scale", 0.5).set("offset", -1.0), false),
+        "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
         _ => return None,
     })
 }

@@ -17,6 +17,7 @@
 #include "backend/cpu/normalization_kernels.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
+#include "backend/cpu/depthwise_kernels.hpp"
 #include "backend/loss_math.hpp"
 #include "backend/seed_mix.hpp"
 #include "kx/error.hpp"
@@ -179,6 +180,14 @@ class CpuBackend final : public Backend {
   void col2im(const Window2d& g, int64_t rows, const float* col, float* dx) override {
     cpu::col2im(g, rows, col, dx, threads_);
   }
+  void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                                const float* bias, float* y) override {
+    cpu::depthwise_conv2d_forward(g, multiplier, rows, x, w, bias, y, threads_);
+  }
+  void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                                 const float* dy, float* dx, float* dw) override {
+    cpu::depthwise_conv2d_backward(g, multiplier, rows, x, w, dy, dx, dw, threads_);
+  }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
     cpu::max_pool_forward(g, rows, x, y, threads_);
   }
@@ -210,6 +219,21 @@ class CpuBackend final : public Backend {
                        const float* x, float* mask, float* y) override {
     const uint64_t seed = mix_seed(*step_seed, stream);
     for_spans(n, [&](int64_t b, int64_t e) { dropout_span(rate, seed, first + b, e - b, x + b, mask + b, y + b); });
+  }
+
+  void relu_general_forward(int64_t n, float slope, float max_value, float threshold, const float* x,
+                            float* y) override {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) y[i] = relu_general(x[i], slope, max_value, threshold);
+  }
+  void relu_general_backward(int64_t n, float slope, float max_value, float threshold, const float* x, const float* dy,
+                             float* dx) override {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) dx[i] = backend::relu_general_backward(x[i], dy[i], slope, max_value, threshold);
+  }
+  void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
+#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + offset;
   }
 
   void multiply(int64_t n, const float* a, const float* b, float* out) override {

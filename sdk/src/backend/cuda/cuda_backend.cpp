@@ -88,7 +88,8 @@ class CudaBackend final : public Backend {
   }
   ReplicaStream replica_stream() const { return {device_, stream_}; }
 
-  // Every kernel; convolutions natively where cuDNN takes the geometry.
+  // Every kernel; convolutions natively where cuDNN takes the geometry (a direction cuDNN has no
+  // deterministic algorithm for runs as im2col and GEMMs inside CudnnConv).
   bool supports(const OpQuery& q) const override {
     if (q.op == Op::conv2d_forward || q.op == Op::conv2d_backward) return conv_ && CudnnConv::supports(q.window);
     return true;
@@ -151,6 +152,18 @@ class CudaBackend final : public Backend {
     use_device();
     conv_->backward(g, filters, rows, x, w, dz, dx, dw, db);
   }
+  void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                                const float* bias, float* y) override {
+    use_device();
+    cuda::depthwise_conv2d_forward(stream_, g, multiplier, rows, x, w, bias, y);
+    launched("depthwise convolution");
+  }
+  void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                                 const float* dy, float* dx, float* dw) override {
+    use_device();
+    cuda::depthwise_conv2d_backward(stream_, g, multiplier, rows, x, w, dy, dx, dw);
+    launched("depthwise convolution gradient");
+  }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
     use_device();
     cuda::max_pool_forward(stream_, g, rows, x, y);
@@ -195,6 +208,23 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::dropout(stream_, rate, step_seed, stream, first, n, x, mask, y);
     launched("dropout");
+  }
+  void relu_general_forward(int64_t n, float slope, float max_value, float threshold, const float* x,
+                            float* y) override {
+    use_device();
+    cuda::relu_general_forward(stream_, n, slope, max_value, threshold, x, y);
+    launched("ReLU");
+  }
+  void relu_general_backward(int64_t n, float slope, float max_value, float threshold, const float* x, const float* dy,
+                             float* dx) override {
+    use_device();
+    cuda::relu_general_backward(stream_, n, slope, max_value, threshold, x, dy, dx);
+    launched("ReLU gradient");
+  }
+  void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
+    use_device();
+    cuda::scale_shift(stream_, n, scale, offset, x, y);
+    launched("rescaling");
   }
   void multiply(int64_t n, const float* a, const float* b, float* out) override {
     use_device();

@@ -32,11 +32,17 @@ class CudaTransferRing final : public TransferRing {
   CudaTransferRing(Backend& be, int device, cudaStream_t compute, int slots, size_t slot_bytes)
       : device_(device), compute_(compute), slot_bytes_(slot_bytes), copies_(device),
         device_slots_(be.allocate(static_cast<size_t>(slots) * slot_bytes)) {
+    check(cudaSetDevice(device_), "cudaSetDevice");
     for (int s = 0; s < slots; ++s) {
       pinned_.push_back(std::make_unique<PinnedArray<char>>(slot_bytes));
       copied_.emplace_back();
       released_.emplace_back();
     }
+    // The slots were allocated and zeroed on the compute stream, the uploads run on the copy stream:
+    // memory from the stream-ordered pool reaches another stream through an event. Every slot is
+    // released once now, so that its first upload waits for the allocation, the zeroing and whatever
+    // compute last used the pool's block (the ring this one replaces, say).
+    for (OwnedEvent& e : released_) check(cudaEventRecord(e, compute_), "cudaEventRecord");
   }
   // The copy stream (a member) finishes its copies before it goes; then the events and pinned memory.
   ~CudaTransferRing() override {
@@ -52,7 +58,6 @@ class CudaTransferRing final : public TransferRing {
   void upload(int slot, size_t bytes) override {
     const auto s = static_cast<size_t>(slot);
     check(cudaSetDevice(device_), "cudaSetDevice");
-    // An event never recorded counts as passed: the first turn of each slot waits for nothing.
     check(cudaStreamWaitEvent(copies_, released_[s], 0), "ordering a batch copy");
     check(cudaMemcpyAsync(device_slots_.data<char>() + s * slot_bytes_, host_slot(slot), bytes, cudaMemcpyHostToDevice,
                           copies_),

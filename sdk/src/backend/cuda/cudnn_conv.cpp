@@ -1,9 +1,24 @@
 #include "backend/cuda/cudnn_conv.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/kernels.cuh"
+
+namespace kx::backend::cuda {
+
+void* GrowingScratch::get(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  if (current_.bytes() < bytes) {
+    const size_t grown = std::max(bytes, 2 * current_.bytes());
+    if (!current_.empty()) outgrown_.push_back(std::move(current_));
+    current_ = be_.allocate(grown);
+  }
+  return current_.data();
+}
+
+}  // namespace kx::backend::cuda
 
 #ifndef KX_HAVE_CUDNN
 
@@ -39,6 +54,11 @@ namespace {
 // Algorithms needing more scratch than this are passed over.
 constexpr size_t kMaxWorkspaceBytes = size_t{512} << 20;
 
+// A 1x1 kernel with stride 1 and no padding: the input is its own columns.
+bool pointwise(const Window2d& g) {
+  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 && g.pad_left == 0;
+}
+
 void check(cudnnStatus_t s, const char* what) {
   if (s == CUDNN_STATUS_SUCCESS) return;
   const Status status = s == CUDNN_STATUS_ALLOC_FAILED ? Status::OutOfMemory
@@ -48,29 +68,32 @@ void check(cudnnStatus_t s, const char* what) {
 }
 
 // The first of cuDNN's ranked algorithms that succeeds, is deterministic (runs repeat bitwise), fits
-// the workspace limit and, for strict float32, uses no tensor-core math.
+// the workspace limit and computes on float32 data: never ALLOW_CONVERSION, which may convert the
+// operands down to float16 (range +-65504, subnormals lost), what neither TF32 nor strict float32 is;
+// and for strict float32 no tensor-core math at all.
 template <class Perf>
 const Perf* pick(const Perf* perf, int n, bool strict_fp32) {
   for (int i = 0; i < n; ++i) {
-    const bool tensor_cores =
-        perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
     if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].determinism == CUDNN_DETERMINISTIC &&
-        perf[i].memory <= kMaxWorkspaceBytes && !(strict_fp32 && tensor_cores))
+        perf[i].memory <= kMaxWorkspaceBytes && !(strict_fp32 && perf[i].mathType == CUDNN_TENSOR_OP_MATH))
       return &perf[i];
   }
   return nullptr;
 }
 
-// Sets algo and bytes from the ranked list. With TF32 allowed the descriptor takes the math the
-// algorithm was ranked with, as cuDNN advises; strict float32 keeps FMA math.
+// Sets algo and bytes from the ranked list; false when it holds no algorithm pick takes (that direction
+// then runs as im2col and GEMMs). With TF32 allowed the descriptor takes the math the algorithm was
+// ranked with, as cuDNN advises; strict float32 keeps FMA math.
 template <class Perf, class Algo>
-void choose(const Perf* perf, int n, bool strict_fp32, cudnnConvolutionDescriptor_t conv,
-            const std::string& what, Algo* algo, size_t* bytes) {
+bool choose(const Perf* perf, int n, bool strict_fp32, cudnnConvolutionDescriptor_t conv, Algo* algo,
+            size_t* bytes) {
   const Perf* p = pick(perf, n, strict_fp32);
-  if (!p) fail(Status::Unsupported, "cuDNN has no deterministic algorithm for the " + what);
+  if (!p) return false;
   *algo = p->algo;
   *bytes = p->memory;
   if (!strict_fp32) check(CudnnLibrary::get().set_math_type(conv, p->mathType), "cudnnSetConvolutionMathType");
+  return true;
 }
 
 }  // namespace
@@ -84,6 +107,8 @@ struct CudnnConv::Plan {
   cudnnConvolutionBwdDataAlgo_t data_algo{};
   cudnnConvolutionBwdFilterAlgo_t filter_algo{};
   size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+  // Whether cuDNN runs each direction; false: im2col and GEMMs (no deterministic algorithm).
+  bool native_forward = false, native_data = false, native_filter = false;
 
   explicit Plan(const CudnnLibrary& l) : lib(l) {}
   Plan(const Plan&) = delete;
@@ -148,60 +173,52 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
     check(lib.set_math_type(*c, math), "cudnnSetConvolutionMathType");
   }
   const auto h = static_cast<cudnnHandle_t>(handle_);
-  const std::string shape = std::to_string(g.k_h) + "x" + std::to_string(g.k_w) + " convolution of " +
-                            std::to_string(g.channels) + " channels into " + std::to_string(filters);
   const bool strict = !tf32_;
   int n = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   check(lib.forward_algorithms(h, p->x, p->w, p->forward_conv, p->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, fwd),
         "cudnnGetConvolutionForwardAlgorithm_v7");
-  choose(fwd, n, strict, p->forward_conv, "output of a " + shape, &p->forward_algo, &p->forward_bytes);
+  p->native_forward = choose(fwd, n, strict, p->forward_conv, &p->forward_algo, &p->forward_bytes);
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   check(lib.backward_data_algorithms(h, p->w, p->y, p->data_conv, p->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
                                      bwd_data),
         "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  choose(bwd_data, n, strict, p->data_conv, "input gradient of a " + shape, &p->data_algo, &p->data_bytes);
+  p->native_data = choose(bwd_data, n, strict, p->data_conv, &p->data_algo, &p->data_bytes);
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
   check(lib.backward_filter_algorithms(h, p->x, p->y, p->filter_conv, p->w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
                                        bwd_filter),
         "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  choose(bwd_filter, n, strict, p->filter_conv, "kernel gradient of a " + shape, &p->filter_algo, &p->filter_bytes);
+  p->native_filter = choose(bwd_filter, n, strict, p->filter_conv, &p->filter_algo, &p->filter_bytes);
   return *plans_.emplace(key, std::move(p)).first->second;
 }
 
-void* CudnnConv::workspace(size_t bytes) {
-  if (bytes == 0) return nullptr;
-  if (workspace_.bytes() < bytes) {
-    workspace_.reset();
-    workspace_ = be_.allocate(bytes);
-  }
-  return workspace_.data();
-}
-
-float* CudnnConv::kernel_scratch(int64_t floats) {
-  const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
-  if (kernel_.bytes() < bytes) {
-    kernel_.reset();
-    kernel_ = be_.allocate(bytes);
-  }
-  return kernel_.data();
+const float* CudnnConv::columns_of(const Window2d& g, int64_t rows, const float* x) {
+  if (pointwise(g)) return x;
+  auto* col = static_cast<float*>(columns_.get(static_cast<size_t>(rows * g.out_h * g.out_w * g.patch()) * sizeof(float)));
+  be_.im2col(g, rows, x, col);
+  return col;
 }
 
 void CudnnConv::forward(const Window2d& g, int64_t filters, int64_t rows, const float* x, const float* w,
                         const float* bias, Activation act, float* y) {
   if (rows == 0) return;
   Plan& p = plan(g, filters, rows);
+  const int64_t patch = g.patch(), positions = rows * g.out_h * g.out_w;
+  const bool relu = act == Activation::Relu;
+  if (!p.native_forward) {  // y = act(columns K + b), the layer's own im2col path
+    be_.gemm(Trans::No, Trans::No, positions, filters, patch, columns_of(g, rows, x), patch, w, filters, 0.0f, y,
+             filters, Epilogue{bias, relu ? Activation::Relu : Activation::None});
+    return;
+  }
   const CudnnLibrary& lib = CudnnLibrary::get();
-  const int64_t patch = g.patch();
-  float* w_ohwi = kernel_scratch(patch * filters);
-  void* ws = workspace(p.forward_bytes);
+  auto* w_ohwi = static_cast<float*>(kernel_.get(static_cast<size_t>(patch * filters) * sizeof(float)));
+  void* ws = workspace_.get(p.forward_bytes);
   transpose(stream_, patch, filters, w, w_ohwi);  // [k_h k_w in, filters] -> [filters, k_h k_w in]
   const float one = 1.0f, zero = 0.0f;
   check(lib.forward(static_cast<cudnnHandle_t>(handle_), &one, p.x, x, p.w, w_ohwi, p.forward_conv, p.forward_algo, ws,
                     p.forward_bytes, &zero, p.y, y),
         "cudnnConvolutionForward");
-  const bool relu = act == Activation::Relu;
-  if (bias || relu) bias_relu(stream_, rows * g.out_h * g.out_w, filters, filters, y, bias, relu);
+  if (bias || relu) bias_relu(stream_, positions, filters, filters, y, bias, relu);
   check(cudaGetLastError(), "convolution");
 }
 
@@ -217,20 +234,30 @@ void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const
   const CudnnLibrary& lib = CudnnLibrary::get();
   const auto h = static_cast<cudnnHandle_t>(handle_);
   const float one = 1.0f, zero = 0.0f;
-  float* scratch = kernel_scratch(patch * filters);
+  float* scratch = (dw && p.native_filter) || (dx && p.native_data)
+                       ? static_cast<float*>(kernel_.get(static_cast<size_t>(patch * filters) * sizeof(float)))
+                       : nullptr;
   if (db) bias_grad(stream_, positions, filters, dz, db);
-  if (dw) {
-    void* ws = workspace(p.filter_bytes);
+  if (dw && p.native_filter) {
+    void* ws = workspace_.get(p.filter_bytes);
     check(lib.backward_filter(h, &one, p.x, x, p.y, dz, p.filter_conv, p.filter_algo, ws, p.filter_bytes, &zero, p.w,
                               scratch),
           "cudnnConvolutionBackwardFilter");
     transpose(stream_, filters, patch, scratch, dw);  // [filters, k_h k_w in] -> Keras's layout
+  } else if (dw) {  // dK = columns^T dz, in Keras's layout
+    be_.gemm(Trans::Yes, Trans::No, patch, filters, positions, columns_of(g, rows, x), patch, dz, filters, 0.0f, dw,
+             filters, Epilogue{});
   }
-  if (dx) {
-    void* ws = workspace(p.data_bytes);
+  if (dx && p.native_data) {
+    void* ws = workspace_.get(p.data_bytes);
     transpose(stream_, patch, filters, w, scratch);
     check(lib.backward_data(h, &one, p.w, scratch, p.y, dz, p.data_conv, p.data_algo, ws, p.data_bytes, &zero, p.x, dx),
           "cudnnConvolutionBackwardData");
+  } else if (dx) {  // the columns' gradient dz K^T, folded back onto dx (col2im)
+    float* dcol = pointwise(g) ? dx
+                               : static_cast<float*>(columns_.get(static_cast<size_t>(positions * patch) * sizeof(float)));
+    be_.gemm(Trans::No, Trans::Yes, positions, patch, filters, dz, filters, w, filters, 0.0f, dcol, patch, Epilogue{});
+    if (!pointwise(g)) be_.col2im(g, rows, dcol, dx);
   }
   check(cudaGetLastError(), "convolution gradient");
 }

@@ -89,6 +89,18 @@ __global__ void transpose_kernel(int64_t rows, int64_t cols, const float* src, f
   }
 }
 
+__global__ void relu_general_kernel(int64_t n, float slope, float max_value, float threshold, const float* x,
+                                    float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = relu_general(x[i], slope, max_value, threshold);
+}
+__global__ void relu_general_backward_kernel(int64_t n, float slope, float max_value, float threshold, const float* x,
+                                             const float* dy, float* dx) {
+  KX_GRID_STRIDE(i, n) dx[i] = backend::relu_general_backward(x[i], dy[i], slope, max_value, threshold);
+}
+__global__ void scale_shift_kernel(int64_t n, float scale, float offset, const float* x, float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = add_rn(mul_rn(x[i], scale), offset);
+}
+
 __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float* out) {
   KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
@@ -203,6 +215,18 @@ void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t str
 
 void transpose(cudaStream_t s, int64_t rows, int64_t cols, const float* src, float* dst) {
   if (rows * cols > 0) transpose_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, src, dst);
+}
+
+void relu_general_forward(cudaStream_t s, int64_t n, float slope, float max_value, float threshold, const float* x,
+                          float* y) {
+  if (n) relu_general_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, slope, max_value, threshold, x, y);
+}
+void relu_general_backward(cudaStream_t s, int64_t n, float slope, float max_value, float threshold, const float* x,
+                           const float* dy, float* dx) {
+  if (n) relu_general_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, slope, max_value, threshold, x, dy, dx);
+}
+void scale_shift(cudaStream_t s, int64_t n, float scale, float offset, const float* x, float* y) {
+  if (n) scale_shift_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, scale, offset, x, y);
 }
 
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {

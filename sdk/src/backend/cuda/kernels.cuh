@@ -16,6 +16,8 @@ void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t c
 // y[r, c] += bias[c] and/or relu, for a GEMM whose epilogue cuBLASLt could not fuse.
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu);
 void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db);
+// x[r, c] = factor * x[r, c] over rows x cols with leading dimension ld: a GEMM's beta C when K = 0.
+void scale_rows(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float factor, float* x);
 
 // Per-row losses into partials[block] (loss, correct, weight: kLossSumCount doubles), then added in block
 // order to sums[0..2].
@@ -26,6 +28,11 @@ void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, cons
 
 void im2col(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* col);
 void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, float* dx);
+// Depthwise convolution (depthwise_kernels.cu), as the operations of backend_ops.hpp.
+void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
+                              const float* w, const float* bias, float* y);
+void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
+                               const float* w, const float* dy, float* dx, float* dw);
 void max_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
 void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, const float* y,
                        const float* dy, float* dx);
@@ -45,6 +52,11 @@ void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t str
              const float* x, float* mask, float* y);
 // dst [cols, rows] = src [rows, cols] transposed.
 void transpose(cudaStream_t s, int64_t rows, int64_t cols, const float* src, float* dst);
+void relu_general_forward(cudaStream_t s, int64_t n, float slope, float max_value, float threshold, const float* x,
+                          float* y);
+void relu_general_backward(cudaStream_t s, int64_t n, float slope, float max_value, float threshold, const float* x,
+                           const float* dy, float* dx);
+void scale_shift(cudaStream_t s, int64_t n, float scale, float offset, const float* x, float* y);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);

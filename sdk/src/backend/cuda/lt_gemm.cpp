@@ -116,9 +116,15 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
     // does; then what was stored is rounded.
     Epilogue plain = ep;
     plain.rounding = Rounding::None;
-    const bool tf32 = std::exchange(tf32_, true);
-    run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, plain);
-    tf32_ = tf32;
+    {
+      // TF32 for this product only, also when it throws: a later strict float32 GEMM stays strict.
+      struct Restore {
+        bool& flag;
+        bool old;
+        ~Restore() { flag = old; }
+      } restore{tf32_, std::exchange(tf32_, true)};
+      run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, plain);
+    }
     if (!ep.keep_float32) round_rows(stream, ep.rounding, M, N, ldc, C);
     if (ep.bias_grad) round_to(stream, ep.rounding, N, ep.bias_grad, ep.bias_grad);
     check(cudaGetLastError(), "rounding a GEMM's result");
@@ -150,8 +156,11 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (fuse) epilogue = fuse_bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-  if (K <= 0) {  // an empty sum: C = beta C, then the epilogue
-    if (beta == 0.0f) check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
+  if (K <= 0) {  // an empty sum: C = beta C (as the CPU computes it), then the epilogue
+    if (beta == 0.0f)
+      check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
+    else if (beta != 1.0f)
+      scale_rows(stream, M, N, ldc, beta, C);
   } else {
     auto key = [&](cublasLtEpilogue_t e) {
       return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};

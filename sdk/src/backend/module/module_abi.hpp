@@ -9,15 +9,17 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #include "backend/backend.hpp"
 
 namespace kx::backend::module {
 
-// Bumped with every change to these tables or to the types they pass. The operation list is checked
-// as well (kOperationList), so that a new operation cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 10;
+// Bumped with every change to these tables or to the types they pass. The operation list and the
+// types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
+// field cannot mix builds even where the bump is forgotten.
+inline constexpr int32_t kInterfaceVersion = 12;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -118,6 +120,7 @@ struct CollectiveTable {
 struct ModuleTable {
   int32_t interface_version;  // kInterfaceVersion of the module's build; first in every version
   const char* operations;     // kOperationList of the module's build
+  const char* layouts;        // kLayoutList of the module's build
   // The devices the module can use; 0 with the reason written to why (no driver, no device ...).
   int32_t (*device_count)(char* why, size_t why_len);
   // One line about device `index` (name, memory, compute capability), NUL-terminated in buf.
@@ -143,6 +146,93 @@ struct ModuleTable {
 };
 
 static_assert(kPlainData<BackendOptions> && kPlainData<OpQuery> && kPlainData<LossSums> && kPlainData<ModuleTable>);
+
+// The layouts of what crosses the boundary as text, "Name size/alignment: field@offset ...;" each: the
+// structs and enums the tables pass, those both sides read in device memory (StepValues,
+// LossScaleState) and the tables themselves. libkx compares its own with the module's at load and
+// names the first that differs, so that a struct changed on one side only is refused there and then,
+// not read wrong on the device.
+namespace layout {
+struct Field {
+  const char* name;
+  size_t offset;
+};
+// Built at compile time (no std::string: clang 14's constant evaluation refuses libstdc++'s); a list
+// longer than the buffer does not compile.
+struct Text {
+  char chars[4096] = {};
+  size_t size = 0;
+  constexpr void add(char c) { chars[size++] = c; }
+  constexpr void add(const char* s) {
+    while (*s) add(*s++);
+  }
+  constexpr void add_number(size_t v) {
+    char digits[24] = {};
+    int n = 0;
+    do digits[n++] = static_cast<char>('0' + v % 10);
+    while ((v /= 10) != 0);
+    while (n > 0) add(digits[--n]);
+  }
+  constexpr void describe(const char* name, size_t bytes, size_t align, std::initializer_list<Field> fields) {
+    add(name);
+    add(' ');
+    add_number(bytes);
+    add('/');
+    add_number(align);
+    add(':');
+    for (const Field& f : fields) {
+      add(' ');
+      add(f.name);
+      add('@');
+      add_number(f.offset);
+    }
+    add(';');
+  }
+};
+}  // namespace layout
+
+#define KX_LAYOUT(T, ...) t.describe(#T, sizeof(T), alignof(T), {__VA_ARGS__})
+#define KX_FIELD(T, f) layout::Field{#f, offsetof(T, f)}
+constexpr layout::Text layout_text() {
+  layout::Text t;
+  KX_LAYOUT(Epilogue, KX_FIELD(Epilogue, bias), KX_FIELD(Epilogue, activation), KX_FIELD(Epilogue, bias_grad),
+            KX_FIELD(Epilogue, rounding), KX_FIELD(Epilogue, keep_float32));
+  KX_LAYOUT(LossScaleState, KX_FIELD(LossScaleState, scale), KX_FIELD(LossScaleState, grad_factor),
+            KX_FIELD(LossScaleState, applied), KX_FIELD(LossScaleState, finite), KX_FIELD(LossScaleState, good_steps),
+            KX_FIELD(LossScaleState, growth_steps));
+  KX_LAYOUT(LossSpec, KX_FIELD(LossSpec, kind), KX_FIELD(LossSpec, logits), KX_FIELD(LossSpec, accuracy),
+            KX_FIELD(LossSpec, positions));
+  KX_LAYOUT(Window2d, KX_FIELD(Window2d, in_h), KX_FIELD(Window2d, in_w), KX_FIELD(Window2d, channels),
+            KX_FIELD(Window2d, k_h), KX_FIELD(Window2d, k_w), KX_FIELD(Window2d, stride_h),
+            KX_FIELD(Window2d, stride_w), KX_FIELD(Window2d, pad_top), KX_FIELD(Window2d, pad_left),
+            KX_FIELD(Window2d, out_h), KX_FIELD(Window2d, out_w));
+  KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one));
+  KX_LAYOUT(LossSums, KX_FIELD(LossSums, loss), KX_FIELD(LossSums, correct), KX_FIELD(LossSums, weight));
+  KX_LAYOUT(OpQuery, KX_FIELD(OpQuery, op), KX_FIELD(OpQuery, window));
+  KX_LAYOUT(BackendOptions, KX_FIELD(BackendOptions, cpu_threads), KX_FIELD(BackendOptions, cpu_gemm),
+            KX_FIELD(BackendOptions, cpu_bf16_gemm), KX_FIELD(BackendOptions, tf32), KX_FIELD(BackendOptions, cudnn));
+  KX_LAYOUT(ModuleError, KX_FIELD(ModuleError, message));
+  // Enums cross as their underlying type.
+  KX_LAYOUT(Trans);
+  KX_LAYOUT(Activation);
+  KX_LAYOUT(Rounding);
+  KX_LAYOUT(LossKind);
+  KX_LAYOUT(AccuracyKind);
+  KX_LAYOUT(CpuGemm);
+  KX_LAYOUT(CpuBf16Gemm);
+  KX_LAYOUT(Op);
+  KX_LAYOUT(BackendTable);
+  KX_LAYOUT(TransferRingTable);
+  KX_LAYOUT(StepGraphTable);
+  KX_LAYOUT(CollectiveTable);
+  KX_LAYOUT(ModuleTable);
+  return t;
+}
+#undef KX_FIELD
+#undef KX_LAYOUT
+
+inline constexpr layout::Text kLayoutText = layout_text();
+inline constexpr const char* kLayoutList = kLayoutText.chars;
 
 // The module exports one extern "C" function of this name, returning its ModuleTable. The name and
 // the table's first field stay the same in every version, so that a module built for another

@@ -56,10 +56,10 @@ constexpr ModuleTable make_module_table(decltype(ModuleTable::device_count) devi
                                         decltype(ModuleTable::nccl_unique_id) nccl_unique_id = nullptr,
                                         decltype(ModuleTable::create_worker_collective) create_worker_collective =
                                             nullptr) {
-  return ModuleTable{kInterfaceVersion, kOperationList,    device_count,     describe_device,
-                     create_backend,    create_collective, nccl_available,   nccl_unique_id,
-                     create_worker_collective, &kBackendTable, &kTransferRingTable, &kStepGraphTable,
-                     &kCollectiveTable};
+  return ModuleTable{kInterfaceVersion, kOperationList,    kLayoutList,    device_count,
+                     describe_device,   create_backend,    create_collective, nccl_available,
+                     nccl_unique_id,    create_worker_collective, &kBackendTable, &kTransferRingTable,
+                     &kStepGraphTable,  &kCollectiveTable};
 }
 
 }  // namespace kx::backend::module

@@ -72,10 +72,11 @@ class AveragePooling2dLayer final : public Pooling2dLayer {
   }
 };
 
-// One window over the whole (height, width) plane: [h, w, c] -> [c].
+// One window over the whole (height, width) plane: [h, w, c] -> [c], or [1, 1, c] with keepdims
+// (Keras's squeeze-and-excite blocks); the same values either way.
 class GlobalAveragePooling2dLayer final : public Layer {
  public:
-  using Layer::Layer;
+  GlobalAveragePooling2dLayer(const LayerSpec& spec, bool keepdims) : Layer(spec), keepdims_(keepdims) {}
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -85,7 +86,7 @@ class GlobalAveragePooling2dLayer final : public Layer {
     g_.in_w = g_.k_w = g_.stride_w = in[1];
     g_.channels = in[2];
     g_.out_h = g_.out_w = 1;
-    return {in[2]};
+    return keepdims_ ? Shape{1, 1, in[2]} : Shape{in[2]};
   }
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
   void backward(const LayerContext& c) const override {
@@ -93,12 +94,24 @@ class GlobalAveragePooling2dLayer final : public Layer {
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
+    if (keepdims_) {
+      e.node("GlobalAveragePool", {e.input_nchw()}, {name()});
+      e.output(name(), true);
+      return;
+    }
     e.node("GlobalAveragePool", {e.input_nchw()}, {name() + "/pooled"});
     e.node("Flatten", {name() + "/pooled"}, {name()}, {io::OnnxAttribute::integer("axis", 1)});
     e.output(name(), false);
   }
 
+ protected:
+  void add_config(json::Value& config) const override {
+    config.set("data_format", "channels_last");
+    config.set("keepdims", keepdims_);
+  }
+
  private:
+  bool keepdims_;
   Window2d g_;
 };
 
@@ -127,10 +140,8 @@ void read_pooling2d_config(const json::Value& config, const std::string& what, L
             what + ": only \"valid\" padding is supported for pooling");
 }
 
-void read_global_average_pooling2d_config(const json::Value& config, const std::string& what, LayerSpec&) {
-  if (const json::Value* k = config.find("keepdims"))
-    require(!k->as_bool(what + " keepdims"), Status::Unsupported, what + ": keepdims true is not supported");
-}
+// keepdims and data_format are read by the factory from LayerSpec::config.
+void read_global_average_pooling2d_config(const json::Value&, const std::string&, LayerSpec&) {}
 
 std::unique_ptr<Layer> make_max_pooling2d_layer(const LayerSpec& spec) {
   check_pool(spec, "MaxPooling2D");
@@ -143,7 +154,16 @@ std::unique_ptr<Layer> make_average_pooling2d_layer(const LayerSpec& spec) {
 }
 
 std::unique_ptr<Layer> make_global_average_pooling2d_layer(const LayerSpec& spec) {
-  return std::make_unique<GlobalAveragePooling2dLayer>(spec);
+  bool keepdims = false;
+  if (!spec.config.empty()) {
+    const json::Value config = json::parse(spec.config);
+    const std::string what = "GlobalAveragePooling2D \"" + spec.name + "\"";
+    if (const json::Value* k = config.find("keepdims")) keepdims = k->as_bool(what + " keepdims");
+    if (const json::Value* f = config.find("data_format"); f && !f->is_null())
+      require(f->as_string(what + " data_format") == "channels_last", Status::Unsupported,
+              what + ": only data_format \"channels_last\" is supported");
+  }
+  return std::make_unique<GlobalAveragePooling2dLayer>(spec, keepdims);
 }
 
 }  // namespace kx::core

@@ -1,6 +1,9 @@
-// ReLU, as keras.layers.ReLU: y = max(x, 0) with Keras's defaults (max_value None, negative_slope 0,
-// threshold 0). Its settings live in LayerSpec::config (the layer's Keras config), read by the factory.
+// ReLU, as keras.layers.ReLU: max_value (ReLU6 is max_value 6), negative_slope and threshold as
+// keras.activations.relu computes them (activation_math.hpp's relu_general). With Keras's defaults it
+// is the plain ReLU, which a loss may fold and whose gradient reads the output. Its settings live in
+// LayerSpec::config (the layer's Keras config), read by the factory.
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/layers/layer.hpp"
@@ -13,6 +16,9 @@ struct ReluSettings {
   std::optional<double> max_value;
   double negative_slope = 0;
   double threshold = 0;
+  bool plain() const { return !max_value && negative_slope == 0 && threshold == 0; }
+  // max_value as the kernels take it: +infinity for None.
+  float cap() const { return max_value ? static_cast<float>(*max_value) : std::numeric_limits<float>::infinity(); }
 };
 
 // A setting that must be a number >= 0, as Keras requires of each.
@@ -31,8 +37,6 @@ ReluSettings read_settings(const LayerSpec& spec) {
     s.max_value = non_negative(*v, what + " max_value");
   if (const json::Value* v = config.find("negative_slope")) s.negative_slope = non_negative(*v, what + " negative_slope");
   if (const json::Value* v = config.find("threshold")) s.threshold = non_negative(*v, what + " threshold");
-  require(!s.max_value && s.negative_slope == 0 && s.threshold == 0, Status::Unsupported,
-          what + ": only Keras's defaults (max_value None, negative_slope 0, threshold 0) are supported");
   return s;
 }
 
@@ -44,24 +48,70 @@ class ReluLayer final : public Layer {
     size_ = num_elements(in);
     return in;
   }
-  Activation output_activation() const override { return Activation::Relu; }
-  // The ReLU of 16-bit values is one, and so is its gradient.
-  bool rounds_output(bool) const override { return true; }
-  bool rounds_input_grads(bool) const override { return true; }
+  Activation output_activation() const override { return settings_.plain() ? Activation::Relu : Activation::None; }
+  // The plain ReLU of 16-bit values is one, and so is its gradient; so is the gradient without a
+  // slope (dy or 0). A slope or a cap makes new values, which the plan rounds.
+  bool rounds_output(bool) const override { return settings_.plain(); }
+  bool rounds_input_grads(bool) const override { return settings_.negative_slope == 0; }
 
   void forward(const LayerContext& c) const override {
-    c.be->copy(c.rows * size_, c.x, c.y);
+    const int64_t n = c.rows * size_;
+    if (!settings_.plain()) {
+      c.be->relu_general_forward(n, slope(), settings_.cap(), threshold(), c.x, c.y);
+      return;
+    }
+    c.be->copy(n, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(Activation::Relu, c.rows, size_, c.y);
   }
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
+    if (!settings_.plain()) {
+      c.be->relu_general_backward(c.rows * size_, slope(), settings_.cap(), threshold(), c.x, c.dy, c.dx);
+      return;
+    }
     const Activation act = c.fold_activation ? Activation::None : Activation::Relu;
     c.be->activation_backward(act, c.rows, size_, c.y, c.dy, c.dx);
   }
 
+  // Relu, LeakyRelu, or Keras's steps: where(x > threshold, x, 0) (or Relu), the cap, minus
+  // slope * Relu(threshold - x).
   void export_onnx(OnnxLayerExport& e) const override {
     const bool nchw = e.input_prefers_nchw();
-    e.node("Relu", {e.input_as(0, nchw)}, {name()});
+    const std::string x = e.input_as(0, nchw);
+    const ReluSettings& s = settings_;
+    if (s.plain()) {
+      e.node("Relu", {x}, {name()});
+    } else if (s.negative_slope != 0 && !s.max_value && s.threshold == 0) {
+      e.node("LeakyRelu", {x}, {name()}, {io::OnnxAttribute::real("alpha", slope())});
+    } else {
+      const bool slope_part = s.negative_slope != 0;
+      std::string y = name() + (s.max_value || slope_part ? "/positive" : "");
+      const std::string t = e.constant("threshold", {1}, {threshold()});
+      if (s.threshold != 0) {
+        e.node("Greater", {x, t}, {name() + "/above"});
+        e.node("Where", {name() + "/above", x, e.constant("zero", {1}, {0.0f})}, {y});
+      } else {
+        e.node("Relu", {x}, {y});
+      }
+      if (s.max_value) {
+        // min(y, cap) as cap - relu(cap - y): OpenCV 4.6 reads neither opset 13's Clip nor Min with a
+        // constant. It is y to the rounding of cap - y.
+        const std::string capped = slope_part ? name() + "/capped" : name();
+        const std::string minus_one = e.constant("minus_one", {1}, {-1.0f}), cap = e.constant("max_value", {1}, {s.cap()});
+        e.node("Mul", {y, minus_one}, {name() + "/negated"});
+        e.node("Add", {name() + "/negated", cap}, {name() + "/room"});
+        e.node("Relu", {name() + "/room"}, {name() + "/room_left"});
+        e.node("Mul", {name() + "/room_left", minus_one}, {name() + "/cut"});
+        e.node("Add", {name() + "/cut", cap}, {capped});
+        y = capped;
+      }
+      if (slope_part) {
+        e.node("Sub", {t, x}, {name() + "/below"});
+        e.node("Relu", {name() + "/below"}, {name() + "/negative"});
+        e.node("Mul", {e.constant("negative_slope", {1}, {slope()}), name() + "/negative"}, {name() + "/sloped"});
+        e.node("Sub", {y, name() + "/sloped"}, {name()});
+      }
+    }
     e.output(name(), nchw);
   }
 
@@ -73,6 +123,8 @@ class ReluLayer final : public Layer {
   }
 
  private:
+  float slope() const { return static_cast<float>(settings_.negative_slope); }
+  float threshold() const { return static_cast<float>(settings_.threshold); }
   ReluSettings settings_;
   int64_t size_ = 0;
 };

@@ -55,8 +55,14 @@ class ZeroPadding2dLayer final : public Layer {
 }  // namespace
 
 void read_zero_padding2d_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
-  const json::Value& p = config.at("padding", what);
-  // An int, (symmetric_h, symmetric_w) or ((top, bottom), (left, right)), as Keras.
+  // An int, (symmetric_h, symmetric_w) or ((top, bottom), (left, right)), as Keras; (1, 1) when absent,
+  // Keras's default.
+  const json::Value* given = config.find("padding");
+  if (!given) {
+    spec.pad_top = spec.pad_bottom = spec.pad_left = spec.pad_right = 1;
+    return;
+  }
+  const json::Value& p = *given;
   if (p.type() == json::Value::Type::Number) {
     spec.pad_top = spec.pad_bottom = spec.pad_left = spec.pad_right = p.as_int(what + " padding");
     return;

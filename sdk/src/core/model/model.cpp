@@ -30,6 +30,13 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   net.shapes.push_back(std::move(input));
 }
 
+// The members then go in reverse order: steps_ (and its collective), the pool, the replicas.
+Model::Impl::~Impl() { release_step_graphs(); }
+
+void Model::Impl::release_step_graphs() noexcept {
+  for (Replica& r : replicas) r.graphs.clear();
+}
+
 std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inbound) {
   require(!compiled, Status::Misuse, "cannot add a layer to a compiled model");
   require_not_fitting("adding a layer");
@@ -162,6 +169,7 @@ void Model::Impl::compile(const CompileOptions& o) {
   std::unique_ptr<distribute::Collective> collective =
       distribute::collective_factory_of(strategy).make(strategy.replicas(), backends);
   const bool record = graphs != StepGraphs::Off && (!collective || collective->capturable());
+  release_step_graphs();  // before the assignment below destroys the collective they may hold
   steps_ = core::StepRunner(std::move(collective), record);
   always_stream_ = strategy.effective_data_streaming() == DataStreaming::Always;
   replicas = std::move(built);

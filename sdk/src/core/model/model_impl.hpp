@@ -48,6 +48,8 @@ struct Replica {
 class Model::Impl {
  public:
   Impl(Strategy s, Shape input);
+  // Destroys the replicas' recorded steps before the collective (see release_step_graphs).
+  ~Impl();
 
   // Returns the layer's name (generated when spec has none).
   std::string add(LayerSpec spec, const std::vector<std::string>& inbound);
@@ -233,6 +235,11 @@ class Model::Impl {
   // Step plans for global batches of up to global_rows rows.
   void reserve_plans(int64_t global_rows);
   void init_weights(uint64_t seed);
+  // Destroys every replica's recorded steps. A recorded update holds the NCCL collective's operations,
+  // and NCCL's ncclCommDestroy waits until no graph holds them any more: a communicator destroyed
+  // before its graphs never returns. So this runs before steps_ (which owns the collective) goes or
+  // is replaced, although the replicas (declared first) would outlive it otherwise.
+  void release_step_graphs() noexcept;
 
   std::unique_ptr<distribute::ReplicaPool> pool_;
   core::StepRunner steps_;

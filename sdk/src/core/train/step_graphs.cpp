@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "config/test_hooks.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -16,6 +17,8 @@ void StepGraphCache::add(const StepGraphKey& key) {
   if (graphs_.size() == kMaxGraphs) graphs_.erase(graphs_.begin());
   graphs_.emplace_back(key, nullptr);
 }
+
+void StepGraphCache::count_recording() noexcept { ++config::test_hooks().step_graphs_recorded; }
 
 void StepGraphCache::recording_failed(const std::exception_ptr& thrown) {
   try {

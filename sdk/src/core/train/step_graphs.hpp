@@ -65,6 +65,9 @@ class StepGraphCache {
     if (recording_due(key, allowed)) record(be, *find(key), body);
   }
   size_t size() const { return graphs_.size(); }  // the shapes seen (recorded or not yet)
+  // Destroys every recorded graph and forgets the shapes seen, before what the graphs hold goes (a
+  // collective's communicator).
+  void clear() noexcept { graphs_.clear(); }
   // Why recording was turned off, when a recording failed; "" otherwise.
   const std::string& failure() const { return failure_; }
 
@@ -93,13 +96,19 @@ class StepGraphCache {
     } catch (...) {
       thrown = std::current_exception();
     }
-    if (e.second) return true;
+    if (e.second) {
+      count_recording();
+      return true;
+    }
     if (thrown) recording_failed(thrown);
     off_ = true;
     return false;
   }
   // Rethrows `thrown` as Status::OutOfMemory when it is one; otherwise keeps its message in failure_.
   void recording_failed(const std::exception_ptr& thrown);
+  // Counts a graph recorded, for the tests that compare replayed steps with direct ones
+  // (config::TestHooks::step_graphs_recorded): a replay that never happened must not pass as equal.
+  static void count_recording() noexcept;
 
   // A full batch and the short last one stay, whatever else comes between.
   static constexpr size_t kMaxGraphs = 4;

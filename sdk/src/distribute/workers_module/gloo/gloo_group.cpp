@@ -9,13 +9,16 @@
 #include <thread>
 
 #include <gloo/allgather.h>
-#include <gloo/allreduce.h>
+#include <gloo/allgatherv.h>
+#include <gloo/alltoallv.h>
 #include <gloo/broadcast.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "config/env_switches.hpp"
 #include "distribute/host_port.hpp"
 #include "distribute/workers_module/rendezvous/local_address.hpp"
 #include "distribute/workers_module/rendezvous/peer_probe.hpp"
+#include "distribute/workers_module/host_sums/rank_order_sum.hpp"
 #include "distribute/workers_module/rendezvous/tcp_store.hpp"
 #include "distribute/workers_module_api.h"
 #include "kx/error.hpp"
@@ -66,14 +69,6 @@ std::string without_location(const std::string& what) {
 }
 
 std::string milliseconds_text(std::chrono::milliseconds ms) { return std::to_string(ms.count()) + " ms"; }
-
-template <typename T>
-void add_into(void* out, const void* a, const void* b, size_t n) {
-  T* o = static_cast<T*>(out);
-  const T* x = static_cast<const T*>(a);
-  const T* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
-}
 
 }  // namespace
 
@@ -182,6 +177,64 @@ void GlooGroup::rendezvous(const std::string& host) {
   }
   // The first call, checked like every other: all workers are connected and agree on who is who.
   collective("join", [this] { agree(CallHeader{calls_, static_cast<uint32_t>(CallKind::Join), -1, -1, 0}); });
+  share_host_memory();
+}
+
+void GlooGroup::share_host_memory() {
+  bool wanted = true;
+  try {
+    wanted = config::flag("KX_SHARED_MEMORY").value_or(true);
+  } catch (const Error& e) {
+    shared_memory_refused_ = e.what();  // the others are already in the calls below: the first sum says so
+    wanted = false;
+  }
+  collective("join through shared memory", [&] {
+    agree(CallHeader{calls_, static_cast<uint32_t>(CallKind::Join), -1, -1, 0});
+    // Worker 0 offers its object: {ok, nonce, name}.
+    struct Offer {
+      uint64_t ok = 0;
+      uint64_t nonce = 0;
+      char name[48] = {};
+    } offer;
+    static_assert(sizeof(Offer) == HostMemory::kRecordBytes);
+    std::optional<HostMemory> memory;
+    if (rank_ == 0 && wanted) {
+      try {
+        memory.emplace(HostMemory::create(size_));
+        offer.ok = 1;
+        offer.nonce = memory->nonce();
+        memory->name().copy(offer.name, sizeof offer.name - 1);
+      } catch (const std::exception&) {
+        // no shared memory here (/dev/shm missing or full): TCP
+      }
+    }
+    gloo::BroadcastOptions b(context_);
+    b.setOutput(reinterpret_cast<uint8_t*>(&offer), sizeof offer);
+    b.setRoot(0);
+    b.setTag(tag(1));
+    b.setTimeout(timeout_);
+    gloo::broadcast(b);
+    // Each worker maps it, if it can: only a worker on worker 0's host (and in its IPC namespace) can.
+    if (rank_ != 0 && wanted && offer.ok) {
+      try {
+        memory.emplace(HostMemory::open(std::string(offer.name, strnlen(offer.name, sizeof offer.name)), offer.nonce,
+                                        rank_, size_));
+      } catch (const std::exception&) {
+        // another host: TCP
+      }
+    }
+    const char mapped = memory ? 1 : 0;
+    std::vector<char> all(static_cast<size_t>(size_));
+    gloo::AllgatherOptions g(context_);
+    g.setInput(const_cast<char*>(&mapped), 1);
+    g.setOutput(all.data(), all.size());
+    g.setTag(tag(2));
+    g.setTimeout(timeout_);
+    gloo::allgather(g);
+    if (!memory) return;
+    memory->unlink();  // every worker that could has mapped it (worker 0; the others hold no name)
+    if (std::count(all.begin(), all.end(), 1) == size_) host_.emplace(std::move(*memory));
+  });
 }
 
 void GlooGroup::set_timeout(std::chrono::milliseconds timeout) {
@@ -192,6 +245,16 @@ void GlooGroup::set_timeout(std::chrono::milliseconds timeout) {
 
 std::vector<CallHeader> GlooGroup::agree(CallHeader mine) {
   std::vector<CallHeader> all(static_cast<size_t>(size_));
+  if (host_) {
+    static_assert(sizeof(CallHeader) <= HostMemory::kRecordBytes);
+    char own[HostMemory::kRecordBytes] = {};
+    std::memcpy(own, &mine, sizeof mine);
+    std::vector<char> records(HostMemory::kRecordBytes * static_cast<size_t>(size_));
+    host_->exchange(own, records.data(), deadline());
+    for (size_t r = 0; r < all.size(); ++r) std::memcpy(&all[r], records.data() + r * HostMemory::kRecordBytes, sizeof mine);
+    require_same_calls(all, [this](int r) { return describe_worker(r); });
+    return all;
+  }
   if (mpi_) {
     mpi_->all_gather(&mine, all.data(), sizeof mine, deadline());
     require_same_calls(all, [this](int r) { return describe_worker(r); });
@@ -241,28 +304,68 @@ void GlooGroup::collective(const char* name, const std::function<void()>& body) 
   fail(Status::Comm, *failure_);
 }
 
+// Worker r owns part r: an all-to-all brings it every worker's copy, it adds them in rank order, and
+// an all-gather hands each part from its owner to all. Each worker moves 2 (N-1)/N of the buffer, as
+// a ring does, but the ring adds each chunk starting at another worker, so from 3 workers on its sums
+// were not those of one process. Below a few elements per worker, every worker gathers all copies
+// and adds the whole buffer itself (the same order, and no part is empty).
+template <typename T>
+void GlooGroup::sum_over_tcp(T* data, size_t count) {
+  const auto n = static_cast<size_t>(size_), me = static_cast<size_t>(rank_);
+  std::vector<const T*> sources;
+  if (count < 64 * n) {
+    received_.resize(count * n * sizeof(T));
+    T* const copies = reinterpret_cast<T*>(received_.data());
+    gloo::AllgatherOptions g(context_);
+    g.setInput(data, count);
+    g.setOutput(copies, count * n);
+    g.setTag(tag(1));
+    g.setTimeout(timeout_);
+    gloo::allgather(g);
+    for (size_t r = 0; r < n; ++r) sources.push_back(copies + r * count);
+    add_in_rank_order(sources, count, data);
+    return;
+  }
+  const auto begin = [&](size_t r) { return rank_part_begin(count, r, n); };
+  const size_t mine = begin(me + 1) - begin(me);
+  std::vector<int64_t> sent(n), taken(n, static_cast<int64_t>(mine));
+  std::vector<size_t> parts(n);
+  for (size_t r = 0; r < n; ++r) parts[r] = begin(r + 1) - begin(r), sent[r] = static_cast<int64_t>(parts[r]);
+  received_.resize(mine * n * sizeof(T));
+  T* const copies = reinterpret_cast<T*>(received_.data());
+  gloo::AlltoallvOptions a(context_);
+  a.setInput(data, sent);
+  a.setOutput(copies, taken);
+  a.setTag(tag(1));
+  a.setTimeout(timeout_);
+  gloo::alltoallv(a);
+  for (size_t r = 0; r < n; ++r) sources.push_back(copies + r * mine);
+  add_in_rank_order(sources, mine, copies);  // the sum over the first copy, the input of the gather
+  gloo::AllgathervOptions g(context_);
+  g.setInput(copies, mine);
+  g.setOutput(data, parts);
+  g.setTag(tag(2));
+  g.setTimeout(timeout_);
+  gloo::allgatherv(g);
+}
+
 void GlooGroup::all_reduce_sum(void* data, size_t count, int dtype) {
   require(dtype == KX_WORKERS_FLOAT32 || dtype == KX_WORKERS_FLOAT64, Status::InvalidArgument,
           "all_reduce_sum of an unknown element type " + std::to_string(dtype));
+  require(shared_memory_refused_.empty(), Status::InvalidArgument, shared_memory_refused_);
   const size_t width = dtype == KX_WORKERS_FLOAT32 ? sizeof(float) : sizeof(double);
   collective("all_reduce_sum", [&] {
     agree(CallHeader{calls_, static_cast<uint32_t>(CallKind::AllReduceSum), dtype, -1, count * width});
     if (count == 0) return;
     if (mpi_) return mpi_->all_reduce_sum(data, count, dtype, deadline());
-    gloo::AllreduceOptions opts(context_);
-    if (dtype == KX_WORKERS_FLOAT32) {
-      opts.setOutput(static_cast<float*>(data), count);
-      opts.setReduceFunction(&add_into<float>);
-    } else {
-      opts.setOutput(static_cast<double*>(data), count);
-      opts.setReduceFunction(&add_into<double>);
+    const bool floats = dtype == KX_WORKERS_FLOAT32;
+    if (host_) {
+      if (floats) host_->all_reduce_sum(static_cast<float*>(data), count, deadline());
+      else host_->all_reduce_sum(static_cast<double*>(data), count, deadline());
+      return;
     }
-    // The ring: each chunk is summed along the ring in rank order from a fixed start and then copied
-    // to every worker, so all hold the same bytes and a run repeats bit for bit.
-    opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    opts.setTag(tag(1));
-    opts.setTimeout(timeout_);
-    gloo::allreduce(opts);
+    if (floats) sum_over_tcp(static_cast<float*>(data), count);
+    else sum_over_tcp(static_cast<double*>(data), count);
   });
 }
 

@@ -1,8 +1,9 @@
 // A group of worker processes: the engine behind the module's C table. Started by TF_CONFIG, workers
-// join through the chief's rendezvous store and tensors travel over Gloo's TCP transport, with Gloo's
-// ring all-reduce (a reduction order fixed by the ranks). Started by mpirun, Open MPI carries them
-// (MpiEngine: shared memory on one host). Either way every wait has a timeout, and every call first
-// checks that all workers make the same call.
+// join through the chief's rendezvous store; when they find themselves on one host, sums travel
+// through shared memory (HostMemory), else over Gloo's TCP transport. Started by mpirun, Open MPI
+// carries them (MpiEngine: shared memory on one host). Every launcher sums in rank order
+// (rank_order_sum.hpp), so N workers hold the bits of N replicas in one process. Every wait has a
+// timeout, and every call first checks that all workers make the same call.
 #pragma once
 #include <chrono>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <gloo/transport/device.h>
 
 #include "distribute/workers_module/gloo/call_agreement.hpp"
+#include "distribute/workers_module/host_sums/host_memory.hpp"
 #include "distribute/workers_module/mpi/mpi_engine.hpp"
 #include "distribute/workers_module/rendezvous/rendezvous_service.hpp"
 
@@ -49,12 +51,18 @@ class GlooGroup {
 
  private:
   void rendezvous(const std::string& host);
+  // Whether every worker is on this host and maps worker 0's shared memory: then host_ carries the
+  // sums and the call headers. Any failure leaves host_ empty (TCP), on every worker alike.
+  void share_host_memory();
+  // The rank-order sum over Gloo's TCP connections.
+  template <typename T>
+  void sum_over_tcp(T* data, size_t count);
   // Every worker's header for this call, checked to match (InvalidArgument otherwise).
   std::vector<CallHeader> agree(CallHeader mine);
   // Runs one collective: the group's first failure is kept and reported by every later call.
   void collective(const char* name, const std::function<void()>& body);
   std::string describe_worker(int rank) const;
-  uint32_t tag(int part) const { return static_cast<uint32_t>(calls_ * 2 + static_cast<uint64_t>(part)); }
+  uint32_t tag(int part) const { return static_cast<uint32_t>(calls_ * 4 + static_cast<uint64_t>(part)); }
   MpiEngine::Clock::time_point deadline() const { return MpiEngine::Clock::now() + timeout_; }
 
   int rank_;
@@ -71,6 +79,9 @@ class GlooGroup {
   std::unique_ptr<RendezvousService> service_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::optional<HostMemory> host_;
+  std::string shared_memory_refused_;  // this worker's KX_SHARED_MEMORY is not a setting: the first sum says so
+  std::vector<char> received_;         // the other workers' copies of this worker's part of a sum
 };
 
 }  // namespace kx::workers

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "config/env_switches.hpp"
+#include "distribute/workers_module/host_sums/rank_order_sum.hpp"
 #include "distribute/workers_module_api.h"
 #include "io/shared_library.hpp"
 #include "kx/error.hpp"
@@ -143,25 +144,6 @@ void check(int rc, const char* what) {
   require(rc == MPI_SUCCESS, Status::Comm, std::string(what) + " failed (MPI error " + std::to_string(rc) + ")");
 }
 
-// sum[i] := 0 + sources[0][i] + sources[1][i] + ..., added in that order (every worker's part of a sum
-// is added in rank order, so a run repeats bit for bit). Block by block through a buffer in the L1
-// cache, so that the loops vectorise and `sum` may be one of the sources.
-template <typename T>
-void add_in_rank_order(const std::vector<const T*>& sources, size_t count, T* sum) {
-  constexpr size_t kBlock = 1024;
-  alignas(64) T block[kBlock];
-  for (size_t first = 0; first < count; first += kBlock) {
-    const size_t len = std::min(kBlock, count - first);
-    const T* const a = sources.front() + first;
-    for (size_t i = 0; i < len; ++i) block[i] = T(0) + a[i];
-    for (size_t r = 1; r < sources.size(); ++r) {
-      const T* const b = sources[r] + first;
-      for (size_t i = 0; i < len; ++i) block[i] += b[i];
-    }
-    std::memcpy(sum + first, block, len * sizeof(T));
-  }
-}
-
 // Shared memory that every worker on this host can read: two slots of kSlotBytes per worker, in one
 // MPI-3 window (MPI_Win_allocate_shared). When all workers share a host, a sum goes through it with
 // plain loads and stores, where Open MPI's point-to-point path copies through the kernel
@@ -176,7 +158,7 @@ struct SharedSegments {
   bool whole_group = false;         // every worker is on this host: sums may use the segments
   MPI_Win window = nullptr;         // kept until MPI_Finalize
   std::vector<char*> segment;       // each worker's segment (2 slots), mapped in this process
-  uint64_t uses = 0;                // slots alternate, see sum_in_segments
+  unsigned long long uses = 0;      // slots alternate, see sum_in_segments
   std::string refused;              // this worker's KX_MPI_SHARED_MEMORY is not a setting
 };
 
@@ -265,37 +247,12 @@ struct MpiEngine::State {
   }
 
   // The same sum as sum_piece, in the same order, through the shared segments (every worker on this
-  // host). Each worker copies into its slot the parts the others own, sums its own part from its
-  // buffer and every other worker's slot (into its buffer, then its slot for the others), and
-  // copies the other parts' sums from their owners' slots. Slots alternate between calls, so a worker
-  // that starts the next call before another has copied this one's result writes into the other slot;
-  // the barrier in that next call then guarantees the first slot is free again for the one after.
+  // host): rank_order_sum.hpp.
   template <typename T>
   void sum_in_segments(SharedSegments& shared, T* data, size_t count, Clock::time_point deadline) {
-    const auto n = static_cast<size_t>(size);
-    const auto me = static_cast<size_t>(rank);
-    constexpr size_t kSlotElements = kSlotBytes / sizeof(T);
-    std::vector<const T*> sources;
-    for (size_t done = 0; done < count; done += kSlotElements) {
-      const size_t len = std::min(kSlotElements, count - done);
-      const size_t slot = (shared.uses++ % 2) * kSlotBytes;
-      const auto segment = [&](size_t r) { return reinterpret_cast<T*>(shared.segment[r] + slot); };
-      const auto part_begin = [&](size_t r) { return len * r / n; };
-      const auto part_bytes = [&](size_t r) { return (part_begin(r + 1) - part_begin(r)) * sizeof(T); };
-      T* const chunk = data + done;
-      T* const own_slot = segment(me);
-      for (size_t r = 0; r < n; ++r)
-        if (r != me) std::memcpy(own_slot + part_begin(r), chunk + part_begin(r), part_bytes(r));
-      host_barrier(shared, deadline);
-      const size_t begin = part_begin(me);
-      sources.clear();
-      for (size_t r = 0; r < n; ++r) sources.push_back((r == me ? chunk : segment(r)) + begin);
-      add_in_rank_order(sources, part_begin(me + 1) - begin, chunk + begin);
-      std::memcpy(own_slot + begin, chunk + begin, part_bytes(me));
-      host_barrier(shared, deadline);
-      for (size_t r = 0; r < n; ++r)
-        if (r != me) std::memcpy(chunk + part_begin(r), segment(r) + part_begin(r), part_bytes(r));
-    }
+    workers::sum_in_segments(
+        static_cast<size_t>(size), static_cast<size_t>(rank), data, count, kSlotBytes, shared.uses,
+        [&](size_t r) { return shared.segment[r]; }, [&] { host_barrier(shared, deadline); });
   }
 
   // The sum of `count` elements of T (at most kPiece): worker r owns part r of the buffer, receives

@@ -1,0 +1,167 @@
+"""One peer measurement for bench/peers/compare.py: trains one workload with TensorFlow/Keras or
+PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
+
+    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50
+                  --batch B [--steps N] [--warmup W] [--threads T]
+
+The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN, and
+ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
+64x64x3 with 10 classes; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
+batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
+
+Each framework in its best documented CPU setup: Keras on TensorFlow (oneDNN on, as TensorFlow's
+default on x86) with `fit` over tf.data, with XLA (`jit_compile=True`) or as a tf.function graph
+(`jit_compile=False`); PyTorch eager, or `torch.compile` (Inductor).
+"""
+import argparse
+import json
+import os
+import resource
+import time
+
+import numpy as np
+
+
+def data(workload, batch):
+    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3)}[workload]
+    rng = np.random.default_rng(7)
+    n = 32 * batch
+    x = rng.random((n,) + shape, dtype=np.float32)
+    y = rng.integers(0, 10, size=n).astype(np.int64)
+    return x, y
+
+
+def peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_keras(a):
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(a.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(1)
+    if a.workload == "mlp":
+        model = keras.Sequential([keras.Input((784,)), layers.Dense(256, activation="relu"),
+                                  layers.Dense(256, activation="relu"), layers.Dense(10, activation="softmax")])
+    elif a.workload == "cnn":
+        model = keras.Sequential([keras.Input((28, 28, 1)), layers.Conv2D(32, 3, activation="relu"),
+                                  layers.MaxPooling2D(2), layers.Conv2D(64, 3, activation="relu"),
+                                  layers.MaxPooling2D(2), layers.Flatten(), layers.Dropout(0.5),
+                                  layers.Dense(10, activation="softmax")])
+    else:
+        model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"], jit_compile=a.config == "xla")
+    x, y = data(a.workload, a.batch)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(a.batch, drop_remainder=True).repeat()
+    ds = ds.prefetch(tf.data.AUTOTUNE)
+    t0 = time.perf_counter()
+    model.fit(ds, epochs=1, steps_per_epoch=1, verbose=0)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    model.fit(ds, epochs=1, steps_per_epoch=max(a.warmup - 1, 1), verbose=0)
+    t0 = time.perf_counter()
+    model.fit(ds, epochs=1, steps_per_epoch=a.steps, verbose=0)
+    ms = (time.perf_counter() - t0) * 1e3 / a.steps
+    return f"tensorflow {tf.__version__}, keras {keras.__version__}", first_ms, ms
+
+
+def torch_resnet50(nn):
+    """ResNet50 as Keras builds it (v1: stride 2 in the first 1x1 convolution of stages 3 to 5, a bias
+    in every convolution, BatchNormalization epsilon 1.001e-5 and Keras's momentum 0.99)."""
+
+    def bn(c):
+        return nn.BatchNorm2d(c, eps=1.001e-5, momentum=0.01)
+
+    class Block(nn.Module):
+        def __init__(self, cin, filters, stride, shortcut):
+            super().__init__()
+            f1, f2, f3 = filters
+            self.body = nn.Sequential(nn.Conv2d(cin, f1, 1, stride), bn(f1), nn.ReLU(),
+                                      nn.Conv2d(f1, f2, 3, 1, padding=1), bn(f2), nn.ReLU(),
+                                      nn.Conv2d(f2, f3, 1), bn(f3))
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, f3, 1, stride), bn(f3)) if shortcut else nn.Identity()
+
+        def forward(self, x):
+            return (self.body(x) + self.shortcut(x)).relu()
+
+    stages = [(3, (64, 64, 256), 1), (4, (128, 128, 512), 2), (6, (256, 256, 1024), 2), (3, (512, 512, 2048), 2)]
+    mods = [nn.ZeroPad2d(3), nn.Conv2d(3, 64, 7, 2), bn(64), nn.ReLU(), nn.ZeroPad2d(1), nn.MaxPool2d(3, 2)]
+    cin = 64
+    for blocks, filters, stride in stages:
+        for b in range(blocks):
+            mods.append(Block(cin, filters, stride if b == 0 else 1, b == 0))
+            cin = filters[2]
+    mods += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(2048, 10)]
+    return nn.Sequential(*mods)
+
+
+def run_torch(a):
+    import torch
+
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(1)
+    nn = torch.nn
+    if a.workload == "mlp":
+        model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    elif a.workload == "cnn":
+        model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
+                              nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    else:
+        model = torch_resnet50(nn)
+    x, y = data(a.workload, a.batch)
+    if x.ndim == 4:  # PyTorch's layout is channels first (channels_last memory format for convolutions)
+        x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    x, y = torch.from_numpy(x), torch.from_numpy(y)
+    if x.ndim == 4:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    loss_fn = nn.CrossEntropyLoss()  # the softmax and its cross-entropy fused, as Keras fuses them
+    step_model = torch.compile(model) if a.config == "compile" else model
+    n = x.shape[0] // a.batch
+
+    def step(i):
+        j = (i % n) * a.batch
+        opt.zero_grad(set_to_none=True)
+        out = step_model(x[j:j + a.batch])
+        loss = loss_fn(out, y[j:j + a.batch])
+        loss.backward()
+        opt.step()
+        # the accuracy Keras and kx compute each step
+        (out.detach().argmax(1) == y[j:j + a.batch]).float().mean()
+
+    t0 = time.perf_counter()
+    step(0)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    for i in range(1, a.warmup):
+        step(i)
+    t0 = time.perf_counter()
+    for i in range(a.steps):
+        step(a.warmup + i)
+    ms = (time.perf_counter() - t0) * 1e3 / a.steps
+    return f"torch {torch.__version__}", first_ms, ms
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--framework", choices=["keras", "torch"], required=True)
+    p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50"], required=True)
+    p.add_argument("--batch", type=int, required=True)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--threads", type=int, default=2)
+    a = p.parse_args()
+    version, first_ms, ms = (run_keras if a.framework == "keras" else run_torch)(a)
+    print(json.dumps({"framework": a.framework, "config": a.config, "version": version, "workload": a.workload,
+                      "batch": a.batch, "threads": a.threads, "first_step_ms": round(first_ms, 3),
+                      "ms_per_step": round(ms, 4), "peak_rss_mb": round(peak_rss_mb(), 1)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,16 @@
+// CPU kernels of the depthwise convolution (Keras's DepthwiseConv2D) over NHWC samples: direct loops
+// over the window taps with the channel loop innermost, never im2col and a GEMM (each output reads
+// k_h * k_w inputs of its own channel: a dense GEMM would multiply mostly zeros).
+#pragma once
+#include <cstdint>
+
+#include "backend/backend.hpp"
+
+namespace kx::backend::cpu {
+
+void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                              const float* bias, float* y, int threads);
+void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
+                               const float* dy, float* dx, float* dw, int threads);
+
+}  // namespace kx::backend::cpu

@@ -1,0 +1,63 @@
+// Applications by Keras's class name with Keras's keyword arguments as JSON: one entry for C and the
+// bindings that every future application reaches without a new function.
+#include <string>
+
+#include "io/json.hpp"
+#include "kx/applications.hpp"
+#include "kx/error.hpp"
+
+namespace kx::applications {
+namespace {
+
+using json::Value;
+
+Shape shape_of(const Value& v, const std::string& what) {
+  Shape s;
+  for (const Value& d : v.as_array(what)) s.push_back(d.as_int(what));
+  require(s.size() == 3, Status::InvalidArgument, what + " needs 3 values (height, width, channels)");
+  return s;
+}
+
+// Every key of `options` must be one of `known`: a misspelt argument is an error, not a default.
+void require_known(const Value& options, std::initializer_list<const char*> known, const std::string& app) {
+  for (const auto& [key, v] : options.as_object(app + " options")) {
+    bool found = false;
+    for (const char* k : known) found = found || key == k;
+    require(found, Status::InvalidArgument, app + ": unknown argument \"" + key + "\"");
+    if (key == "weights")
+      require(v.is_null(), Status::Unsupported,
+              app + ": weights must be null (load Keras's weight files with kx_model_load_weights)");
+  }
+}
+
+}  // namespace
+
+Model application(const Strategy& strategy, const std::string& name, const std::string& options_json) {
+  const Value options = options_json.empty() ? Value(Value::Object{}) : json::parse(options_json);
+  if (name == "ResNet50") {
+    require_known(options, {"include_top", "weights", "input_shape", "classes"}, name);
+    const Value* shape = options.find("input_shape");
+    const Value* top = options.find("include_top");
+    const Value* classes = options.find("classes");
+    return resnet50(strategy, shape ? shape_of(*shape, name + " input_shape") : Shape{224, 224, 3},
+                    top ? top->as_bool(name + " include_top") : true,
+                    classes ? classes->as_int(name + " classes") : 1000);
+  }
+  if (name == "MobileNetV2") {
+    require_known(options,
+                  {"alpha", "include_top", "weights", "input_shape", "pooling", "classes", "classifier_activation"},
+                  name);
+    MobileNetV2Options o;
+    if (const Value* v = options.find("alpha")) o.alpha = v->as_number(name + " alpha");
+    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
+    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
+    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
+    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
+    if (const Value* v = options.find("classifier_activation"))
+      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+    return mobilenet_v2(strategy, o);
+  }
+  fail(Status::InvalidArgument, "unknown application \"" + name + "\" (ResNet50, MobileNetV2)");
+}
+
+}  // namespace kx::applications
