@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -164,6 +165,24 @@ TEST(Hdf5Reader, TheStreamHoldsWhatKerasWrote) {
     const auto [status, message] = outcome([&] { io::Hdf5Tree(stream.substr(0, n), size, "cut.h5"); });
     ASSERT_EQ(status, Status::Corrupt) << "cut at " << n << ": " << message;
     ASSERT_NE(message.find("cut.h5"), std::string::npos) << message;
+  }
+  // A string value longer than any name (ResNet50's model_config is 150 kB): kept whole.
+  {
+    std::string big = real_stream("mlp.h5");
+    const std::string config = "model_config";
+    const size_t at = big.find(config);
+    ASSERT_NE(at, std::string::npos);
+    {
+      // The attribute's first string: its length field follows the name and the form (u8) and count (u32).
+      const size_t len_at = at + config.size() + 1 + 4;
+      uint32_t len = 0;
+      std::memcpy(&len, big.data() + len_at, 4);
+      const uint32_t longer = len + 100000;
+      std::memcpy(big.data() + len_at, &longer, 4);
+      big.insert(len_at + 4 + len, std::string(100000, ' '));
+      const io::Hdf5Tree t2(big, read_bytes(kFixtures / "mlp.h5").size() + 100000, "big.h5");
+      EXPECT_EQ(t2.strings("", "model_config")->front().size(), longer);
+    }
   }
   // A stream longer than the file's size justifies is refused before it is parsed; bytes after its
   // end are refused too.

@@ -130,7 +130,8 @@ void Hdf5Tree::parse(uint64_t file_size) {
           a.form = Attribute::Form::Strings;
           const auto n = c.get<uint32_t>();
           if (n > hs::kMaxStrings || n > c.left() / 4) c.bad("more strings than remain");
-          for (uint32_t i = 0; i < n; ++i) a.values.push_back(c.str(hs::kMaxName));
+          // A value may be long (ResNet50's model_config is 150 kB): bounded by what remains only.
+          for (uint32_t i = 0; i < n; ++i) a.values.push_back(c.str(UINT32_MAX));
         } else if (form == static_cast<uint8_t>(hs::AttributeForm::NotString)) {
           a.form = Attribute::Form::NotString;
         } else if (form == static_cast<uint8_t>(hs::AttributeForm::Unreadable)) {
