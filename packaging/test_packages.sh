@@ -20,6 +20,7 @@ fail() { echo "packaging test: $*" >&2; exit 1; }
 for f in "$pkgs"/*.deb; do dpkg-deb -x "$f" "$tmp/extracted"; done
 if grep -rl --binary-files=text "$PWD" "$tmp/extracted"; then fail "build paths inside the packages (above)"; fi
 test -f "$tmp/extracted/usr/share/doc/libkx0/copyright" || fail "libkx0 has no copyright file"
+test -x "$tmp/extracted/usr/lib/x86_64-linux-gnu/kx-0/kx-hdf5-reader" || fail "libkx0 lacks kx-0/kx-hdf5-reader"
 
 # The CUDA module package needs NVIDIA's cuBLAS package, which Debian does not have: checked, not installed.
 if ls "$pkgs"/libkx0-cuda_*.deb > /dev/null 2>&1; then
@@ -60,6 +61,11 @@ nopy=(env -u PYTHONPATH -u KX_LIBRARY -u LD_LIBRARY_PATH)
 grep -q "/usr/lib/python3/dist-packages/kx/__init__.py $version $version" "$tmp/python.log" ||
   fail "python3-kx: import kx did not load the packaged module and library"
 "${nopy[@]}" /usr/bin/python3 /usr/share/kx/samples/python/fashion_mnist.py "$data" "$tmp/ckpt-python" --epochs 1 | tail -1
+# The installed libkx finds its HDF5 reader in kx-0/ (where libhdf5 is installed: it is no dependency).
+if ls /usr/lib/x86_64-linux-gnu/libhdf5_serial.so.103 > /dev/null 2>&1; then
+  "${nopy[@]}" /usr/bin/python3 -c 'import sys, kx; print("keras file:", kx.models.load_model(sys.argv[1]).layer_names)' \
+    "$PWD/tests/fuzz/corpus/keras_file/mlp.keras" || fail "the installed libkx cannot read a .keras file"
+fi
 # 5. a multi-worker job on the installed engine module: the installed C sample, two workers on loopback
 if ((${#workers_deb[@]})); then
   cc -std=c99 -Wall -o "$tmp/multi_worker" /usr/share/kx/samples/c/multi_worker.c $(pkg-config --cflags --libs kx)
@@ -81,7 +87,7 @@ expect_rpm() {
   for f in "$@"; do grep -qx "$f" <<< "$list" || fail "$rpm lacks $f (has: $list)"; done
   echo "$rpm: ${*}"
 }
-expect_rpm "libkx0-${version}-1.x86_64.rpm" /usr/lib64/libkx.so.0 "/usr/lib64/libkx.so.${version}"
+expect_rpm "libkx0-${version}-1.x86_64.rpm" /usr/lib64/libkx.so.0 "/usr/lib64/libkx.so.${version}" /usr/lib64/kx-0/kx-hdf5-reader
 expect_rpm "libkx-devel-${version}-1.x86_64.rpm" /usr/include/kx/kx.h /usr/lib64/libkx.so /usr/lib64/pkgconfig/kx.pc \
   /usr/lib64/cmake/kx/kxConfig.cmake
 expect_rpm "kx-samples-${version}-1.x86_64.rpm" /usr/bin/fashion_mnist_c /usr/share/kx/samples/c/fashion_mnist.c

@@ -3,7 +3,8 @@
 # fuzzes the checkpoint loader for FUZZ_SECONDS (default 60), then each data reader (.npy, CSV,
 # images) for FUZZ_DATA_SECONDS (default 20) from seeds numpy and the test image writer make, then
 # each loader of issue 30 (Keras JSON configs, IDX files, load_weights, resume metadata) and Keras's
-# .keras / .h5 files (issue 32; seeds made by Keras 3, so libhdf5's parsing is fuzzed too) for
+# .keras / .h5 files (issue 32; seeds made by Keras 3; libhdf5 parses them in kx-hdf5-reader, so its
+# crashes must come back as errors) and the reader's stream (seeds: its streams of those files) for
 # FUZZ_NEW_SECONDS (default 60) from seeds fuzz_loader_seed_writer makes and the crafted inputs of
 # tests/fuzz/corpus/<target>/. Needs the packages of scripts/setup.sh.
 set -euo pipefail
@@ -18,7 +19,7 @@ data_targets=(fuzz_npy_reader fuzz_csv_reader)
 # The image reader exists when the build found libjpeg and libpng (KX_WITH_IMAGES).
 if cmake --build build-fuzz --target help | grep -q 'fuzz_image_reader'; then images=1; else images=0; fi
 if ((images)); then data_targets+=(fuzz_image_reader); fi
-loader_targets=(fuzz_model_json fuzz_idx_reader fuzz_load_weights fuzz_resume fuzz_keras_file)
+loader_targets=(fuzz_model_json fuzz_idx_reader fuzz_load_weights fuzz_resume fuzz_keras_file fuzz_hdf5_stream)
 cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${data_targets[@]}" \
   "${loader_targets[@]}" fuzz_loader_seed_writer $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
@@ -53,16 +54,19 @@ done
 # tests/fuzz/corpus/<target>/ (an IDX header that claims 8.6 GB, a checkpoint at INT64_MAX steps ...).
 rm -rf "$corpus-loaders"
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_loader_seed_writer "$corpus-loaders"
+# The HDF5 reader's streams of Keras's files: the seeds of its parser in libkx.
+mkdir -p "$corpus-loaders/hdf5_stream"
+for f in tests/fuzz/corpus/keras_file/*.h5; do
+  ./build-fuzz/kx-hdf5-reader --size "$(stat -c %s "$f")" --memory 0 --cpu-seconds 30 < "$f" \
+    > "$corpus-loaders/hdf5_stream/$(basename "$f").stream"
+done
 for t in "${loader_targets[@]}"; do
   c="$corpus-loaders/${t#fuzz_}"
   mkdir -p "$c"
   if [[ -d "tests/fuzz/corpus/${t#fuzz_}" ]]; then cp "tests/fuzz/corpus/${t#fuzz_}"/* "$c"/; fi
   echo "fuzzing ${t#fuzz_} for ${new_seconds}s from $(ls "$c" | wc -l) seeds"
-  # Keras's files: kx's own code (the zip, the configs, the checks) always; libhdf5's parsing only with
-  # FUZZ_WITH_HDF5=1, because libhdf5 1.10.8 itself crashes on some damaged files (a SEGV in
-  # H5HG_read reading a variable-length string from a corrupted global heap).
-  hdf5=()
-  if [[ $t == fuzz_keras_file && ${FUZZ_WITH_HDF5:-0} != 1 ]]; then hdf5=(env KX_HDF5_LIBRARY=/nonexistent/libhdf5.so); fi
-  "${hdf5[@]}" env ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$new_seconds" -rss_limit_mb=2048 \
-    -timeout=10 -print_final_stats=1 "$c"
+  # Keras's files go through the reader program as in libkx: libhdf5 1.10.8 crashes on some damaged
+  # files (a SEGV in H5HG_read on a corrupted global heap), and that must be a kx::Error here.
+  KX_HDF5_READER="$PWD/build-fuzz/kx-hdf5-reader" ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" \
+    -max_total_time="$new_seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$c"
 done

@@ -203,6 +203,18 @@ class KerasFiles(unittest.TestCase):
         self.assertTrue(out.startswith("KX_E_UNSUPPORTED"), out)
         self.assertIn("HDF5 is unavailable", out)
 
+    def test_a_file_that_crashes_libhdf5_is_corrupt_and_python_goes_on(self):
+        # libhdf5 1.10.8 segfaults on this damaged global heap; kx reads HDF5 in kx-hdf5-reader.
+        killer = os.path.join(os.path.dirname(__file__), "..", "..", "..", "tests", "fuzz", "libhdf5_killers",
+                              "segv-in-H5HG_read.h5")
+        with self.assertRaises(kx.Error) as e:
+            kx.models.load_model(killer)
+        self.assertEqual(e.exception.name, "KX_E_CORRUPT", e.exception.message)
+        self.assertIn("segv-in-H5HG_read.h5", e.exception.message)
+        self.assertIn("HDF5 reader", e.exception.message)
+        m = kx.models.load_model(self.files["mlp"][0][".keras"])  # and the process reads the next file
+        self.assertGreater(len(m.layer_names), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -454,24 +454,30 @@ KX_API KX_MUST_CHECK kx_status kx_model_load(kx_strategy* s, const char* path, k
  * (optimizer, learning rate, loss, accuracy metric, dtype policy) and takes the optimizer's state
  * (step count, Adam's moments, SGD's momentum) where the file holds it, so kx_fit continues where
  * Keras left off; otherwise it is returned uncompiled, holding the file's weights, which
- * kx_model_compile keeps. *out belongs to the caller (kx_model_destroy). HDF5 is read through
- * libhdf5 1.10 or later, opened at run time ($KX_HDF5_LIBRARY, else libhdf5_serial.so.103,
- * libhdf5.so.103, ...); libkx does not link it. Threading: calls that read or write Keras files
- * run one at a time in the process (libhdf5 is not thread-safe). The whole file is read into memory.
- * Errors: KX_E_INVALID_ARGUMENT (NULL arguments; a weights-only .h5 file, which
- * kx_model_load_weights reads), KX_E_IO (cannot read), KX_E_UNSUPPORTED (libhdf5 is unavailable;
- * or the file holds what kx cannot train: the message names the layer class, the op node of a
- * functional graph, or the attribute and its value, e.g. a regularizer, dilation, a learning-rate
+ * kx_model_compile keeps. *out belongs to the caller (kx_model_destroy). The HDF5 part is read by
+ * kx-hdf5-reader, a program installed beside libkx ($KX_HDF5_READER names another) that libkx runs
+ * for each file (posix_spawn; the file goes to it through an anonymous memory file): it opens
+ * libhdf5 1.10 or later at run time ($KX_HDF5_LIBRARY, else libhdf5_serial.so.103, libhdf5.so.103,
+ * ...), under limits on its memory and CPU time and a deadline, so a damaged or hostile file that
+ * crashes, hangs or bloats libhdf5 ends that process, never the caller's; libkx links no HDF5. The
+ * whole file is read into memory. Errors: KX_E_INVALID_ARGUMENT (NULL arguments; a weights-only .h5
+ * file, which kx_model_load_weights reads), KX_E_IO (cannot read the file; the reader cannot be
+ * started), KX_E_UNSUPPORTED (the reader or libhdf5 is unavailable: the message says where it
+ * looked; or the file holds what kx cannot train: the message names the layer class, the op node of
+ * a functional graph, or the attribute and its value, e.g. a regularizer, dilation, a learning-rate
  * schedule, an optimizer other than Adam or SGD), KX_E_CORRUPT (damaged, truncated or hostile: the
- * message names the file and what is wrong; weights the config needs are missing or shaped
- * otherwise). */
+ * message names the file and what is wrong, including the reader dying with signal N, running out
+ * of time, or the file expanding past what its size justifies; weights the config needs are missing
+ * or shaped otherwise). */
 KX_API KX_MUST_CHECK kx_status kx_model_load_keras(kx_strategy* s, const char* path, kx_model** out);
 /* Writes a compiled model as a .keras file that keras.models.load_model (Keras 3.6 or later) opens
  * and that predicts what kx_predict predicts: config.json (Keras 3's Sequential or Functional config,
  * the compile config), model.weights.h5 (the weights, and the optimizer's step count, learning rate
  * and slots) and metadata.json, in an uncompressed zip. Written durably (as kx_model_save). Needs
- * libhdf5 at run time, as kx_model_load_keras. m is only read. Errors: NULL arguments, KX_E_MISUSE
- * before compile, KX_E_UNSUPPORTED (libhdf5 is unavailable; a file over 4 GiB), KX_E_IO. */
+ * libhdf5 at run time ($KX_HDF5_LIBRARY), which writes kx's own data in this process (no reader
+ * program is run). Threading: such writes run one at a time in the process (libhdf5 is not
+ * thread-safe). m is only read. Errors: NULL arguments, KX_E_MISUSE before compile,
+ * KX_E_UNSUPPORTED (libhdf5 is unavailable; a file over 4 GiB), KX_E_IO. */
 KX_API KX_MUST_CHECK kx_status kx_model_save_keras(kx_model* m, const char* path);
 KX_API void kx_model_destroy(kx_model* m);
 
@@ -559,14 +565,16 @@ KX_API KX_MUST_CHECK kx_status kx_model_set_weight(kx_model* m, const char* name
 /* Loads weights by name ("<layer>/<weight>", e.g. "conv1_conv/kernel") from a safetensors file: one
  * written by kx_model_save or a checkpoint, or any safetensors file of float32 tensors with those
  * names (e.g. converted from Keras). Tensors of the file the model lacks are ignored. Keras's weight
- * files are read too, by their HDF5 or zip signature (libhdf5 at run time, as kx_model_load_keras):
+ * files are read too, by their HDF5 or zip signature (by kx-hdf5-reader, as kx_model_load_keras):
  * a Keras 3 .weights.h5 (by the layer name each group carries, or before Keras 3.6 by Keras's group
  * names), a legacy .h5 from save_weights or model.save and Keras Applications' weight files (by
  * layer name, each layer's weights in order) and a .keras file's weights. Without
  * KX_LOAD_WEIGHTS_SKIP_MISMATCH, a model weight that the file lacks or holds with another shape is
  * KX_E_INVALID_ARGUMENT and nothing changes; with it, such weights keep their values. loaded and
  * skipped (either may be NULL) receive the counts of weights. Errors: NULL m or path, KX_E_MISUSE
- * before compile, KX_E_IO, KX_E_CORRUPT, KX_E_UNSUPPORTED (a Keras file without libhdf5). */
+ * before compile, KX_E_IO, KX_E_CORRUPT (damaged or hostile, as kx_model_load_keras: never a crash
+ * or a hang of the caller), KX_E_UNSUPPORTED (a Keras file where kx-hdf5-reader or libhdf5 is
+ * unavailable). */
 KX_API KX_MUST_CHECK kx_status kx_model_load_weights(kx_model* m, const char* path, uint32_t flags, int64_t* loaded,
                                        int64_t* skipped);
 

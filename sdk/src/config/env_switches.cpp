@@ -24,7 +24,9 @@ constexpr std::array kSwitches{
     Switch{"KX_WORKERS_MODULE", SwitchKind::Path, "the path of libkx_workers.so", "libkx_workers.so beside libkx",
            "which cross-process engine module (Gloo, MPI) libkx loads"},
     Switch{"KX_HDF5_LIBRARY", SwitchKind::Path, "the path of libhdf5", "libhdf5_serial.so.103, libhdf5.so.103, ...",
-           "which libhdf5 (1.10 or later) libkx loads for Keras .h5 and .keras files"},
+           "which libhdf5 (1.10 or later) the HDF5 reader loads for Keras .h5 and .keras files"},
+    Switch{"KX_HDF5_READER", SwitchKind::Path, "the path of kx-hdf5-reader", "kx-hdf5-reader beside libkx",
+           "which HDF5 reader program libkx runs to read Keras .h5 and .keras files"},
     Switch{"KX_NCCL_ACROSS_WORKERS", SwitchKind::Flag, kFlagValues, "NCCL when every worker can use it",
            "multi-worker GPU workers: 0, sums through host memory; 1, NCCL between their GPUs, required (an "
            "error where a worker cannot use it)"},

@@ -16,6 +16,9 @@ struct TestHooks {
   std::string ps_hold_file;
   // A parameter-server worker's fit: a pause after each of its steps (a slow worker).
   std::chrono::milliseconds ps_step_delay{0};
+  // The HDF5 reader's deadline (kx-hdf5-reader, io/hdf5_reader_process.cpp); 0: the one its file's
+  // size earns.
+  std::chrono::milliseconds hdf5_reader_timeout{0};
   // Written by kx, read by tests: the training steps recorded as graphs (CUDA graphs, or the recording
   // backend's) since the process started. A test that compares replayed steps with direct ones reads
   // it before and after its fit, so that a recording that failed and fell back to direct steps

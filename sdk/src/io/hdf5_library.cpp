@@ -53,6 +53,7 @@ std::string resolve(SharedLibrary& lib, Api& a) {
   lib.resolve("H5Oclose", a.oclose);
   lib.resolve("H5Iget_type", a.iget_type);
   lib.resolve("H5Aexists", a.aexists);
+  lib.resolve("H5Aiterate2", a.aiterate2);
   lib.resolve("H5Aopen", a.aopen);
   lib.resolve("H5Acreate2", a.acreate2);
   lib.resolve("H5Aget_type", a.aget_type);

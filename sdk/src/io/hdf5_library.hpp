@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 
 namespace kx::io::h5 {
 
@@ -65,6 +66,8 @@ struct Api {
   herr_t (*oclose)(hid_t);
   int (*iget_type)(hid_t);
   htri_t (*aexists)(hid_t, const char*);
+  // H5Aiterate2 by name, increasing; the callback's H5A_info_t is not read (its layout is HDF5's).
+  herr_t (*aiterate2)(hid_t, int, int, hsize_t*, herr_t (*)(hid_t, const char*, const void*, void*), void*);
   hid_t (*aopen)(hid_t, const char*, hid_t);
   hid_t (*acreate2)(hid_t, const char*, hid_t, hid_t, hid_t, hid_t);
   hid_t (*aget_type)(hid_t);
@@ -122,6 +125,34 @@ class Session {
   std::unique_lock<std::mutex> lock_;
   const Api* api_ = nullptr;
   const std::string* library_ = nullptr;
+};
+
+// An HDF5 id and the call that closes it (H5Dclose, H5Gclose, ...), closed when it goes.
+class Id {
+ public:
+  Id() = default;
+  Id(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
+  Id(Id&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
+  Id& operator=(Id&& o) noexcept {
+    if (this != &o) {
+      reset();
+      id_ = std::exchange(o.id_, -1);
+      close_ = o.close_;
+    }
+    return *this;
+  }
+  Id(const Id&) = delete;
+  ~Id() { reset(); }
+  hid_t get() const { return id_; }
+  bool ok() const { return id_ >= 0; }
+
+ private:
+  void reset() {
+    if (id_ >= 0 && close_) close_(id_);
+    id_ = -1;
+  }
+  hid_t id_ = -1;
+  herr_t (*close_)(hid_t) = nullptr;
 };
 
 }  // namespace kx::io::h5

@@ -134,7 +134,10 @@ std::string ZipArchive::read(const Entry& e) const {
 
 std::string write_stored_zip(const std::vector<std::pair<std::string, std::string>>& entries) {
   std::string out, directory;
-  for (const auto& [name, data] : entries) {
+  for (const auto& entry : entries) {
+    // Named references, not structured bindings: clang before 16 cannot capture those in `common`.
+    const std::string& name = entry.first;
+    const std::string& data = entry.second;
     require(data.size() < 0xffffffffu && out.size() < 0xffffffffu, Status::Unsupported,
             "a .keras file over 4 GiB (Zip64) is not supported");
     const uint32_t crc = crc_of(data.data(), data.size());

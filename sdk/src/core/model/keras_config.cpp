@@ -50,7 +50,11 @@ bool all_ones(const Value& v) {
 
 // Refuses a layer setting kx would otherwise ignore while Keras trains with it.
 void check_layer_settings(const Value& config, const std::string& what) {
-  for (const auto& [key, v] : config.as_object(what)) {
+  for (const auto& entry : config.as_object(what)) {
+    // Named references, not structured bindings: clang before 16 (Debian 12's 14, the fuzz build's)
+    // cannot capture bindings in the lambdas below.
+    const std::string& key = entry.first;
+    const Value& v = entry.second;
     const auto ends_with = [&](const char* suffix) {
       const std::string s(suffix);
       return key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;

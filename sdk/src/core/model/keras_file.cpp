@@ -3,6 +3,7 @@
 #include <cmath>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include "core/layers/layer_registry.hpp"
 #include "core/model/keras_config.hpp"
@@ -10,7 +11,8 @@
 #include "core/model/model_impl.hpp"
 #include "core/train/train_position.hpp"
 #include "io/durable_write.hpp"
-#include "io/hdf5_file.hpp"
+#include "io/hdf5_tree.hpp"
+#include "io/hdf5_writer.hpp"
 #include "io/stored_zip.hpp"
 #include "kx/error.hpp"
 #include "kx/version.hpp"
@@ -44,7 +46,7 @@ std::vector<WeightInfo> trained_weights(const std::vector<core::KerasLayerWeight
 
 // Reads every weight the file has for the model into params. A weight the file lacks or holds with
 // another shape is skipped with skip_mismatch, else `missing` (the status) naming it.
-WeightsReport read_weights(const io::Hdf5File& f, const std::vector<core::KerasLayerWeights>& layers, float* params,
+WeightsReport read_weights(const io::Hdf5Tree& f, const std::vector<core::KerasLayerWeights>& layers, float* params,
                            bool skip_mismatch, Status missing, const std::string& hint) {
   const std::vector<std::vector<std::string>> paths = core::keras_weight_paths(f, layers);
   WeightsReport report;
@@ -93,7 +95,7 @@ auto as_corrupt(const std::string& path, F f) {
 struct KerasFileParts {
   json::Value model;
   json::Value compile;  // null when Keras never compiled the model
-  std::unique_ptr<io::Hdf5File> weights;
+  std::optional<io::Hdf5Tree> weights;
   // A .keras file's model.weights.h5, opened only once its config has been checked (a config kx
   // cannot train is refused even where libhdf5 is missing).
   std::string weights_bytes, weights_source;
@@ -118,7 +120,7 @@ KerasFileParts open_keras_file(const std::string& bytes, const std::string& path
   }
   require(io::looks_like_hdf5(bytes), Status::Corrupt,
           path + ": neither a .keras file (a zip archive) nor an .h5 file (HDF5)");
-  parts.weights = std::make_unique<io::Hdf5File>(bytes, path);
+  parts.weights = io::Hdf5Tree::read(bytes, path);
   const auto model = parts.weights->strings("", "model_config");
   require(model.has_value(), Status::InvalidArgument,
           path + ": holds weights only, no model_config: build the model, then load the file with load_weights");
@@ -146,8 +148,8 @@ Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path)
   const std::optional<CompileOptions> co = as_corrupt(path, [&] {
     return core::compile_options_from_keras(parts.compile, core::precision_from_keras(parts.model));
   });
-  if (!parts.weights) parts.weights = std::make_unique<io::Hdf5File>(parts.weights_bytes, parts.weights_source);
-  const io::Hdf5File& f = *parts.weights;
+  if (!parts.weights) parts.weights = io::Hdf5Tree::read(parts.weights_bytes, parts.weights_source);
+  const io::Hdf5Tree& f = *parts.weights;
   Impl& impl = *m.impl_;
   const std::vector<core::KerasLayerWeights> layers = keras_layers(impl);
   std::vector<float> params(static_cast<size_t>(impl.net.num_params));
@@ -192,14 +194,14 @@ Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path)
 
 WeightsReport Model::Impl::load_keras_weights(const std::string& bytes, const std::string& path, bool skip_mismatch) {
   require_compiled("load_weights");
-  std::unique_ptr<io::Hdf5File> f;
+  std::optional<io::Hdf5Tree> f;
   if (io::looks_like_zip(bytes)) {  // a .keras file: its weights
     const io::ZipArchive zip(bytes, path);
     const io::ZipArchive::Entry* e = zip.find(kWeightsEntry);
     require(e != nullptr, Status::Corrupt, path + ": a .keras file without " + kWeightsEntry);
-    f = std::make_unique<io::Hdf5File>(zip.read(*e), path + ": " + kWeightsEntry);
+    f = io::Hdf5Tree::read(zip.read(*e), path + ": " + kWeightsEntry);
   } else {
-    f = std::make_unique<io::Hdf5File>(bytes, path);
+    f = io::Hdf5Tree::read(bytes, path);
   }
   std::vector<float> params = host_params();
   const WeightsReport report = read_weights(*f, keras_layers(*this), params.data(), skip_mismatch, Status::InvalidArgument,
@@ -217,7 +219,7 @@ void Model::Impl::save_keras(const std::string& path) const {
   const std::string model_name = kx_model.at("config", "model").at("name", "model").as_string("name");
   // model.weights.h5 as Keras 3.6 and later write it: every saveable's variables in a vars group
   // that names it.
-  io::Hdf5File f;
+  io::Hdf5Writer f;
   f.create_group("vars");
   f.set_string("vars", "name", model_name);
   for (size_t k = 0; k < layers.size(); ++k) {

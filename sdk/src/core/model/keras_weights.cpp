@@ -10,7 +10,7 @@ namespace {
 
 // The group a legacy file's layers are under: the root of a save_weights file, model_weights of a
 // model.save file; nullopt when the file is not of that layout.
-std::optional<std::string> legacy_root(const io::Hdf5File& f) {
+std::optional<std::string> legacy_root(const io::Hdf5Tree& f) {
   if (f.strings("", "layer_names")) return std::string();
   if (f.is_group("model_weights") && f.strings("model_weights", "layer_names")) return std::string("model_weights");
   return std::nullopt;
@@ -31,7 +31,7 @@ std::vector<std::string> keras3_layer_groups(const std::vector<KerasLayerWeights
   return groups;
 }
 
-std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5File& f,
+std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5Tree& f,
                                                          const std::vector<KerasLayerWeights>& layers) {
   std::vector<std::vector<std::string>> paths;
   if (const std::optional<std::string> root = legacy_root(f)) {
@@ -66,7 +66,7 @@ std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5File& f,
   return paths;
 }
 
-std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5File& f, size_t trained, int slots) {
+std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots) {
   KerasOptimizerPaths out;
   out.slots.assign(static_cast<size_t>(slots), std::vector<std::string>(trained));
   const size_t s = static_cast<size_t>(slots);

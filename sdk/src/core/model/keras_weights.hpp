@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "io/hdf5_file.hpp"
+#include "io/hdf5_tree.hpp"
 #include "kx/model.hpp"
 
 namespace kx::core {
@@ -24,7 +24,7 @@ struct KerasLayerWeights {
 // The dataset of each weight, layer by layer; "" where the file has none. Legacy files are matched
 // by layer name; Keras 3 files by the layer name their vars groups carry, else (before 3.6) by the
 // group Keras derives from the class (dense, dense_1, ...), as Keras itself loads them.
-std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5File& f,
+std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5Tree& f,
                                                          const std::vector<KerasLayerWeights>& layers);
 
 // The group Keras 3 keeps each layer's variables in: layers/<stem>, layers/<stem>_1, ...
@@ -40,6 +40,6 @@ struct KerasOptimizerPaths {
   std::string learning_rate;            // "" when absent (Keras 2 files)
   std::vector<std::vector<std::string>> slots;  // slots[j][i]: slot j of trained weight i
 };
-std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5File& f, size_t trained, int slots);
+std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots);
 
 }  // namespace kx::core

@@ -9,7 +9,7 @@
 #include "core/model/model_impl.hpp"
 #include "core/train/train_position.hpp"
 #include "io/durable_write.hpp"
-#include "io/hdf5_file.hpp"
+#include "io/hdf5_tree.hpp"
 #include "io/stored_zip.hpp"
 #include "io/json.hpp"
 #include "io/safetensors.hpp"
