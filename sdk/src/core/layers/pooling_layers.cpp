@@ -1,6 +1,7 @@
 // Pooling over channels-last samples: MaxPooling2D and AveragePooling2D ("valid" windows, strides
 // defaulting to the pool size as in Keras) and GlobalAveragePooling2D (the mean of each channel).
 #include "core/checked_size.hpp"
+#include "core/layers/global_pooling2d.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -76,47 +77,16 @@ class AveragePooling2dLayer final : public Pooling2dLayer {
 
 // One window over the whole (height, width) plane: [h, w, c] -> [c], or [1, 1, c] with keepdims
 // (Keras's squeeze-and-excite blocks); the same values either way.
-class GlobalAveragePooling2dLayer final : public Layer {
+class GlobalAveragePooling2dLayer final : public GlobalPooling2dLayer {
  public:
-  GlobalAveragePooling2dLayer(const LayerSpec& spec, bool keepdims) : Layer(spec), keepdims_(keepdims) {}
-
-  Shape build(const Shape& in) override {
-    require(in.size() == 3, Status::InvalidArgument,
-            "GlobalAveragePooling2D layer \"" + name() + "\" needs samples of shape (height, width, channels), gets " +
-                to_string(in));
-    g_.in_h = g_.k_h = g_.stride_h = in[0];
-    g_.in_w = g_.k_w = g_.stride_w = in[1];
-    g_.channels = in[2];
-    g_.out_h = g_.out_w = 1;
-    return keepdims_ ? Shape{1, 1, in[2]} : Shape{in[2]};
-  }
+  GlobalAveragePooling2dLayer(const LayerSpec& spec, bool keepdims)
+      : GlobalPooling2dLayer(spec, keepdims, "GlobalAveragePool") {}
   void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
   bool backward_reads_input() const override { return false; }  // dy spread over each window
   bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
   }
-
-  void export_onnx(OnnxLayerExport& e) const override {
-    if (keepdims_) {
-      e.node("GlobalAveragePool", {e.input_nchw()}, {name()});
-      e.output(name(), true);
-      return;
-    }
-    e.node("GlobalAveragePool", {e.input_nchw()}, {name() + "/pooled"});
-    e.node("Flatten", {name() + "/pooled"}, {name()}, {io::OnnxAttribute::integer("axis", 1)});
-    e.output(name(), false);
-  }
-
- protected:
-  void add_config(json::Value& config) const override {
-    config.set("data_format", "channels_last");
-    config.set("keepdims", keepdims_);
-  }
-
- private:
-  bool keepdims_;
-  Window2d g_;
 };
 
 void check_pool(const LayerSpec& spec, const char* what) {
