@@ -27,7 +27,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-g
   -DKX_WITH_CUDA=OFF -DKX_WITH_BLAS=OFF -DKX_WITH_GLOO=OFF -DKX_WITH_MPI=OFF -DKX_BUILD_BENCH=OFF "$@"
 cmake --build "$build_dir" --target kx fashion_mnist_c kx_unit_tests kx_capi_tests kx_contract_tests kx_keras_api_tests \
   kx_data_files_tests kx_export_logs_tests kx_first_day_tests kx_layers_by_config_tests kx_reentrancy_tests \
-  kx_sizes_tests kx_disk_full_tests kx_misuse_probe
+  kx_sizes_tests kx_disk_full_tests kx_misuse_probe kx_keras_files_tests kx-hdf5-reader
 readelf -h "$build_dir"/libkx.so.*.*.* | grep -q "Machine: *AArch64" || { echo "libkx is not an aarch64 library" >&2; exit 1; }
 # Idle OpenMP threads sleep instead of spinning: under emulation a spinning thread takes the core the
 # working one needs. QEMU_CPU=max emulates a CPU with every feature qemu has, FEAT_BF16 among them: the
