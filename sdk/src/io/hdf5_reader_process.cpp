@@ -71,8 +71,13 @@ Hdf5Tree Hdf5Tree::read(const std::string& bytes, const std::string& source) {
   if (r.signal != 0)
     fail(Status::Corrupt, died + "died with signal " + signal_name(r.signal) +
                               " reading it: libhdf5 cannot read this damaged or hostile file");
+  // 126 and 127: the reader's program or its dynamic loader could not be executed (as a shell says
+  // it), so no file was read: kx lacks a working reader, as when it is missing.
+  if (r.exit_code == 126 || r.exit_code == 127)
+    fail(Status::Unsupported, died + "could not be started (exit status " + std::to_string(r.exit_code) +
+                                  "): Keras's HDF5 files need a kx-hdf5-reader that runs on this machine");
   // The reader answers with exit status 0, errors included: any other status is a crash its
-  // sanitizer caught (a sanitized build) or a reader that could not run.
+  // sanitizer caught (a sanitized build).
   if (r.exit_code > 0)
     fail(Status::Corrupt, died + "exited with status " + std::to_string(r.exit_code) +
                               " instead of answering: libhdf5 cannot read this damaged or hostile file");
