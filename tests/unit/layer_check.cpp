@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backend/backend.hpp"
+#include "kx/model.hpp"
 
 namespace kx::test {
 
@@ -79,6 +80,21 @@ LayerSpec spec_of(LayerKind kind, const char* name) {
   s.kind = kind;
   s.name = name;
   return s;
+}
+
+std::vector<float> weights_after_training(const Shape& input, const std::vector<std::string>& layers, int replicas) {
+  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), input);
+  for (const std::string& layer : layers) m.add_layer(layer);
+  CompileOptions o;
+  o.seed = 7;
+  m.compile(o);
+  int64_t per_sample = 1;
+  for (int64_t d : input) per_sample *= d;
+  const std::vector<float> x = random_floats(static_cast<size_t>(32 * per_sample), 3);
+  std::vector<float> y(32);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 3);
+  for (int step = 0; step < 5; ++step) m.train_on_batch(x.data(), y.data(), 32);
+  return m.get_weights();
 }
 
 

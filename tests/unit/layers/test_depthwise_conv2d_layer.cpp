@@ -123,22 +123,16 @@ TEST(DepthwiseConv2dLayer, RefusesWhatKerasRefusesAndSaysWhatKxLacks) {
   EXPECT_EQ(status(R"({"kernel_size": 3, "padding": "same"})"), Status::Ok);
 }
 
+const std::vector<std::string> kTrainedLayers{
+    R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "padding": "same",
+      "depth_multiplier": 2, "activation": "relu"}})",
+    R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "strides": 2}})",
+    R"({"class_name": "Flatten", "config": {}})",
+    R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})",
+};
+
 std::vector<float> trained_weights(int replicas) {
-  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")),
-                              {6, 6, 3});
-  m.add_layer(R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "padding": "same",
-      "depth_multiplier": 2, "activation": "relu"}})");
-  m.add_layer(R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "strides": 2}})");
-  m.add_layer(R"({"class_name": "Flatten", "config": {}})");
-  m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
-  CompileOptions o;
-  o.seed = 7;
-  m.compile(o);
-  const std::vector<float> x = test::random_floats(32 * 6 * 6 * 3, 3);
-  std::vector<float> y(32);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 3);
-  for (int step = 0; step < 5; ++step) m.train_on_batch(x.data(), y.data(), 32);
-  return m.get_weights();
+  return test::weights_after_training({6, 6, 3}, kTrainedLayers, replicas);
 }
 
 TEST(DepthwiseConv2dLayer, TwoReplicasTrainAsOne) {

@@ -111,19 +111,14 @@ TEST(ReluLayer, RefusesWhatKerasRefuses) {
   EXPECT_EQ(status(R"({})"), Status::Ok);
 }
 
+const std::vector<std::string> kTrainedLayers{
+    R"({"class_name": "Dense", "config": {"units": 8}})",
+    R"({"class_name": "ReLU", "config": {}})",
+    R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})",
+};
+
 std::vector<float> trained_weights(int replicas) {
-  Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), {6});
-  m.add_layer(R"({"class_name": "Dense", "config": {"units": 8}})");
-  m.add_layer(R"({"class_name": "ReLU", "config": {}})");
-  m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
-  CompileOptions o;
-  o.seed = 7;
-  m.compile(o);
-  const std::vector<float> x = test::random_floats(32 * 6, 3);
-  std::vector<float> y(32);
-  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(i % 3);
-  for (int step = 0; step < 5; ++step) m.train_on_batch(x.data(), y.data(), 32);
-  return m.get_weights();
+  return test::weights_after_training({6}, kTrainedLayers, replicas);
 }
 
 TEST(ReluLayer, TwoReplicasTrainAsOne) {
