@@ -261,7 +261,7 @@ struct MpiEngine::State {
   template <typename T>
   void sum_piece(T* data, size_t count, MPI_Datatype type, Clock::time_point deadline) {
     const auto n = static_cast<size_t>(size);
-    const auto part_begin = [&](size_t r) { return count * r / n; };
+    const auto part_begin = [&](size_t r) { return rank_part_begin(count, r, n); };
     const size_t mine = part_begin(rank + 1) - part_begin(rank);
     received.resize(mine * (n - 1) * sizeof(T));
     T* copies = reinterpret_cast<T*>(received.data());
