@@ -204,7 +204,9 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
     }
   }
 
-  const auto [offset, arena] = blocks.place(reuse);
+  const auto placed = blocks.place(reuse);
+  const auto& offset = placed.first;
+  const auto arena = placed.second;
   auto at = [&](int b) { return b < 0 ? ArenaLayout::kNone : offset[static_cast<size_t>(b)]; };
   out.act.resize(T);
   out.grad.resize(T);
