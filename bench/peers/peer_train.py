@@ -1,12 +1,12 @@
 """One peer measurement for bench/peers/compare.py: trains one workload with TensorFlow/Keras or
 PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
 
-    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50
+    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50|mobilenetv2
                   --batch B [--steps N] [--warmup W] [--threads T]
 
 The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN, and
 ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
-64x64x3 with 10 classes; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
+64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3, with 10 classes; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
 
 Each framework in its best documented CPU setup: Keras on TensorFlow (oneDNN on, as TensorFlow's
@@ -23,7 +23,7 @@ import numpy as np
 
 
 def data(workload, batch):
-    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3)}[workload]
+    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "mobilenetv2": (96, 96, 3)}[workload]
     rng = np.random.default_rng(7)
     n = 32 * batch
     x = rng.random((n,) + shape, dtype=np.float32)
@@ -53,6 +53,8 @@ def run_keras(a):
                                   layers.MaxPooling2D(2), layers.Conv2D(64, 3, activation="relu"),
                                   layers.MaxPooling2D(2), layers.Flatten(), layers.Dropout(0.5),
                                   layers.Dense(10, activation="softmax")])
+    elif a.workload == "mobilenetv2":
+        model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10)
     else:
         model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
     model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7), loss="sparse_categorical_crossentropy",
@@ -100,6 +102,44 @@ def torch_resnet50(nn):
     return nn.Sequential(*mods)
 
 
+def torch_mobilenet_v2(nn):
+    """MobileNetV2 (alpha 1.0) as Keras builds it: no bias in the convolutions, BatchNormalization
+    epsilon 1e-3 and momentum 0.999, ReLU6, a stride-2 depthwise convolution after padding one row and
+    column at the bottom and right (Keras's correct_pad for even sizes)."""
+
+    def bn(c):
+        return nn.BatchNorm2d(c, eps=1e-3, momentum=0.001)
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, stride, expansion):
+            super().__init__()
+            mid = cin * expansion
+            mods = [] if expansion == 1 else [nn.Conv2d(cin, mid, 1, bias=False), bn(mid), nn.ReLU6()]
+            if stride == 2:
+                mods += [nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(mid, mid, 3, 2, groups=mid, bias=False)]
+            else:
+                mods += [nn.Conv2d(mid, mid, 3, 1, padding=1, groups=mid, bias=False)]
+            mods += [bn(mid), nn.ReLU6(), nn.Conv2d(mid, cout, 1, bias=False), bn(cout)]
+            self.body = nn.Sequential(*mods)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            return x + self.body(x) if self.residual else self.body(x)
+
+    # (filters, stride, expansion) of Keras's blocks 0 to 16
+    blocks = [(16, 1, 1), (24, 2, 6), (24, 1, 6), (32, 2, 6), (32, 1, 6), (32, 1, 6), (64, 2, 6), (64, 1, 6),
+              (64, 1, 6), (64, 1, 6), (96, 1, 6), (96, 1, 6), (96, 1, 6), (160, 2, 6), (160, 1, 6), (160, 1, 6),
+              (320, 1, 6)]
+    mods = [nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(3, 32, 3, 2, bias=False), bn(32), nn.ReLU6()]
+    cin = 32
+    for filters, stride, expansion in blocks:
+        mods.append(Block(cin, filters, stride, expansion))
+        cin = filters
+    mods += [nn.Conv2d(cin, 1280, 1, bias=False), bn(1280), nn.ReLU6(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+             nn.Linear(1280, 10)]
+    return nn.Sequential(*mods)
+
+
 def run_torch(a):
     import torch
 
@@ -111,6 +151,8 @@ def run_torch(a):
     elif a.workload == "cnn":
         model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    elif a.workload == "mobilenetv2":
+        model = torch_mobilenet_v2(nn)
     else:
         model = torch_resnet50(nn)
     x, y = data(a.workload, a.batch)
@@ -151,7 +193,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--framework", choices=["keras", "torch"], required=True)
     p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
-    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

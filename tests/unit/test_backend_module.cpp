@@ -118,6 +118,14 @@ TEST(BackendModule, KernelsThroughTheTableComputeWhatTheCpuComputes) {
   EXPECT_EQ(s1.weight, s2.weight);
   EXPECT_GT(s1.weight, 0.0);
   EXPECT_EQ(b.crossed->take_loss_sums().loss, 0.0);
+  // Sums handed back are the running sums again, and the next loss adds to them.
+  b.crossed->put_back_loss_sums(s2);
+  b.direct->put_back_loss_sums(s1);
+  b.direct->loss(spec, M, N, c1.data(), labels.data(), 1, weights.data(), 0.5f, d1.data());
+  b.crossed->loss(spec, M, N, c2.data(), labels.data(), 1, weights.data(), 0.5f, d2.data());
+  const backend::LossSums t1 = b.direct->take_loss_sums(), t2 = b.crossed->take_loss_sums();
+  EXPECT_EQ(t2.loss, t1.loss);
+  EXPECT_EQ(t2.weight, 2 * s1.weight);
 
   // A window op (its geometry crosses as a pointer to the struct) and Adam over an arena.
   Window2d g;

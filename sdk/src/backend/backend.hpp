@@ -210,6 +210,10 @@ class Backend {
   virtual void set_tf32(bool on) { (void)on; }
   // The running sums of loss, which are then zero. Waits for the queued work.
   virtual LossSums take_loss_sums() = 0;
+  // Makes the running sums `sums` again, what take_loss_sums returned, so that the next steps add to
+  // them as if they had never been taken: an evaluate from a callback of fit hands the fit's sums back
+  // bit for bit (one sum taken and added back later would round differently). Waits for the queued work.
+  virtual void put_back_loss_sums(const LossSums& sums) = 0;
   // For i in [first, first + n): s = buffers[0][i] + buffers[1][i] + ... (in that order), then every
   // buffers[r][i] = s. The buffers are memory of this device (replicas that share it); their list is
   // host memory, which a recorded step keeps a copy of.

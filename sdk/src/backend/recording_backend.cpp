@@ -55,6 +55,10 @@ class RecordingBackend final : public Backend {
     no_wait("read the loss");
     return inner_->take_loss_sums();
   }
+  void put_back_loss_sums(const LossSums& sums) override {
+    no_wait("hand the loss back");
+    inner_->put_back_loss_sums(sums);
+  }
   // The list of buffers is host memory the caller may reuse: the recording keeps its own copy.
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     std::vector<float*> list(buffers, buffers + count);

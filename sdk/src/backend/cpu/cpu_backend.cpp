@@ -173,6 +173,7 @@ class CpuBackend final : public Backend {
     sums_ += loss_rows(spec, rows, cols, out, y, y_cols, weights, grad_scale, dout);
   }
   LossSums take_loss_sums() override { return std::exchange(sums_, LossSums{}); }
+  void put_back_loss_sums(const LossSums& sums) override { sums_ = sums; }
 
   void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
     cpu::im2col(g, rows, x, col, threads_);

@@ -132,6 +132,17 @@ class CudaBackend final : public Backend {
     check(cudaStreamSynchronize(stream_), "a kernel of this step");
     return {host_sums_[0], host_sums_[1], host_sums_[2]};
   }
+  void put_back_loss_sums(const LossSums& sums) override {
+    use_device();
+    check(cudaStreamSynchronize(stream_), "a kernel of this step");  // host_sums_ is free again
+    host_sums_[0] = sums.loss;
+    host_sums_[1] = sums.correct;
+    host_sums_[2] = sums.weight;
+    check(cudaMemcpyAsync(sums_.data(), host_sums_.get(), kLossSumCount * sizeof(double), cudaMemcpyHostToDevice,
+                          stream_),
+          "handing the loss back");
+    check(cudaStreamSynchronize(stream_), "handing the loss back");
+  }
   void im2col(const Window2d& g, int64_t rows, const float* x, float* col) override {
     use_device();
     cuda::im2col(stream_, g, rows, x, col);

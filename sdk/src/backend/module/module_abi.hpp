@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 12;
+inline constexpr int32_t kInterfaceVersion = 13;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -84,6 +84,7 @@ struct BackendTable {
   int32_t (*host_accessible)(BackendHandle*);  // 1 or 0
   int32_t (*set_tf32)(BackendHandle*, ModuleError*, int32_t on);
   int32_t (*take_loss_sums)(BackendHandle*, ModuleError*, LossSums* sums);
+  int32_t (*put_back_loss_sums)(BackendHandle*, ModuleError*, const LossSums* sums);
   int32_t (*sum_across)(BackendHandle*, ModuleError*, int64_t first, int64_t n, float* const* buffers,
                         int32_t count);
   int32_t (*make_transfer_ring)(BackendHandle*, ModuleError*, int32_t slots, size_t slot_bytes,

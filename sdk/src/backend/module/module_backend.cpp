@@ -112,6 +112,7 @@ class ModuleBackend final : public Backend {
     call(table_.take_loss_sums, handle_.get(), &sums);
     return sums;
   }
+  void put_back_loss_sums(const LossSums& sums) override { call(table_.put_back_loss_sums, handle_.get(), &sums); }
   void sum_across(int64_t first, int64_t n, float* const* buffers, int count) override {
     call(table_.sum_across, handle_.get(), first, n, buffers, int32_t{count});
   }

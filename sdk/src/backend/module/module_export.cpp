@@ -91,6 +91,9 @@ constinit const BackendTable kBackendTable{
     .take_loss_sums = [](BackendHandle* h, ModuleError* e, LossSums* sums) noexcept {
       return guarded(e, [&] { *sums = backend_of(h).take_loss_sums(); });
     },
+    .put_back_loss_sums = [](BackendHandle* h, ModuleError* e, const LossSums* sums) noexcept {
+      return guarded(e, [&] { backend_of(h).put_back_loss_sums(*sums); });
+    },
     .sum_across = [](BackendHandle* h, ModuleError* e, int64_t first, int64_t n, float* const* buffers,
                      int32_t count) noexcept {
       return guarded(e, [&] { backend_of(h).sum_across(first, n, buffers, count); });

@@ -354,7 +354,6 @@ void Model::set_weights(const float* w, size_t n) { impl_->set_weights(w, n); }
 
 Status Model::fit(Dataset& train, const FitOptions& o, const Callbacks* cb, History* history) {
   impl_->require_not_fitting("fit");
-  impl_->sums_taken_from_fit = {};
   impl_->feeds_moved_by_nested_call = false;
   impl_->fitting = true;
   const struct Done {

@@ -128,10 +128,9 @@ class Model::Impl {
   bool fitting = false;
   void require_not_fitting(const char* what) const;
   // evaluate and predict may run from a callback of the fit (as Keras allows): what they change there
-  // is handed back. The loss sums of the fit's steps that evaluate took from the backends (the fit
-  // adds them to its own), and whether the replicas' feeds point at another dataset now (the fit
-  // stages its own again before its next step).
-  backend::LossSums sums_taken_from_fit;
+  // is handed back. evaluate hands each backend's running sums of the fit's steps back as they were
+  // (FitSumsHeld); the replicas' feeds may point at another dataset now (the fit stages its own again
+  // before its next step).
   bool feeds_moved_by_nested_call = false;
   // Misuse where a call from a callback cannot run beside the fit: a multi-worker fit (evaluate is
   // collective, and only the chief runs callbacks) or a parameter-server one (the state is the ps

@@ -1,5 +1,6 @@
 // evaluate and predict: the model's forward pass over a dataset or an array, without training.
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/callbacks/progress_bar.hpp"
@@ -33,16 +34,47 @@ EvalResult Model::Impl::evaluate(const Dataset& data, int verbose) {
   return evaluate_checked(data, verbose > 0 ? &bar : nullptr);
 }
 
+namespace {
+
+// From a callback of fit: each backend's running sums of the fit's steps, taken for the evaluate and
+// put back as they were when it ends or fails, so that the fit's epoch loss is bitwise that of a fit
+// without the evaluate. Otherwise: what a call that failed left over, dropped.
+class FitSumsHeld {
+ public:
+  FitSumsHeld(std::vector<Replica>& replicas, bool fitting) : replicas_(replicas) {
+    for (Replica& r : replicas_) {
+      const backend::LossSums s = r.be->take_loss_sums();
+      if (fitting) held_.push_back(s);
+    }
+  }
+  // At the evaluate's end: a device that fails to take them back fails the evaluate.
+  void put_back() {
+    const std::vector<backend::LossSums> held = std::exchange(held_, {});
+    for (size_t i = 0; i < held.size(); ++i) replicas_[i].be->put_back_loss_sums(held[i]);
+  }
+  // When the evaluate failed: its error is the one the caller sees.
+  ~FitSumsHeld() {
+    try {
+      put_back();
+    } catch (...) {
+    }
+  }
+  FitSumsHeld(const FitSumsHeld&) = delete;
+  FitSumsHeld& operator=(const FitSumsHeld&) = delete;
+
+ private:
+  std::vector<Replica>& replicas_;
+  std::vector<backend::LossSums> held_;
+};
+
+}  // namespace
+
 EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar* bar) {
   const int64_t batch = std::min(data.batch_size(), data.num_samples());
   reserve_plans(batch);
   stage_dataset(data, data.sample_weights());  // weighted when the data carries weights (Keras)
-  // Nothing left over from a call that failed; from a callback of fit, the fit's sums, handed back.
-  const backend::LossSums left = take_loss_sums();
-  if (fitting) {
-    sums_taken_from_fit += left;
-    feeds_moved_by_nested_call = true;
-  }
+  FitSumsHeld fit_sums(replicas, fitting);
+  if (fitting) feeds_moved_by_nested_call = true;
   const std::vector<int64_t> idx = data.in_storage_order();  // evaluation does not depend on shuffling
   const int64_t batches = (data.num_samples() + batch - 1) / batch;
   if (bar) bar->begin(batches);
@@ -106,6 +138,7 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
     m.emplace_back("loss", result.loss);
     bar->end_epoch(m);
   }
+  fit_sums.put_back();
   return result;
 }
 

@@ -37,9 +37,7 @@ class SyncFitSession final : public core::FitSession {
   // every step was read).
   backend::LossSums read_steps() {
     if (unread_ == 0) return {};
-    // Sums an evaluate from a callback took from the backends first: 0 + x is x, bitwise.
-    backend::LossSums read = std::exchange(model_.sums_taken_from_fit, {});
-    read += model_.take_loss_sums();
+    const backend::LossSums read = model_.take_loss_sums();
     metrics.add(read, unread_);
     unread_ = 0;
     return read;
