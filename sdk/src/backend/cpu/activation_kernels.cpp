@@ -1,5 +1,7 @@
 #include "backend/cpu/activation_kernels.hpp"
 
+#include <cmath>
+
 #include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/seed_mix.hpp"
@@ -9,6 +11,48 @@ namespace kx::backend::cpu {
 KX_CLONES void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dz[i] = relu_backward(y[i], dy[i]);
+}
+
+namespace {
+
+// Above it, relu_general's clip is off (max_value None).
+constexpr float kNoClip = 3.0e38f;
+
+bool clipped_relu(float slope, float threshold) { return slope == 0.0f && threshold == 0.0f; }
+
+}  // namespace
+
+KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
+  if (clipped_relu(slope, threshold)) {
+    // relu then clip, as relu_general: NaN stays NaN (neither comparison holds).
+    const float limit = max_value <= kNoClip ? max_value : INFINITY;
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = x[i] < 0.0f ? 0.0f : x[i];
+      y[i] = r > limit ? limit : r;
+    }
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = relu_general(x[i], slope, max_value, threshold);
+}
+
+KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
+                                          const float* dy, float* dx) {
+  if (clipped_relu(slope, threshold)) {
+    // relu_general_backward's pass: strictly inside (0, 6) for relu6, else above 0 and up to the clip.
+    const float limit = max_value <= kNoClip ? max_value : INFINITY;
+    if (max_value == 6.0f) {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f && x[i] < 6.0f ? dy[i] : 0.0f;
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f && !(x[i] > limit) ? dy[i] : 0.0f;
+    }
+    return;
+  }
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = relu_general_backward(x[i], dy[i], slope, max_value, threshold);
 }
 
 KX_CLONES void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,

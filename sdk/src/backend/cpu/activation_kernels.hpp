@@ -7,6 +7,12 @@ namespace kx::backend::cpu {
 
 // dz = y > 0 ? dy : 0 (dz may be dy).
 void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz);
+// Keras's relu with settings (activation_math.hpp's relu_general) and its backward, element by element
+// as there; relu and relu6 (no slope, no threshold: MobileNets' every activation) in a loop the
+// compiler vectorises, the settings' branches decided once per span instead of per element.
+void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y);
+void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
+                                const float* dy, float* dx);
 // Inverted dropout of elements first .. first + n of a counter-based stream keyed by seed.
 void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask, float* y);
 

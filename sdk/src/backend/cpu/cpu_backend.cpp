@@ -224,13 +224,13 @@ class CpuBackend final : public Backend {
 
   void relu_general_forward(int64_t n, float slope, float max_value, float threshold, const float* x,
                             float* y) override {
-#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) y[i] = relu_general(x[i], slope, max_value, threshold);
+    for_spans(n, [&](int64_t b, int64_t e) { relu_general_span(e - b, slope, max_value, threshold, x + b, y + b); });
   }
   void relu_general_backward(int64_t n, float slope, float max_value, float threshold, const float* x, const float* dy,
                              float* dx) override {
-#pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) dx[i] = backend::relu_general_backward(x[i], dy[i], slope, max_value, threshold);
+    for_spans(n, [&](int64_t b, int64_t e) {
+      relu_general_backward_span(e - b, slope, max_value, threshold, x + b, dy + b, dx + b);
+    });
   }
   void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
