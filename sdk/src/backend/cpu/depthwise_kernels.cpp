@@ -12,6 +12,9 @@ constexpr int64_t kParallelValues = 1 << 14;
 // Output channels one task of the filter gradient sums at a time (its accumulators stay in registers
 // and L1).
 constexpr int64_t kChannelBlock = 64;
+// Taps of one kernel row whose filter gradients one pass over the output gradient sums (their
+// accumulators: 4 KB of the stack).
+constexpr int64_t kTapsAtOnce = 8;
 
 // out[o] += x[o / m] * w[o] for o < channels * m: one tap of one output position. With one filter
 // per channel (MobileNet's case) the three arrays run in step and the loop vectorises plainly.
@@ -115,27 +118,35 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
     }
   }
   if (!dw) return;
-  // One task per (tap, block of output channels), each summing over every sample and position in a
-  // fixed order, in double: the result does not depend on the thread count.
-  const int64_t blocks = (O + kChannelBlock - 1) / kChannelBlock, taps = g.k_h * g.k_w;
+  // One task per (row of taps, block of output channels): each output gradient is read once for up to
+  // kTapsAtOnce taps of the row. Every tap's sum runs over samples and positions in a fixed order, in
+  // double: the result does not depend on the thread count.
+  const int64_t blocks = (O + kChannelBlock - 1) / kChannelBlock;
 #pragma omp parallel for num_threads(nt) schedule(dynamic) if (nt > 1)
-  for (int64_t task = 0; task < taps * blocks; ++task) {
-    const int64_t tap = task / blocks, first = (task % blocks) * kChannelBlock, n = std::min(kChannelBlock, O - first);
-    const int64_t a = tap / g.k_w, b = tap % g.k_w;
-    double acc[kChannelBlock] = {};
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t i = 0; i < g.out_h; ++i) {
-        const int64_t yy = source(i, g.stride_h, a, g.pad_top, g.in_h);
-        if (yy < 0) continue;
-        for (int64_t j = 0; j < g.out_w; ++j) {
-          const int64_t xx = source(j, g.stride_w, b, g.pad_left, g.in_w);
-          if (xx < 0) continue;
-          const float* in = x + r * in_size + (yy * g.in_w + xx) * C + first / m;
-          tap_backward_filter(first, n, m, in, dy + r * out_size + (i * g.out_w + j) * O + first, acc);
+  for (int64_t task = 0; task < g.k_h * blocks; ++task) {
+    const int64_t a = task / blocks, first = (task % blocks) * kChannelBlock, n = std::min(kChannelBlock, O - first);
+    for (int64_t b0 = 0; b0 < g.k_w; b0 += kTapsAtOnce) {
+      const int64_t taps = std::min(kTapsAtOnce, g.k_w - b0);
+      double acc[kTapsAtOnce * kChannelBlock] = {};
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < g.out_h; ++i) {
+          const int64_t yy = source(i, g.stride_h, a, g.pad_top, g.in_h);
+          if (yy < 0) continue;
+          for (int64_t j = 0; j < g.out_w; ++j) {
+            const float* grad = dy + r * out_size + (i * g.out_w + j) * O + first;
+            for (int64_t t = 0; t < taps; ++t) {
+              const int64_t xx = source(j, g.stride_w, b0 + t, g.pad_left, g.in_w);
+              if (xx < 0) continue;
+              const float* in = x + r * in_size + (yy * g.in_w + xx) * C + first / m;
+              tap_backward_filter(first, n, m, in, grad, acc + t * kChannelBlock);
+            }
+          }
         }
+      for (int64_t t = 0; t < taps; ++t) {
+        float* out = dw + (a * g.k_w + b0 + t) * O + first;
+        for (int64_t o = 0; o < n; ++o) out[o] = static_cast<float>(acc[t * kChannelBlock + o]);
       }
-    float* out = dw + tap * O + first;
-    for (int64_t o = 0; o < n; ++o) out[o] = static_cast<float>(acc[o]);
+    }
   }
 }
 
