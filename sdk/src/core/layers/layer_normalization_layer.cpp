@@ -77,14 +77,18 @@ class LayerNormalizationLayer final : public Layer {
     c.be->layer_norm_backward(rows, features_, c.x, c.dy, c.scratch, c.scratch + rows, gamma(c.w), c.dx, dgamma, dbeta);
   }
 
-  // Opset 13 has no LayerNormalization: its steps over the last axis, ReduceMean twice.
+  // Opset 13 has no LayerNormalization. Its steps as products with constant matrices over the last
+  // axis, which every runtime reads (OpenCV 4.6 takes no ReduceMean over it): x (I - 1/F) centres each
+  // position, (centred^2) (1/F) spreads its variance over the features, then divide, scale and shift.
   void export_onnx(OnnxLayerExport& e) const override {
     const std::string x = e.input_plain(), n = name();
-    const std::vector<io::OnnxAttribute> last{io::OnnxAttribute::ints("axes", {-1})};
-    e.node("ReduceMean", {x}, {n + "/mean"}, last);
-    e.node("Sub", {x, n + "/mean"}, {n + "/centered"});
+    const auto F = static_cast<size_t>(features_);
+    std::vector<float> centre(F * F), spread(F * F, 1.0f / static_cast<float>(F));
+    for (size_t i = 0; i < F; ++i)
+      for (size_t j = 0; j < F; ++j) centre[i * F + j] = (i == j ? 1.0f : 0.0f) - 1.0f / static_cast<float>(F);
+    e.node("MatMul", {x, e.constant("centre", {features_, features_}, std::move(centre))}, {n + "/centered"});
     e.node("Mul", {n + "/centered", n + "/centered"}, {n + "/squared"});
-    e.node("ReduceMean", {n + "/squared"}, {n + "/variance"}, last);
+    e.node("MatMul", {n + "/squared", e.constant("mean", {features_, features_}, std::move(spread))}, {n + "/variance"});
     e.node("Add", {n + "/variance", e.constant("epsilon", {1}, {eps()})}, {n + "/variance_eps"});
     e.node("Sqrt", {n + "/variance_eps"}, {n + "/std"});
     std::string y = n + "/normalized";
