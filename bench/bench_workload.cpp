@@ -2,11 +2,15 @@
 // prints one JSON line with the same fields as bench/peers/peer_train.py, so the harness treats kx and
 // each peer alike (it also takes each process's peak RSS from the kernel, as for the peers).
 //
-//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2 --batch B [--steps N] [--warmup W] [--threads T]
+//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|transformer --batch B [--steps N] [--warmup W]
+//                  [--threads T]
 //
 // The workloads: the Fashion-MNIST MLP (784-256-256-10) and CNN of bench_common.hpp, ResNet50 at
-// 64x64x3 and MobileNetV2 (alpha 1.0) at 96x96x3, with 10 classes; Adam (Keras's epsilon), sparse categorical cross-entropy, accuracy. The data
-// are 32 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
+// 64x64x3 and MobileNetV2 (alpha 1.0) at 96x96x3 with 10 classes, and a 2-block transformer encoder on
+// sequences [64, 32] (Dense 128 per step; per block MultiHeadAttention 4 heads of 32 + Add +
+// LayerNormalization, Dense 256 relu + Dense 128 + Add + LayerNormalization; Flatten, Dense 10
+// softmax); Adam (Keras's epsilon), sparse categorical cross-entropy, accuracy. The data are 32
+// batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -60,7 +64,30 @@ kx::Model build(const std::string& workload, const kx::Strategy& s, kx::Shape& s
     m.compile(co);
     return m;
   }
-  throw kx::Error(kx::Status::InvalidArgument, "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2)");
+  if (workload == "transformer") {
+    sample = {64, 32};
+    kx::Model m = kx::Model::functional(s, sample, "input_layer");
+    std::string x = m.add_layer(R"({"class_name": "Dense", "config": {"units": 128}})", {"input_layer"});
+    for (int block = 0; block < 2; ++block) {
+      const std::string a =
+          m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"num_heads": 4, "key_dim": 32}})", {x, x});
+      x = m.add_layer(R"({"class_name": "LayerNormalization", "config": {"epsilon": 1e-6}})",
+                      {m.add_layer(R"({"class_name": "Add", "config": {}})", {x, a})});
+      const std::string f = m.add_layer(
+          R"({"class_name": "Dense", "config": {"units": 128}})",
+          {m.add_layer(R"({"class_name": "Dense", "config": {"units": 256, "activation": "relu"}})", {x})});
+      x = m.add_layer(R"({"class_name": "LayerNormalization", "config": {"epsilon": 1e-6}})",
+                      {m.add_layer(R"({"class_name": "Add", "config": {}})", {x, f})});
+    }
+    m.add_layer(R"({"class_name": "Dense", "config": {"units": 10, "activation": "softmax"}})",
+                {m.add_layer(R"({"class_name": "Flatten", "config": {}})", {x})});
+    kx::CompileOptions co;
+    co.accuracy = true;
+    m.compile(co);
+    return m;
+  }
+  throw kx::Error(kx::Status::InvalidArgument,
+                  "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2, transformer)");
 }
 
 }  // namespace
@@ -77,7 +104,9 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") warmup = std::atoll(v.c_str());
     else if (a == "--threads") threads = std::atoi(v.c_str());
     else {
-      std::fprintf(stderr, "usage: %s --workload mlp|cnn|resnet50|mobilenetv2 --batch B [--steps N] [--warmup W] [--threads T]\n",
+      std::fprintf(stderr,
+                   "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|transformer --batch B [--steps N] [--warmup W] "
+                   "[--threads T]\n",
                    argv[0]);
       return 2;
     }

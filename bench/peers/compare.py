@@ -19,7 +19,8 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEPS = {"mlp": (200, 20), "cnn": (60, 10), "resnet50": (12, 4), "mobilenetv2": (12, 4)}  # timed steps, warm-up steps
+STEPS = {"mlp": (200, 20), "cnn": (60, 10), "resnet50": (12, 4), "mobilenetv2": (12, 4),
+         "transformer": (20, 4)}  # timed steps, warm-up steps
 
 
 def cpu_description():

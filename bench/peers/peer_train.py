@@ -1,12 +1,14 @@
 """One peer measurement for bench/peers/compare.py: trains one workload with TensorFlow/Keras or
 PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
 
-    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50|mobilenetv2
+    peer_train.py --framework keras|torch --config xla|graph|eager|compile
+                  --workload mlp|cnn|resnet50|mobilenetv2|transformer
                   --batch B [--steps N] [--warmup W] [--threads T]
 
-The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN, and
+The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN,
 ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
-64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3, with 10 classes; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
+64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3 with 10 classes, and the transformer
+encoder of bench_workload; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
 
 Each framework in its best documented CPU setup: Keras on TensorFlow (oneDNN on, as TensorFlow's
@@ -23,7 +25,8 @@ import numpy as np
 
 
 def data(workload, batch):
-    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "mobilenetv2": (96, 96, 3)}[workload]
+    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "mobilenetv2": (96, 96, 3),
+             "transformer": (64, 32)}[workload]
     rng = np.random.default_rng(7)
     n = 32 * batch
     x = rng.random((n,) + shape, dtype=np.float32)
@@ -33,6 +36,38 @@ def data(workload, batch):
 
 def peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+# The transformer encoder of bench_workload: sequences [64, 32], Dense 128 per step, 2 blocks of
+# attention (4 heads of 32) + Add + LayerNormalization and feed-forward (256 relu, 128) + Add +
+# LayerNormalization, Flatten, Dense 10 softmax.
+def keras_transformer(keras, layers):
+    i = keras.Input((64, 32))
+    x = layers.Dense(128)(i)
+    for _ in range(2):
+        a = layers.MultiHeadAttention(4, 32)(x, x)
+        x = layers.LayerNormalization(epsilon=1e-6)(layers.Add()([x, a]))
+        f = layers.Dense(128)(layers.Dense(256, activation="relu")(x))
+        x = layers.LayerNormalization(epsilon=1e-6)(layers.Add()([x, f]))
+    return keras.Model(i, layers.Dense(10, activation="softmax")(layers.Flatten()(x)))
+
+
+def torch_transformer(nn):
+    """The same encoder in PyTorch: post-norm blocks, as the Keras model (no dropout)."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.attention = nn.MultiheadAttention(128, 4, batch_first=True)
+            self.norm_a = nn.LayerNorm(128, eps=1e-6)
+            self.ff = nn.Sequential(nn.Linear(128, 256), nn.ReLU(), nn.Linear(256, 128))
+            self.norm_f = nn.LayerNorm(128, eps=1e-6)
+
+        def forward(self, x):
+            x = self.norm_a(x + self.attention(x, x, x, need_weights=False)[0])
+            return self.norm_f(x + self.ff(x))
+
+    return nn.Sequential(nn.Linear(32, 128), Block(), Block(), nn.Flatten(), nn.Linear(64 * 128, 10))
 
 
 def run_keras(a):
@@ -55,6 +90,8 @@ def run_keras(a):
                                   layers.Dense(10, activation="softmax")])
     elif a.workload == "mobilenetv2":
         model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10)
+    elif a.workload == "transformer":
+        model = keras_transformer(keras, layers)
     else:
         model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
     model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7), loss="sparse_categorical_crossentropy",
@@ -153,6 +190,8 @@ def run_torch(a):
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
     elif a.workload == "mobilenetv2":
         model = torch_mobilenet_v2(nn)
+    elif a.workload == "transformer":
+        model = torch_transformer(nn)
     else:
         model = torch_resnet50(nn)
     x, y = data(a.workload, a.batch)
@@ -193,7 +232,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--framework", choices=["keras", "torch"], required=True)
     p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
-    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2", "transformer"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

@@ -28,6 +28,7 @@ constexpr double kReduction = 1e-5;
 constexpr OpCase kOpCases[] = {
     {Op::fill_zero, "fill_zero", kExact, setup_fill_zero},
     {Op::gemm, "gemm", kReduction, setup_gemm},
+    {Op::gemm_batched, "gemm_batched", kReduction, setup_gemm_batched},
     {Op::activation_forward, "activation_forward", kReduction, setup_activation_forward},
     {Op::activation_backward, "activation_backward", kReduction, setup_activation_backward},
     {Op::bias_grad, "bias_grad", kReduction, setup_bias_grad},
@@ -45,6 +46,9 @@ constexpr OpCase kOpCases[] = {
     {Op::column_moments, "column_moments", kReduction, setup_column_moments},
     {Op::batch_norm_apply, "batch_norm_apply", kReduction, setup_batch_norm_apply},
     {Op::batch_norm_backward, "batch_norm_backward", kReduction, setup_batch_norm_backward},
+    {Op::layer_norm_forward, "layer_norm_forward", kReduction, setup_layer_norm_forward},
+    {Op::layer_norm_backward, "layer_norm_backward", kReduction, setup_layer_norm_backward},
+    {Op::causal_mask_add, "causal_mask_add", kExact, setup_causal_mask_add},
     {Op::dropout_forward, "dropout_forward", kElementwise, setup_dropout_forward},
     {Op::relu_general_forward, "relu_general_forward", kExact, setup_relu_general_forward},
     {Op::relu_general_backward, "relu_general_backward", kExact, setup_relu_general_backward},

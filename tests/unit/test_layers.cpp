@@ -111,7 +111,8 @@ TEST(DenseLayer, RejectsBadShapesAndUnits) {
   EXPECT_THROW(core::make_layer(spec), Error);
   spec.units = 3;
   auto layer = core::make_layer(spec);
-  EXPECT_THROW(layer->build({28, 28}), Error);  // needs a Flatten first
+  EXPECT_THROW(layer->build({}), Error);  // no features axis
+  EXPECT_EQ(layer->build({28, 28}), (Shape{28, 3}));  // each of 28 steps, as Keras
 }
 
 TEST(FlattenLayer, ReshapesWithoutCopy) {

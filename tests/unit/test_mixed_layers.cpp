@@ -338,6 +338,74 @@ TEST_P(MixedLayerTest, Concatenate) {
   });
 }
 
+// Layer normalisation computes in float32 from 16-bit x and its autocast gamma and beta; y and dx are
+// rounded once.
+TEST_P(MixedLayerTest, LayerNormalization) {
+  LayerSpec s = spec_of(LayerKind::LayerNormalization, "ln");
+  auto layer = core::make_layer(s);
+  EXPECT_TRUE(layer->autocasts_weights());
+  const int64_t rows = 3, T = 2, F = 6;
+  std::vector<float> w = test::random_floats(F, 5, 0.5f, 1.5f);
+  for (float v : test::random_floats(F, 6)) w.push_back(v);
+  check_mixed(*layer, {{T, F}}, rows, rounded(w, r()), r(), [&](const std::vector<Vec>& x, const Vec& wv) {
+    Vec y(x[0].size());
+    for (size_t p = 0; p < y.size() / F; ++p) {
+      double m = 0, v = 0;
+      for (int64_t c = 0; c < F; ++c) m += x[0][p * F + c] / F;
+      for (int64_t c = 0; c < F; ++c) v += (x[0][p * F + c] - m) * (x[0][p * F + c] - m) / F;
+      for (int64_t c = 0; c < F; ++c)
+        y[p * F + c] = (x[0][p * F + c] - m) / std::sqrt(v + static_cast<double>(1e-3f)) * wv[c] + wv[F + c];
+    }
+    return y;
+  });
+}
+
+// Attention chains GEMMs, each rounded to the type (as Keras's float16 einsums are), so it is judged as
+// a whole: through the real plan, a mixed model's outputs are values of the type and near the float32
+// model's on the same rounded inputs (within 16 units: a handful of roundings in a row); and a training
+// step leaves finite weights.
+TEST(MixedLayerModel, MultiHeadAttentionStaysNearFloat32AndTrains) {
+  const Shape in{6, 8};
+  const int64_t n = 4;
+  const std::vector<float> x = test::random_floats(static_cast<size_t>(n * num_elements(in)), 41);
+  const auto model = [&](Precision p) {
+    Strategy st = Strategy::default_strategy();
+    st.set_num_threads(2);
+    Model m = Model::functional(st, in, "x");
+    m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2, "key_dim": 4},
+                   "kwargs": {"use_causal_mask": true}})",
+                {"x", "x"});
+    m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "ln"}})", {"att"});
+    CompileOptions co;
+    co.loss.kind = LossKind::MeanSquaredError;
+    co.precision = p;
+    m.compile(co);
+    return m;
+  };
+  Model f32 = model(Precision::Float32);
+  for (const auto& [p, r] : {std::pair{Precision::MixedBfloat16, Rounding::BFloat16},
+                             std::pair{Precision::MixedFloat16, Rounding::Float16}}) {
+    SCOPED_TRACE(precision_name(p));
+    Model mixed = model(p);
+    mixed.set_weights(f32.get_weights());
+    const std::vector<float> xr = rounded(x, r);
+    const std::vector<float> want32 = f32.predict(xr.data(), n);
+    const std::vector<float> got = mixed.predict(x.data(), n);
+    ASSERT_EQ(got.size(), want32.size());
+    EXPECT_EQ(first_unrounded(got, got.size(), r), -1) << "an output that is not a value of the type";
+    EXPECT_EQ(first_beyond(got, Vec(want32.begin(), want32.end()), 16 * unit_of(r), Vec(got.size(), 16 * unit_of(r))),
+              -1)
+        << "far from float32's";
+    const std::vector<float> y = test::random_floats(static_cast<size_t>(n * num_elements(in)), 42);
+    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 6, 8}, y.data(), DType::F32, {n, 6, 8});
+    d.batch(n, true);
+    FitOptions one;
+    one.epochs = 1;
+    mixed.fit(d, one, nullptr, nullptr);
+    for (float v : mixed.get_weights()) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
 // Dropout: the identity in inference (forward only); in training y = x * mask (mask 0 or 1/(1 - rate), not a 16-bit
 // value for rate 0.3: the plan rounds y), dx = dy * mask.
 TEST_P(MixedLayerTest, Dropout) {

@@ -72,7 +72,17 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "Dropout", "config": {"name": "drop", "rate": 0.25}})", {"cat"});
   m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat"}})", {"drop"});
   m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"flat"});
-  m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}})", {"hidden"});
+  // Issue 35's: self-attention with dropout (its backward reads its inputs, and its scratch holds the
+  // attention), a residual, layer normalisation (reads x) and Dense on a sequence.
+  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq", "target_shape": [4, 2]}})", {"hidden"});
+  m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2, "key_dim": 2,
+                 "dropout": 0.1}, "kwargs": {"use_causal_mask": true}})",
+              {"seq", "seq"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "res"}})", {"seq", "att"});
+  m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "ln"}})", {"res"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "per_step", "units": 3, "activation": "tanh"}})", {"ln"});
+  m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat_seq"}})", {"per_step"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}})", {"flat_seq"});
   return m;
 }
 

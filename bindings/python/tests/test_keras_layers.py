@@ -48,6 +48,54 @@ def layer_cases():
     }
 
 
+# Layers of sequences [steps, features] (input shape, layer, call keyword arguments, whether the layer
+# takes (query, value)): a Dense before it on every step, a Flatten and a Dense after it.
+def sequence_cases():
+    return {
+        "Dense on sequences": ((5, 6), layers.Dense(4, activation="tanh"), {}, False),
+        "LayerNormalization": ((5, 6), layers.LayerNormalization(), {}, False),
+        "LayerNormalization epsilon 1e-6 no center": ((5, 6), layers.LayerNormalization(epsilon=1e-6, center=False),
+                                                      {}, False),
+        "MultiHeadAttention": ((6, 8), layers.MultiHeadAttention(2, 4), {}, True),
+        "MultiHeadAttention causal": ((6, 8), layers.MultiHeadAttention(2, 4), {"use_causal_mask": True}, True),
+        "MultiHeadAttention value_dim output_shape no bias": (
+            (5, 6), layers.MultiHeadAttention(3, 2, value_dim=4, output_shape=7, use_bias=False), {}, True),
+    }
+
+
+def wrapped_sequence(shape, layer, kwargs, attention, cross=False):
+    i = keras.Input(shape)
+    x = layers.Dense(5, name="before")(i)
+    if attention:
+        # Cross-attention: the value from another projection of the input (key = value).
+        v = layers.Dense(3, name="before_value")(i) if cross else x
+        x = layer(x, v, **kwargs)
+    else:
+        x = layer(x)
+    x = layers.Flatten()(x)
+    o = layers.Dense(3, name="after")(x)
+    m = keras.Model(i, o)
+    m.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+    return m
+
+
+# A small transformer encoder: a projection plus a learned position term, two blocks of self-attention
+# (the second causal, with dropout 0: one step must be deterministic) + residual + LayerNormalization
+# + feed-forward + residual + LayerNormalization, then a classifier.
+def transformer(steps=8, features=6, d_model=16):
+    i = keras.Input((steps, features))
+    x = layers.Dense(d_model, name="embed")(i)
+    for block, causal in ((0, False), (1, True)):
+        a = layers.MultiHeadAttention(2, 8, name=f"attention_{block}")(x, x, use_causal_mask=causal)
+        x = layers.LayerNormalization(epsilon=1e-6, name=f"norm_a_{block}")(layers.Add()([x, a]))
+        f = layers.Dense(32, activation="relu", name=f"ff_in_{block}")(x)
+        f = layers.Dense(d_model, name=f"ff_out_{block}")(f)
+        x = layers.LayerNormalization(epsilon=1e-6, name=f"norm_f_{block}")(layers.Add()([x, f]))
+    x = layers.Flatten()(x)
+    o = layers.Dense(3, activation="softmax", name="classes")(x)
+    return keras.Model(i, o)
+
+
 def wrapped(shape, layer):
     i = keras.Input(shape)
     x = layers.Conv2D(5, 1, name="before")(i)
@@ -106,6 +154,58 @@ class KerasLayers(unittest.TestCase):
                     # Rate 1: the change is the gradient.
                     np.testing.assert_allclose(w0 - got.reshape(w0.shape), w0 - w1, rtol=RTOL, atol=ATOL,
                                                err_msg=f"{name}: gradient")
+
+    def check_one_step(self, name, theirs, ours, x, y, skip=(), step_atol=ATOL):
+        want = theirs.predict(x, verbose=0)
+        got = ours.predict(x).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: forward")
+        before = keras_weights(theirs)
+        theirs.train_on_batch(x, y)
+        ours.train_on_batch(x, y)
+        worst = 0.0
+        for v, w0, w1, got_w in zip(theirs.weights, before, keras_weights(theirs), ours.get_weights()):
+            if v.path in skip:
+                continue
+            worst = max(worst, max_relative(w0 - got_w.reshape(w0.shape), w0 - w1))
+            np.testing.assert_allclose(w0 - got_w.reshape(w0.shape), w0 - w1, rtol=RTOL, atol=step_atol,
+                                       err_msg=f"{name}: step of {v.path}")
+        print(f"{name}: forward {max_relative(got, want):.1e}, step {worst:.1e} (max relative difference)")
+
+    def test_each_sequence_layer_gives_keras_forward_and_gradients(self):
+        cases = [(name, case, False) for name, case in sequence_cases().items()]
+        cases.append(("MultiHeadAttention cross", ((6, 8), layers.MultiHeadAttention(2, 3), {}, True), True))
+        for name, (shape, layer, kwargs, attention), cross in cases:
+            with self.subTest(layer=name):
+                keras.utils.set_random_seed(3)
+                theirs = wrapped_sequence(shape, layer, kwargs, attention, cross)
+                rng = np.random.default_rng(4)
+                x = rng.normal(size=(8,) + shape).astype(np.float32)
+                y = rng.normal(size=(8, 3)).astype(np.float32)
+                ours = kx.models.load_model(self.save(theirs, name))
+                self.check_one_step(name, theirs, ours, x, y)
+
+    def test_transformer_takes_keras_adam_step(self):
+        keras.utils.set_random_seed(8)
+        theirs = transformer()
+        theirs.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
+        rng = np.random.default_rng(9)
+        x = rng.normal(size=(16, 8, 6)).astype(np.float32)
+        y = rng.integers(0, 3, 16).astype(np.float32)
+        ours = kx.models.load_model(self.save(theirs, "transformer"))
+        self.assertEqual(ours.layer_names, [l.name for l in theirs.layers[1:]])
+        # The key projection's bias moves every score of a query alike, which the softmax ignores: its
+        # gradient is zero but for rounding, and Adam turns rounding noise into full steps.
+        keys = {f"attention_{b}/key/bias" for b in (0, 1)}
+        # Adam's first step is lr g / (|g| + epsilon): where |g| is near epsilon (1e-7), a difference d
+        # in g moves the step by about lr d / epsilon, so float32-level differences of such gradients
+        # (1e-10) move their steps by 1e-6. 1% of the rate bounds that; larger steps stay within 1e-5.
+        self.check_one_step("transformer, one Adam step", theirs, ours, x, y, skip=keys, step_atol=1e-2 * 1e-3)
+        # And back: the trained kx model saved as .keras opens in Keras and predicts as kx does.
+        path = os.path.join(self.dir.name, "transformer_from_kx.keras")
+        ours.save(path)
+        again = keras.models.load_model(path)
+        np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(16, 3), rtol=RTOL, atol=ATOL,
+                                   err_msg="kx's .keras file in Keras")
 
     @staticmethod
     def mobilenet(shape, alpha, policy="float32"):

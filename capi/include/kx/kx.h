@@ -296,7 +296,9 @@ KX_API KX_MUST_CHECK kx_status kx_model_create_functional(kx_strategy* s, const 
 /* Adds any layer kx has, from its Keras config as JSON: {"class_name": "Dense", "config": {"units":
  * 10, "activation": "relu"}}, as keras.layers.serialize() and model.to_json() write a layer (extra keys
  * such as "module" are ignored; settings left out take Keras's defaults; "name" in the config names the
- * layer, else it is named as Keras names it: "dense", "dense_1" ...). The layer reads inputs[0..
+ * layer, else it is named as Keras names it: "dense", "dense_1" ...; "kwargs" holds the call's keyword
+ * arguments, as a functional config's inbound node does: {"use_causal_mask": true} for
+ * MultiHeadAttention). The layer reads inputs[0..
  * num_inputs): the names of layers added before it or the model's input (a functional call
  * layer(inputs)); with num_inputs 0 (inputs may then be NULL) it reads the last layer added, or the
  * input (a Sequential model's add). When name is not NULL, *name receives the layer's name (free it
@@ -312,7 +314,7 @@ KX_API KX_MUST_CHECK kx_status kx_model_add_layer(kx_model* m, const char* layer
 KX_API const char* kx_layer_class_name(size_t index);
 
 /* Layers are appended in order; each returns KX_E_MISUSE once the model is compiled. */
-/* Dense: y = act(x W + b); x must be rank 1 per sample (add a Flatten first). Glorot-uniform W,
+/* Dense: y = act(x W + b) over the last axis of x (each step of a sequence alike). Glorot-uniform W,
  * zero b, as Keras. */
 KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_dense_flags (or kx_model_add_layer)") kx_status kx_model_add_dense(kx_model* m, int64_t units, kx_activation act);
 KX_API KX_MUST_CHECK KX_DEPRECATED("kx_model_add_conv2d_flags (or kx_model_add_layer)") kx_status kx_model_add_conv2d(kx_model* m, int64_t filters, int32_t kernel_h, int32_t kernel_w,

@@ -65,6 +65,9 @@ struct LayerSpec {
   // settings have no field above read them from here (their factory does); when the layer comes from
   // JSON it holds that layer's whole config.
   std::string config;
+  // The keyword arguments of the layer's call as JSON (a functional config's inbound node "kwargs",
+  // tensors left out): MultiHeadAttention's use_causal_mask. Empty: none.
+  std::string call_config;
 };
 
 }  // namespace kx

@@ -28,4 +28,8 @@
   X(Reshape, "Reshape", "reshape", read_no_config, make_reshape_layer)                                         \
   X(LeakyReLU, "LeakyReLU", "leaky_re_lu", read_no_config, make_leaky_relu_layer)                              \
   X(GlobalMaxPooling2D, "GlobalMaxPooling2D", "global_max_pooling2d", read_no_config,                          \
-    make_global_max_pooling2d_layer)
+    make_global_max_pooling2d_layer)                                                                           \
+  X(LayerNormalization, "LayerNormalization", "layer_normalization", read_no_config,                          \
+    make_layer_normalization_layer)                                                                            \
+  X(MultiHeadAttention, "MultiHeadAttention", "multi_head_attention", read_no_config,                          \
+    make_multi_head_attention_layer)

@@ -38,6 +38,19 @@ struct Epilogue {
   bool keep_float32 = false;
 };
 
+// A batch of row-major GEMMs, C_b = op(A_b) op(B_b) + beta C_b as Backend::gemm computes each, for
+// b = o * inner + i (o < outer, i < inner): matrix b of X starts at X + o * x_outer + i * x_inner.
+// Two strides reach the heads of attention, whose matrices interleave within each sample.
+struct BatchedGemm {
+  Trans ta = Trans::No, tb = Trans::No;
+  int64_t M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
+  int64_t outer = 1, inner = 1;
+  int64_t a_outer = 0, a_inner = 0, b_outer = 0, b_inner = 0, c_outer = 0, c_inner = 0;
+  float beta = 0.0f;
+  // Not None: A and B hold values of this type and C is rounded to it as it is stored (Epilogue's).
+  Rounding rounding = Rounding::None;
+};
+
 // Keras's dynamic loss scale (LossScaleOptimizer), in the backend's memory: the step's kernels read
 // and update it, so a recorded step needs no decision from the host.
 struct LossScaleState {

@@ -19,6 +19,8 @@
     (Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,           \
      int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep),                                        \
     (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep))                                                         \
+  /* The GEMMs of g (backend.hpp's BatchedGemm): attention's products, per sample and head. */                    \
+  X(gemm_batched, (const BatchedGemm& g, const float* A, const float* B, float* C), (g, A, B, C))                \
   /* In place over rows x cols (softmax over each row). */                                                       \
   X(activation_forward, (Activation act, int64_t rows, int64_t cols, float* y), (act, rows, cols, y))            \
   /* dz = dL/dz from the activation's output y and dy = dL/dy; dz may alias dy. */                               \
@@ -90,6 +92,23 @@
     (int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean, const float* var,           \
      float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta),                                 \
     (rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta))                                           \
+  /* Layer normalisation of each row of x [rows, cols] (Keras 3's LayerNormalization, layer_norm_math.hpp):     \
+     mean[r] and inv_std[r] = 1 / sqrt(var + epsilon) of row r (biased variance, sums in double), then          \
+     y[r, c] = x * s + (beta[c] - mean * s) with s = inv_std * gamma[c]; gamma null: 1, beta null: 0. */          \
+  X(layer_norm_forward,                                                                                          \
+    (int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma, const float* beta, float* y,  \
+     float* mean, float* inv_std),                                                                               \
+    (rows, cols, x, epsilon, gamma, beta, y, mean, inv_std))                                                     \
+  /* Its gradients from dy, with forward's mean and inv_std: dx, dgamma and dbeta (sums over rows in double),   \
+     each overwritten and each may be null; dx may not alias dy. */                                              \
+  X(layer_norm_backward,                                                                                         \
+    (int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean, const float* inv_std,       \
+     const float* gamma, float* dx, float* dgamma, float* dbeta),                                                \
+    (rows, cols, x, dy, mean, inv_std, gamma, dx, dgamma, dbeta))                                                \
+  /* scores[b, i, j] += value where j > i, for b < count, i < rows, j < cols: Keras's causal mask, added as     \
+     its Softmax adds a masked position's large negative number. */                                              \
+  X(causal_mask_add, (int64_t count, int64_t rows, int64_t cols, float value, float* scores),                    \
+    (count, rows, cols, value, scores))                                                                          \
   /* Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by                              \
      (mix_seed(*step_seed, stream), first + i), so a replica holding rows from `first` on draws the             \
      same mask as one device holding the whole batch. */                                                         \

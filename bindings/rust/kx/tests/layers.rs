@@ -25,6 +25,8 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
         "LeakyReLU" => (vec![2, 3], l.set("negative_slope", 0.1), false),
         "GlobalMaxPooling2D" => (vec![4, 3, 2], l, false),
+        "LayerNormalization" => (vec![2, 3], l.set("epsilon", 1e-6), false),
+        "MultiHeadAttention" => (vec![4, 3], l.set("num_heads", 2).set("key_dim", 2), true),
         _ => return None,
     })
 }

@@ -81,6 +81,32 @@ class CpuBackend final : public Backend {
     gemm_.run(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
   }
 
+  // Each GEMM of the batch in turn, each on every thread (attention's products are small but many;
+  // the order of every sum is the single GEMM's).
+  void gemm_batched(const BatchedGemm& g, const float* A, const float* B, float* C) override {
+    Epilogue ep;
+    ep.rounding = g.rounding;
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t i = 0; i < g.inner; ++i)
+        gemm_.run(g.ta, g.tb, g.M, g.N, g.K, A + o * g.a_outer + i * g.a_inner, g.lda, B + o * g.b_outer + i * g.b_inner,
+                  g.ldb, g.beta, C + o * g.c_outer + i * g.c_inner, g.ldc, ep);
+  }
+
+  void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                          const float* beta, float* y, float* mean, float* inv_std) override {
+    cpu::layer_norm_forward(rows, cols, x, epsilon, gamma, beta, y, mean, inv_std, threads_);
+  }
+  void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                           const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta) override {
+    cpu::layer_norm_backward(rows, cols, x, dy, mean, inv_std, gamma, dx, dgamma, dbeta, threads_);
+  }
+  void causal_mask_add(int64_t count, int64_t rows, int64_t cols, float value, float* scores) override {
+#pragma omp parallel for num_threads(threads_) if (count * rows * cols >= kParallelElements)
+    for (int64_t b = 0; b < count; ++b)
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = i + 1; j < cols; ++j) scores[(b * rows + i) * cols + j] += value;
+  }
+
   void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
     const int64_t n = rows * cols;
     switch (act) {

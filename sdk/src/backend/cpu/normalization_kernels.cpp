@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/layer_norm_math.hpp"
+
 namespace kx::backend::cpu {
 
 namespace {
@@ -114,6 +116,57 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float
     float* dr = dx + r * cols;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) dr[c] = kp[c] * gr[c] + ap[c] * xr[c] + bp[c];
+  }
+}
+
+void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                        const float* beta, float* y, float* mean, float* inv_std, int threads) {
+  const int nt = rows * cols >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    double s = 0;
+    for (int64_t c = 0; c < cols; ++c) s += xr[c];
+    const double m = s / static_cast<double>(cols);
+    double q = 0;
+    for (int64_t c = 0; c < cols; ++c) q += (xr[c] - m) * (xr[c] - m);
+    const float mf = static_cast<float>(m), inv = layer_norm_inv_std(q / static_cast<double>(cols), epsilon);
+    mean[r] = mf;
+    inv_std[r] = inv;
+    float* yr = y + r * cols;
+    for (int64_t c = 0; c < cols; ++c) yr[c] = layer_norm_value(xr[c], mf, inv, gamma, beta, c);
+  }
+}
+
+void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                         const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta,
+                         int threads) {
+  if (dgamma || dbeta) {
+    const std::vector<double> sums = column_sums<2>(rows, cols, threads, [&](int64_t r, int64_t c, double* t) {
+      const double g = dy[r * cols + c];
+      t[0] = g;
+      t[1] = g * (static_cast<double>(x[r * cols + c]) - mean[r]) * inv_std[r];
+    });
+    for (int64_t c = 0; c < cols; ++c) {
+      if (dbeta) dbeta[c] = static_cast<float>(sums[static_cast<size_t>(c)]);
+      if (dgamma) dgamma[c] = static_cast<float>(sums[static_cast<size_t>(cols + c)]);
+    }
+  }
+  if (!dx) return;
+  const int nt = rows * cols >= kParallelValues ? threads : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    double a = 0, b = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = static_cast<double>(dyr[c]) * (gamma ? gamma[c] : 1.0f);
+      a += g;
+      b += g * (static_cast<double>(xr[c]) - mean[r]) * inv_std[r];
+    }
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] = layer_norm_input_grad(xr[c], dyr[c], mean[r], inv_std[r], gamma ? gamma[c] : 1.0f, a, b,
+                                               static_cast<double>(cols));
   }
 }
 

@@ -11,4 +11,11 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float
                          const float* var, float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta,
                          int threads);
 
+// Layer normalisation over each row of [rows, cols] (backend_ops.hpp's layer_norm_forward/backward).
+void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                        const float* beta, float* y, float* mean, float* inv_std, int threads);
+void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                         const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta,
+                         int threads);
+
 }  // namespace kx::backend::cpu

@@ -100,6 +100,10 @@ class CudaBackend final : public Backend {
     use_device();
     gemm_->run(stream_, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
   }
+  void gemm_batched(const BatchedGemm& g, const float* A, const float* B, float* C) override {
+    use_device();
+    gemm_->run_batched(stream_, g, A, B, C);
+  }
   void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
     use_device();
     cuda::activation_forward(stream_, act, rows, cols, y);
@@ -213,6 +217,23 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta);
     launched("batch normalisation gradient");
+  }
+  void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                          const float* beta, float* y, float* mean, float* inv_std) override {
+    use_device();
+    cuda::layer_norm_forward(stream_, rows, cols, x, epsilon, gamma, beta, y, mean, inv_std);
+    launched("layer normalisation");
+  }
+  void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
+                           const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta) override {
+    use_device();
+    cuda::layer_norm_backward(stream_, rows, cols, x, dy, mean, inv_std, gamma, dx, dgamma, dbeta);
+    launched("layer normalisation gradient");
+  }
+  void causal_mask_add(int64_t count, int64_t rows, int64_t cols, float value, float* scores) override {
+    use_device();
+    cuda::causal_mask_add(stream_, count, rows, cols, value, scores);
+    launched("causal mask");
   }
   void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
                        const float* x, float* mask, float* y) override {

@@ -47,6 +47,15 @@ void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
                          const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
                          float* dgamma, float* dbeta);
 
+// Layer normalisation (normalization_kernels.cu): a block per row, its sums in double in a fixed order.
+void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                        const float* beta, float* y, float* mean, float* inv_std);
+void layer_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
+                         const float* mean, const float* inv_std, const float* gamma, float* dx, float* dgamma,
+                         float* dbeta);
+// scores[b, i, j] += value where j > i (attention_kernels.cu).
+void causal_mask_add(cudaStream_t s, int64_t count, int64_t rows, int64_t cols, float value, float* scores);
+
 // The pointers to rates and seeds are device memory, read when the kernel runs (a replayed graph).
 void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
              const float* x, float* mask, float* y);

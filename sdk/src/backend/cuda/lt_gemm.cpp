@@ -1,5 +1,6 @@
 #include "backend/cuda/lt_gemm.hpp"
 
+#include <climits>
 #include <string>
 #include <utility>
 
@@ -67,6 +68,20 @@ LtGemm::Plan& LtGemm::plan(const Key& key) {
         "layout of A");
   check(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, u(key.N), u(key.M), key.ldc), "layout of C");
 
+  if (key.batch > 1) {
+    const int32_t count = static_cast<int32_t>(key.batch);
+    // cuBLASLt's A is our B and its B our A (above).
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strided[] = {{p.a, key.stride_b}, {p.b, key.stride_a},
+                                                                   {p.c, key.stride_c}};
+    for (const auto& layout_stride : strided) {
+      check(cublasLtMatrixLayoutSetAttribute(layout_stride.first, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                             sizeof count),
+            "BATCH_COUNT");
+      check(cublasLtMatrixLayoutSetAttribute(layout_stride.first, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                             &layout_stride.second, sizeof layout_stride.second),
+            "STRIDED_BATCH_OFFSET");
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = workspace_bytes_;
@@ -138,7 +153,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
     const bool fused = M > 0 && N > 0 && K > 0 && alignment(ep.bias_grad) >= 16 &&
                        matmul(stream,
                               Key{ta, tb, M, N, K, lda, ldb, ldc, CUBLASLT_EPILOGUE_BGRADA, tf32_, beta != 0.0f,
-                                  alignment(A), alignment(B), alignment(C)},
+                                  alignment(A), alignment(B), alignment(C), 1, 0, 0, 0},
                               A, B, beta, C, ep.bias_grad);
     if (fused) {
       check(cudaGetLastError(), "GEMM with the bias gradient");
@@ -163,7 +178,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
       scale_rows(stream, M, N, ldc, beta, C);
   } else {
     auto key = [&](cublasLtEpilogue_t e) {
-      return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C)};
+      return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C), 1, 0, 0, 0};
     };
     if (!matmul(stream, key(epilogue), A, B, beta, C, fuse_bias ? ep.bias : nullptr)) {
       // No fused form: the plain product, then the epilogue as a kernel of its own.
@@ -176,6 +191,35 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
   }
   if (!fuse && (ep.bias || relu)) bias_relu(stream, M, N, ldc, C, ep.bias, relu);
   check(cudaGetLastError(), "GEMM epilogue");
+}
+
+void LtGemm::run_batched(cudaStream_t stream, const BatchedGemm& g, const float* A, const float* B, float* C) {
+  if (g.M <= 0 || g.N <= 0 || g.outer <= 0 || g.inner <= 0) return;
+  if (g.K <= 0 || g.inner > INT32_MAX) {  // an empty sum, or more than cuBLASLt counts: GEMM by GEMM
+    Epilogue ep;
+    ep.rounding = g.rounding;
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t i = 0; i < g.inner; ++i)
+        run(stream, g.ta, g.tb, g.M, g.N, g.K, A + o * g.a_outer + i * g.a_inner, g.lda, B + o * g.b_outer + i * g.b_inner,
+            g.ldb, g.beta, C + o * g.c_outer + i * g.c_inner, g.ldc, ep);
+    return;
+  }
+  // 16-bit operands are exact in TF32 (as in run); float32 follows the backend's setting.
+  const bool tf32 = g.rounding != Rounding::None || tf32_;
+  for (int64_t o = 0; o < g.outer; ++o) {
+    const float* a = A + o * g.a_outer;
+    const float* b = B + o * g.b_outer;
+    float* c = C + o * g.c_outer;
+    const Key key{g.ta, g.tb, g.M, g.N, g.K, g.lda, g.ldb, g.ldc, CUBLASLT_EPILOGUE_DEFAULT, tf32, g.beta != 0.0f,
+                  alignment(a), alignment(b), alignment(c), g.inner, g.a_inner, g.b_inner, g.c_inner};
+    if (!matmul(stream, key, a, b, g.beta, c, nullptr))
+      fail(Status::Unsupported, "cuBLASLt has no algorithm for a batch of " + std::to_string(g.inner) + " " +
+                                    std::to_string(g.M) + "x" + std::to_string(g.N) + "x" + std::to_string(g.K) +
+                                    " GEMMs");
+    if (g.rounding != Rounding::None)
+      for (int64_t i = 0; i < g.inner; ++i) round_rows(stream, g.rounding, g.M, g.N, g.ldc, c + i * g.c_inner);
+  }
+  check(cudaGetLastError(), "batched GEMM");
 }
 
 }  // namespace kx::backend::cuda

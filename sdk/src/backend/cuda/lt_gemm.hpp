@@ -26,6 +26,9 @@ class LtGemm {
   // As Backend::gemm; the epilogue is fused where cuBLASLt can (else a separate kernel follows).
   void run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
            const float* B, int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep);
+  // As Backend::gemm_batched: one strided-batched cuBLASLt call per outer index (the inner GEMMs
+  // are evenly strided; the outer stride need not be a multiple of the inner).
+  void run_batched(cudaStream_t stream, const BatchedGemm& g, const float* A, const float* B, float* C);
 
  private:
   // Everything the algorithm choice depends on, pointers' alignment included.
@@ -35,8 +38,11 @@ class LtGemm {
     cublasLtEpilogue_t epilogue;
     bool tf32, accumulate;  // accumulate: beta != 0
     int align_a, align_b, align_c;
+    // A strided batch (batch 1: a single GEMM); strides of A, B and C between the batch's matrices.
+    int64_t batch = 1, stride_a = 0, stride_b = 0, stride_c = 0;
     auto tie() const {
-      return std::tie(ta, tb, M, N, K, lda, ldb, ldc, epilogue, tf32, accumulate, align_a, align_b, align_c);
+      return std::tie(ta, tb, M, N, K, lda, ldb, ldc, epilogue, tf32, accumulate, align_a, align_b, align_c, batch,
+                      stride_a, stride_b, stride_c);
     }
     bool operator<(const Key& o) const { return tie() < o.tie(); }
   };

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
+#include "backend/layer_norm_math.hpp"
 
 namespace kx::backend::cuda {
 namespace {
@@ -96,6 +97,79 @@ __global__ void batch_norm_input_grad_kernel(int64_t rows, int64_t cols, const f
   }
 }
 
+constexpr int kRowThreads = 256;
+
+// The sums of a block's threads in double, each thread's share first (every kRowThreads-th element),
+// then the shares added in thread order by thread 0: a fixed order. Every thread gets the sums.
+template <int K>
+__device__ void block_sums(double (&v)[K]) {
+  __shared__ double part[K][kRowThreads];
+  for (int k = 0; k < K; ++k) part[k][threadIdx.x] = v[k];
+  __syncthreads();
+  if (threadIdx.x == 0)
+    for (int k = 0; k < K; ++k) {
+      double s = 0;
+      for (int t = 0; t < kRowThreads; ++t) s += part[k][t];
+      part[k][0] = s;
+    }
+  __syncthreads();
+  for (int k = 0; k < K; ++k) v[k] = part[k][0];
+  __syncthreads();  // part is reused by the next call
+}
+
+__global__ void layer_norm_forward_kernel(int64_t cols, const float* x, float epsilon, const float* gamma,
+                                          const float* beta, float* y, float* mean, float* inv_std) {
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * cols;
+  double s[1] = {0.0};
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) s[0] += xr[c];
+  block_sums<1>(s);
+  const double m = s[0] / static_cast<double>(cols);
+  double q[1] = {0.0};
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) q[0] += (xr[c] - m) * (xr[c] - m);
+  block_sums<1>(q);
+  const float mf = static_cast<float>(m), inv = layer_norm_inv_std(q[0] / static_cast<double>(cols), epsilon);
+  if (threadIdx.x == 0) {
+    mean[r] = mf;
+    inv_std[r] = inv;
+  }
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) y[r * cols + c] = layer_norm_value(xr[c], mf, inv, gamma, beta, c);
+}
+
+__global__ void layer_norm_param_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
+                                             const float* mean, const float* inv_std, float* dgamma, float* dbeta) {
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  double s[2];
+  column_sums<2>(rows, cols,
+                 [&](int64_t r, int64_t col, double* acc) {
+                   const double g = dy[r * cols + col];
+                   acc[0] += g;
+                   acc[1] += g * (static_cast<double>(x[r * cols + col]) - mean[r]) * inv_std[r];
+                 },
+                 s);
+  if (threadIdx.y == 0 && c < cols) {
+    if (dbeta) dbeta[c] = static_cast<float>(s[0]);
+    if (dgamma) dgamma[c] = static_cast<float>(s[1]);
+  }
+}
+
+__global__ void layer_norm_input_grad_kernel(int64_t cols, const float* x, const float* dy, const float* mean,
+                                             const float* inv_std, const float* gamma, float* dx) {
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * cols;
+  const float* dyr = dy + r * cols;
+  double s[2] = {0.0, 0.0};
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) {
+    const double g = static_cast<double>(dyr[c]) * (gamma ? gamma[c] : 1.0f);
+    s[0] += g;
+    s[1] += g * (static_cast<double>(xr[c]) - mean[r]) * inv_std[r];
+  }
+  block_sums<2>(s);
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads)
+    dx[r * cols + c] = layer_norm_input_grad(xr[c], dyr[c], mean[r], inv_std[r], gamma ? gamma[c] : 1.0f, s[0], s[1],
+                                             static_cast<double>(cols));
+}
+
 dim3 column_blocks(int64_t cols) { return dim3(static_cast<unsigned>((cols + 31) / 32)); }
 const dim3 kColumnThreads(32, kRowGroups);
 
@@ -121,6 +195,25 @@ void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
   if (dx)
     batch_norm_input_grad_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
                                                                              gamma, dgamma, dbeta, dx);
+}
+
+void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                        const float* beta, float* y, float* mean, float* inv_std) {
+  if (rows * cols > 0)
+    layer_norm_forward_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, s>>>(cols, x, epsilon, gamma, beta, y,
+                                                                                 mean, inv_std);
+}
+
+void layer_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
+                         const float* mean, const float* inv_std, const float* gamma, float* dx, float* dgamma,
+                         float* dbeta) {
+  if (rows * cols == 0) return;
+  if (dgamma || dbeta)
+    layer_norm_param_grad_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, dy, mean, inv_std,
+                                                                              dgamma, dbeta);
+  if (dx)
+    layer_norm_input_grad_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, s>>>(cols, x, dy, mean, inv_std,
+                                                                                    gamma, dx);
 }
 
 }  // namespace kx::backend::cuda

@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 13;
+inline constexpr int32_t kInterfaceVersion = 14;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -198,6 +198,12 @@ constexpr layout::Text layout_text() {
   layout::Text t;
   KX_LAYOUT(Epilogue, KX_FIELD(Epilogue, bias), KX_FIELD(Epilogue, activation), KX_FIELD(Epilogue, bias_grad),
             KX_FIELD(Epilogue, rounding), KX_FIELD(Epilogue, keep_float32));
+  KX_LAYOUT(BatchedGemm, KX_FIELD(BatchedGemm, ta), KX_FIELD(BatchedGemm, tb), KX_FIELD(BatchedGemm, M),
+            KX_FIELD(BatchedGemm, N), KX_FIELD(BatchedGemm, K), KX_FIELD(BatchedGemm, lda), KX_FIELD(BatchedGemm, ldb),
+            KX_FIELD(BatchedGemm, ldc), KX_FIELD(BatchedGemm, outer), KX_FIELD(BatchedGemm, inner),
+            KX_FIELD(BatchedGemm, a_outer), KX_FIELD(BatchedGemm, a_inner), KX_FIELD(BatchedGemm, b_outer),
+            KX_FIELD(BatchedGemm, b_inner), KX_FIELD(BatchedGemm, c_outer), KX_FIELD(BatchedGemm, c_inner),
+            KX_FIELD(BatchedGemm, beta), KX_FIELD(BatchedGemm, rounding));
   KX_LAYOUT(LossScaleState, KX_FIELD(LossScaleState, scale), KX_FIELD(LossScaleState, grad_factor),
             KX_FIELD(LossScaleState, applied), KX_FIELD(LossScaleState, finite), KX_FIELD(LossScaleState, good_steps),
             KX_FIELD(LossScaleState, growth_steps));

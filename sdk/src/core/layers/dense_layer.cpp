@@ -1,5 +1,6 @@
 // Dense: y = act(x W + b), W [in, units] (Keras's kernel layout), Glorot-uniform W and zero b; with
-// use_bias false there is no b (y = act(x W)).
+// use_bias false there is no b (y = act(x W)). Samples of higher rank are transformed along their last
+// axis, every position alike (Keras's Dense on a sequence [steps, features] -> [steps, units]).
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
@@ -16,12 +17,15 @@ class DenseLayer final : public Layer {
   using Layer::Layer;
 
   Shape build(const Shape& in) override {
-    require(in.size() == 1, Status::InvalidArgument,
-            "Dense layer \"" + name() + "\" needs rank-1 samples but gets " + to_string(in) +
-                "; add a Flatten layer before it");
-    in_ = in[0];
+    require(!in.empty() && in.back() > 0, Status::InvalidArgument,
+            "Dense layer \"" + name() + "\" needs samples with a last axis but gets " + to_string(in));
+    in_ = in.back();
     checked_product({in_, spec_.units}, "Dense layer \"" + name() + "\"'s kernel");
-    return {spec_.units};
+    positions_ = checked_product({num_elements(in) / in_, spec_.units}, "Dense layer \"" + name() + "\"'s output") /
+                 spec_.units;
+    Shape out = in;
+    out.back() = spec_.units;
+    return out;
   }
 
   std::vector<ParamSpec> params() const override {
@@ -36,43 +40,52 @@ class DenseLayer final : public Layer {
   bool rounds_input_grads(bool) const override { return true; }
 
   void forward(const LayerContext& c) const override {
-    const int64_t units = spec_.units;
+    const int64_t units = spec_.units, rows = c.rows * positions_;
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     const float* kernel = c.w;
     const float* bias = spec_.use_bias ? c.w + in_ * units : nullptr;
     Epilogue ep{bias, act == Activation::Relu ? Activation::Relu : Activation::None};
     ep.rounding = c.rounding;
-    c.be->gemm(Trans::No, Trans::No, c.rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
-    if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, c.rows, units, c.y);
+    c.be->gemm(Trans::No, Trans::No, rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
+    if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, rows, units, c.y);
   }
 
   // x for the kernel's gradient; y only for the activation's.
   bool backward_reads_output() const override { return spec_.activation != Activation::None; }
   void backward(const LayerContext& c) const override {
-    const int64_t units = spec_.units;
+    const int64_t units = spec_.units, rows = c.rows * positions_;
     if (!c.fold_activation && spec_.activation != Activation::None) {
-      c.be->activation_backward(spec_.activation, c.rows, units, c.y, c.dy, c.dy);
+      c.be->activation_backward(spec_.activation, rows, units, c.y, c.dy, c.dy);
       // The gradient of a sigmoid, tanh or softmax is a 16-bit tensor too.
       if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
-        c.be->round_to(c.rounding, c.rows * units, c.dy, c.dy);
+        c.be->round_to(c.rounding, rows * units, c.dy, c.dy);
     }
     if (c.dw) {
       float* dkernel = c.dw;
       Epilogue with_bias_grad;
       if (spec_.use_bias) with_bias_grad.bias_grad = c.dw + in_ * units;  // fused into the GEMM where the backend can
       with_bias_grad.rounding = c.rounding;
-      c.be->gemm(Trans::Yes, Trans::No, in_, units, c.rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, with_bias_grad);
+      c.be->gemm(Trans::Yes, Trans::No, in_, units, rows, c.x, in_, c.dy, units, 0.0f, dkernel, units, with_bias_grad);
     }
     Epilogue dx_ep;
     dx_ep.rounding = c.rounding;
-    if (c.dx) c.be->gemm(Trans::No, Trans::Yes, c.rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, dx_ep);
+    if (c.dx) c.be->gemm(Trans::No, Trans::Yes, rows, in_, units, c.dy, units, c.w, units, 0.0f, c.dx, in_, dx_ep);
   }
 
   // Gemm with Keras's kernel [in, units] stored transposed (transB = 1, the form runtimes know best),
-  // then the activation.
+  // then the activation; on sequences MatMul (over the last axis) and Add.
   void export_onnx(OnnxLayerExport& e) const override {
     const auto& w = e.weights();
     const int64_t units = spec_.units;
+    if (positions_ != 1) {
+      const std::string linear = spec_.activation == Activation::None ? name() : name() + "/linear";
+      const std::string product = spec_.use_bias ? name() + "/matmul" : linear;
+      e.node("MatMul", {e.input_plain(), e.constant("kernel", {in_, units}, w[0])}, {product});
+      if (spec_.use_bias) e.node("Add", {product, e.constant("bias", {units}, w[1])}, {linear});
+      e.activation(spec_.activation, linear, name(), -1);
+      e.output(name(), false);
+      return;
+    }
     std::vector<float> kernel_t(w[0].size());
     for (int64_t r = 0; r < in_; ++r)
       for (int64_t u = 0; u < units; ++u)
@@ -94,6 +107,7 @@ class DenseLayer final : public Layer {
 
  private:
   int64_t in_ = 0;
+  int64_t positions_ = 1;  // rows of the GEMM per sample: 1, or the positions of a sequence
 };
 
 }  // namespace

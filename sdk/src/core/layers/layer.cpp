@@ -44,6 +44,12 @@ LayerSpec layer_spec_from_json(const json::Value& v) {
   require(entry != nullptr, Status::InvalidArgument, "unknown layer class \"" + cls + "\"");
   spec.kind = entry->kind;
   spec.config = config.dump();
+  // The call's keyword arguments, for a layer added alone (a functional config keeps them in the
+  // inbound node instead): {"class_name": "MultiHeadAttention", ..., "kwargs": {"use_causal_mask": true}}.
+  if (const json::Value* kwargs = v.find("kwargs")) {
+    kwargs->as_object(what + " kwargs");
+    spec.call_config = kwargs->dump();
+  }
   entry->read_config(config, what, spec);
   return spec;
 }

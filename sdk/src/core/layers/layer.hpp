@@ -26,6 +26,9 @@ struct ParamSpec {
   // "gradient" is the step to subtract, written by the layer's backward.
   bool trainable = true;
   std::vector<float> values{};  // the initial values, for Init::Values
+  // Where Keras 3's weight files keep it, under the layer's group: "" for vars/<its index>; a layer
+  // made of sublayers (MultiHeadAttention) names the sublayer's group ("query_dense/vars/0").
+  std::string keras_file_path{};
 };
 
 // Everything one call of forward or backward touches, for `rows` samples.
@@ -135,6 +138,11 @@ class Layer {
 
   // Keras-like {"class_name": ..., "config": {...}}.
   json::Value to_json() const;
+  // The call's keyword arguments Keras records in the inbound node (an object; empty for most layers).
+  virtual json::Value call_kwargs() const { return json::Value(json::Value::Object{}); }
+  // Whether Keras calls the layer with its inputs as separate arguments (attention(query, value)),
+  // not as one list (Add()([a, b])).
+  virtual bool inputs_as_arguments() const { return false; }
 
  protected:
   virtual void add_config(json::Value& config) const { (void)config; }

@@ -30,7 +30,10 @@ std::vector<core::KerasLayerWeights> keras_layers(const Model::Impl& m) {
   if (!m.net.is_chain()) out.push_back({m.net.input_name, "input_layer", {}, true});
   for (const int i : m.net.keras_layer_order()) {
     const core::Layer& l = *m.net.layers[static_cast<size_t>(i)];
-    out.push_back({l.name(), core::layer_entry(l.spec().kind).name_stem, m.tensors_of({i}), l.trainable()});
+    std::vector<std::string> file_paths;
+    for (const core::ParamSpec& p : l.params()) file_paths.push_back(p.keras_file_path);
+    out.push_back({l.name(), core::layer_entry(l.spec().kind).name_stem, m.tensors_of({i}), l.trainable(),
+                   std::move(file_paths)});
   }
   return out;
 }
@@ -228,7 +231,8 @@ void Model::Impl::save_keras(const std::string& path) const {
     f.set_string(vars, "name", layers[k].name);
     for (size_t i = 0; i < layers[k].weights.size(); ++i) {
       const WeightInfo& w = layers[k].weights[i];
-      f.write(vars + "/" + std::to_string(i), w.shape, params.data() + w.offset);
+      // A sublayer's vars group (attention's query_dense/vars) is made along the path.
+      f.write(groups[k] + "/" + core::keras3_weight_path(layers[k], i), w.shape, params.data() + w.offset);
     }
   }
   // The optimizer: iterations, learning rate, then each trained weight's slots (Adam: m, v).

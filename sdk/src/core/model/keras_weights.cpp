@@ -61,7 +61,7 @@ std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5Tree& f,
       if (it == by_name.end()) continue;
       group = it->second;
     }
-    for (size_t i = 0; i < p.size(); ++i) p[i] = group + "/vars/" + std::to_string(i);
+    for (size_t i = 0; i < p.size(); ++i) p[i] = group + "/" + keras3_weight_path(layers[k], i);
   }
   return paths;
 }

@@ -19,7 +19,15 @@ struct KerasLayerWeights {
   std::string stem;                  // Keras's snake-case class name: "dense", "batch_normalization"
   std::vector<WeightInfo> weights;   // in Keras's order
   bool trainable = true;             // the layer's flag: a frozen layer's weights have no optimizer slots
+  // Per weight, where Keras 3's files keep it under the layer's group: "vars/<i>", or a sublayer's
+  // ("query_dense/vars/0"); empty: vars/<i> for every weight.
+  std::vector<std::string> file_paths{};
 };
+
+// Weight i's place under its layer's group in Keras 3's files.
+inline std::string keras3_weight_path(const KerasLayerWeights& l, size_t i) {
+  return i < l.file_paths.size() && !l.file_paths[i].empty() ? l.file_paths[i] : "vars/" + std::to_string(i);
+}
 
 // The dataset of each weight, layer by layer; "" where the file has none. Legacy files are matched
 // by layer name; Keras 3 files by the layer name their vars groups carry, else (before 3.6) by the

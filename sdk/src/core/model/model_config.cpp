@@ -33,6 +33,21 @@ json::Value tensor_ref(const std::string& layer, bool with_kwargs) {
   return json::Value(std::move(ref));
 }
 
+// Keras 3's reference to a layer's output of per-sample shape `shape`: {"class_name": "__keras_tensor__",
+// "config": {"shape": [null, ...], "dtype": "float32", "keras_history": [layer, 0, 0]}}.
+json::Value keras_tensor(const std::string& layer, const Shape& shape) {
+  json::Value::Array dims{json::Value()};
+  for (int64_t d : shape) dims.emplace_back(d);
+  json::Value config{json::Value::Object{}};
+  config.set("shape", json::Value(std::move(dims)));
+  config.set("dtype", "float32");
+  config.set("keras_history", tensor_ref(layer, false));
+  json::Value tensor{json::Value::Object{}};
+  tensor.set("class_name", "__keras_tensor__");
+  tensor.set("config", std::move(config));
+  return tensor;
+}
+
 Shape input_shape_of(const json::Value& input_layer) {
   const json::Value& config = input_layer.at("config", "InputLayer");
   const json::Value* shape = config.find("batch_shape");
@@ -74,6 +89,31 @@ void collect_refs(const json::Value& v, std::vector<std::string>& out) {
     }
     for (const json::Value& e : a) collect_refs(e, out);
   }
+}
+
+// The call's keyword arguments that are no tensors (Keras 3's inbound node {"args", "kwargs"}; a
+// Keras 2 tensor list's fourth entry), as a JSON object's text; "" when there are none.
+std::string call_kwargs(const json::Value& layer) {
+  const json::Value* nodes = layer.find("inbound_nodes");
+  if (!nodes || nodes->type() != json::Value::Type::Array || nodes->as_array("inbound_nodes").size() != 1) return "";
+  const json::Value& call = nodes->as_array("inbound_nodes").front();
+  const json::Value* kwargs = nullptr;
+  if (call.type() == json::Value::Type::Object) {
+    kwargs = call.find("kwargs");
+  } else if (call.type() == json::Value::Type::Array) {
+    for (const json::Value& ref : call.as_array("inbound node"))
+      if (ref.type() == json::Value::Type::Array && ref.as_array("inbound tensor").size() == 4)
+        kwargs = &ref.as_array("inbound tensor")[3];
+  }
+  if (!kwargs || kwargs->type() != json::Value::Type::Object) return "";
+  json::Value plain{json::Value::Object{}};
+  bool any = false;
+  for (const auto& [key, v] : kwargs->as_object("kwargs"))
+    if (v.type() != json::Value::Type::Object && v.type() != json::Value::Type::Array) {
+      plain.set(key, v);
+      any = true;
+    }
+  return any ? plain.dump() : "";
 }
 
 std::vector<std::string> inbound_layers(const json::Value& layer, const std::string& name) {
@@ -146,6 +186,7 @@ Model functional_from_json(const Strategy& strategy, const json::Value& config) 
     done[next] = true;
     LayerSpec spec = core::layer_spec_from_json(*entries[next].layer);
     spec.name = entries[next].name;
+    spec.call_config = call_kwargs(*entries[next].layer);
     model.add(std::move(spec), entries[next].inbound);
     added.insert(entries[next].name);
   }
@@ -173,14 +214,30 @@ std::string Model::Impl::to_json() const {
   for (size_t i = 0; i < net.layers.size(); ++i) {
     json::Value layer = net.layers[i]->to_json();
     if (functional) {
-      json::Value::Array refs;
-      for (int t : net.inputs[i])
-        refs.push_back(tensor_ref(t == 0 ? net.input_name : net.layers[static_cast<size_t>(t - 1)]->name(), true));
+      const core::Layer& l = *net.layers[i];
+      json::Value call;
+      if (l.inputs_as_arguments()) {
+        // Keras 3's form: the inputs as separate arguments (attention(query, value)), and the kwargs.
+        json::Value::Array args;
+        for (int t : net.inputs[i])
+          args.push_back(keras_tensor(t == 0 ? net.input_name : net.layers[static_cast<size_t>(t - 1)]->name(),
+                                      net.shapes[static_cast<size_t>(t)]));
+        // Self-attention of one input: Keras calls it with the query as the value too.
+        if (args.size() == 1) args.push_back(args.front());
+        call = json::Value(json::Value::Object{});
+        call.set("args", json::Value(std::move(args)));
+        call.set("kwargs", l.call_kwargs());
+      } else {
+        json::Value::Array refs;
+        for (int t : net.inputs[i])
+          refs.push_back(tensor_ref(t == 0 ? net.input_name : net.layers[static_cast<size_t>(t - 1)]->name(), true));
+        call = json::Value(std::move(refs));
+      }
       json::Value entry{json::Value::Object{}};
       entry.set("class_name", layer.at("class_name", "layer").as_string("class_name"));
-      entry.set("name", net.layers[i]->name());
+      entry.set("name", l.name());
       entry.set("config", layer.at("config", "layer"));
-      entry.set("inbound_nodes", json::Value::Array{json::Value(std::move(refs))});
+      entry.set("inbound_nodes", json::Value::Array{std::move(call)});
       layer = std::move(entry);
     }
     items.push_back(std::move(layer));

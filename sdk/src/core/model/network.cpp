@@ -14,7 +14,7 @@ int Network::layer_index(const std::string& name) const {
 
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
-    if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i)) return false;
+    if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i) || layers[i]->inputs_as_arguments()) return false;
   return true;
 }
 
