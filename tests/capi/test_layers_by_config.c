@@ -60,6 +60,18 @@ static const layer_case kLayerCases[] = {
     {"Reshape", {6}, 1, "{\"class_name\": \"Reshape\", \"config\": {\"target_shape\": [2, -1]}}", 0},
     {"LeakyReLU", {2, 3}, 2, "{\"class_name\": \"LeakyReLU\", \"config\": {\"negative_slope\": 0.1}}", 0},
     {"GlobalMaxPooling2D", {4, 3, 2}, 3, "{\"class_name\": \"GlobalMaxPooling2D\", \"config\": {}}", 0},
+    {"Conv1D", {6, 2}, 2,
+     "{\"class_name\": \"Conv1D\", \"config\": {\"filters\": 3, \"kernel_size\": 3, \"padding\": \"causal\"}}", 0},
+    {"MaxPooling1D", {6, 2}, 2, "{\"class_name\": \"MaxPooling1D\", \"config\": {\"pool_size\": 2}}", 0},
+    {"AveragePooling1D", {6, 2}, 2, "{\"class_name\": \"AveragePooling1D\", \"config\": {\"pool_size\": 3}}", 0},
+    {"GlobalAveragePooling1D", {6, 2}, 2, "{\"class_name\": \"GlobalAveragePooling1D\", \"config\": {}}", 0},
+    {"SeparableConv2D", {5, 5, 2}, 3,
+     "{\"class_name\": \"SeparableConv2D\", \"config\": {\"filters\": 3, \"kernel_size\": 3, \"padding\": \"same\"}}",
+     0},
+    {"Conv2DTranspose", {3, 3, 2}, 3,
+     "{\"class_name\": \"Conv2DTranspose\", \"config\": {\"filters\": 2, \"kernel_size\": 3, \"strides\": 2}}", 0},
+    {"UpSampling2D", {3, 3, 2}, 3,
+     "{\"class_name\": \"UpSampling2D\", \"config\": {\"interpolation\": \"bilinear\"}}", 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -35,6 +35,13 @@ LAYER_CASES = {
     "Reshape": ((6,), dict(target_shape=(2, -1)), False),
     "LeakyReLU": ((2, 3), dict(negative_slope=0.1), False),
     "GlobalMaxPooling2D": ((4, 3, 2), {}, False),
+    "Conv1D": ((6, 2), dict(filters=3, kernel_size=3, padding="causal"), False),
+    "MaxPooling1D": ((6, 2), dict(pool_size=2), False),
+    "AveragePooling1D": ((6, 2), dict(pool_size=3), False),
+    "GlobalAveragePooling1D": ((6, 2), {}, False),
+    "SeparableConv2D": ((5, 5, 2), dict(filters=3, kernel_size=3, padding="same"), False),
+    "Conv2DTranspose": ((3, 3, 2), dict(filters=2, kernel_size=3, strides=2), False),
+    "UpSampling2D": ((3, 3, 2), dict(interpolation="bilinear"), False),
 }
 
 

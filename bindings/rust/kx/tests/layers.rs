@@ -25,6 +25,13 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
         "LeakyReLU" => (vec![2, 3], l.set("negative_slope", 0.1), false),
         "GlobalMaxPooling2D" => (vec![4, 3, 2], l, false),
+        "Conv1D" => (vec![6, 2], l.set("filters", 3).set("kernel_size", 3).set("padding", "causal"), false),
+        "MaxPooling1D" => (vec![6, 2], l.set("pool_size", 2), false),
+        "AveragePooling1D" => (vec![6, 2], l.set("pool_size", 3), false),
+        "GlobalAveragePooling1D" => (vec![6, 2], l, false),
+        "SeparableConv2D" => (vec![5, 5, 2], l.set("filters", 3).set("kernel_size", 3).set("padding", "same"), false),
+        "Conv2DTranspose" => (vec![3, 3, 2], l.set("filters", 2).set("kernel_size", 3).set("strides", 2), false),
+        "UpSampling2D" => (vec![3, 3, 2], l.set("interpolation", "bilinear"), false),
         _ => return None,
     })
 }
