@@ -145,9 +145,10 @@ class KerasLayers(unittest.TestCase):
         rng = np.random.default_rng(9)
         x = rng.normal(size=(16, 6)).astype(np.float32)
         y = (rng.normal(size=(16, 3)) * 2).astype(np.float32)  # errors on both sides of Huber's delta
+        # Not Huber(delta=0.3): Keras 3.15's Huber.get_config leaves delta out, so its own file reloads
+        # with delta 1 (kx reads a delta where a config has one; tests/unit/test_losses.cpp checks 0.7).
         for name, loss in (("mae", "mae"), ("mean_absolute_error", keras.losses.MeanAbsoluteError()),
-                           ("huber default", keras.losses.Huber()), ("huber 0.3", keras.losses.Huber(delta=0.3)),
-                           ("huber function", "huber")):
+                           ("huber default", keras.losses.Huber()), ("huber function", "huber")):
             with self.subTest(loss=name):
                 theirs, ours = self.small_model("loss " + name, keras.optimizers.SGD(1.0), loss)
                 before = keras_weights(theirs)

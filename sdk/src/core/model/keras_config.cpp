@@ -49,8 +49,10 @@ bool all_ones(const Value& v) {
   return true;
 }
 
-// Refuses a layer setting kx would otherwise ignore while Keras trains with it.
-void check_layer_settings(const Value& config, const std::string& what) {
+// Refuses a layer setting kx would otherwise ignore while Keras trains with it. The layers that read
+// their dilation_rate themselves (and refuse what they cannot do) are let through with it.
+void check_layer_settings(const Value& config, const std::string& cls, const std::string& what) {
+  const bool reads_dilation = cls == "Conv1D" || cls == "SeparableConv2D" || cls == "Conv2DTranspose";
   for (const auto& entry : config.as_object(what)) {
     // Named references, not structured bindings: clang before 16 (Debian 12's 14, the fuzz build's)
     // cannot capture bindings in the lambdas below.
@@ -67,7 +69,7 @@ void check_layer_settings(const Value& config, const std::string& what) {
     } else if (key == "data_format") {
       if (!v.is_null() && v.as_string(what + " data_format") != "channels_last") refuse();
     } else if (key == "dilation_rate") {
-      if (!all_ones(v)) refuse();
+      if (!reads_dilation && !all_ones(v)) refuse();
     } else if (key == "groups") {
       if (v.as_number(what + " groups") != 1) refuse();
     } else if (key == "lora_rank") {
@@ -104,7 +106,7 @@ void check_layer(const Value& layer) {
   require(cls == "InputLayer" || find_layer_entry(cls) != nullptr, Status::Unsupported,
           "layer class " + cls + " (" + what + ") is not supported by kx");
   require(config != nullptr, Status::InvalidArgument, what + " has no config");
-  check_layer_settings(*config, what);
+  check_layer_settings(*config, cls, what);
 }
 
 const Value& layers_of(const Value& model) {
