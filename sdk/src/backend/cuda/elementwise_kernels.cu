@@ -260,7 +260,7 @@ void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* 
 }
 
 void bias_add(cudaStream_t s, int64_t rows, int64_t cols, const float* bias, float* y) {
-  if (rows * cols) bias_add_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, bias, y);
+  if (rows * cols > 0) bias_add_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, bias, y);
 }
 
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {

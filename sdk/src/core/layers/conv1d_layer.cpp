@@ -128,12 +128,19 @@ class Conv1dLayer final : public Layer {
     const int64_t span = (k - 1) * s_.dilation + 1;
     const int64_t total = std::max<int64_t>((g.out_w - 1) * s_.stride + span - g.in_w - g.pad_left, 0) + g.pad_left;
     const int64_t left = g.pad_left, right = total - left;
-    e.node("Transpose", {e.input_plain()}, {name() + "/ncl"}, {io::OnnxAttribute::ints("perm", {0, 2, 1})});
-    std::vector<std::string> inputs{name() + "/ncl", e.constant("kernel", {F, C, k}, std::move(kernel))};
+    std::string ncl = e.input_ncl();
+    int64_t conv_left = left, conv_right = right;
+    if (left != right) {  // a Pad node: OpenCV's 1-D Conv pads both sides by the first of its pads
+      e.node("Pad", {ncl, e.constant_ints("pads", {6}, {0, 0, left, 0, 0, right})}, {name() + "/padded"});
+      ncl = name() + "/padded";
+      conv_left = conv_right = 0;
+    }
+    std::vector<std::string> inputs{ncl, e.constant("kernel", {F, C, k}, std::move(kernel))};
     if (s_.use_bias) inputs.push_back(e.constant("bias", {F}, w[1]));
     e.node("Conv", inputs, {name() + "/conv"},
            {io::OnnxAttribute::ints("kernel_shape", {k}), io::OnnxAttribute::ints("strides", {s_.stride}),
-            io::OnnxAttribute::ints("dilations", {s_.dilation}), io::OnnxAttribute::ints("pads", {left, right})});
+            io::OnnxAttribute::ints("dilations", {s_.dilation}),
+            io::OnnxAttribute::ints("pads", {conv_left, conv_right})});
     const std::string linear = s_.activation == Activation::None ? name() : name() + "/linear";
     e.node("Transpose", {name() + "/conv"}, {linear}, {io::OnnxAttribute::ints("perm", {0, 2, 1})});
     e.activation(s_.activation, linear, name(), 2);

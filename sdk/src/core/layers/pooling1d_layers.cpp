@@ -58,8 +58,7 @@ class Pooling1dLayer : public Layer {
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
-    e.node("Transpose", {e.input_plain()}, {name() + "/ncl"}, {io::OnnxAttribute::ints("perm", {0, 2, 1})});
-    e.node(spec_.kind == LayerKind::MaxPooling1D ? "MaxPool" : "AveragePool", {name() + "/ncl"}, {name() + "/pooled"},
+    e.node(spec_.kind == LayerKind::MaxPooling1D ? "MaxPool" : "AveragePool", {e.input_ncl()}, {name() + "/pooled"},
            {io::OnnxAttribute::ints("kernel_shape", {pool_}), io::OnnxAttribute::ints("strides", {stride_})});
     e.node("Transpose", {name() + "/pooled"}, {name()}, {io::OnnxAttribute::ints("perm", {0, 2, 1})});
     e.output(name(), false);
@@ -123,7 +122,7 @@ class GlobalAveragePooling1dLayer final : public Layer {
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
-    e.node("ReduceMean", {e.input_plain()}, {name()},
+    e.node("ReduceMean", {e.input_sequence()}, {name()},
            {io::OnnxAttribute::ints("axes", {1}), io::OnnxAttribute::integer("keepdims", keepdims_ ? 1 : 0)});
     e.output(name(), false);
   }
