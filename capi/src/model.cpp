@@ -228,9 +228,9 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
     require_arg(m, "m", "kx_model_compile");
     const kx_compile_options opt = kx::capi::read_options(o, "kx_model_compile");
     const int32_t optimizer = kx::capi::enum_value(opt.optimizer), loss = kx::capi::enum_value(opt.loss);
-    kx::require(optimizer == KX_OPTIMIZER_ADAM || optimizer == KX_OPTIMIZER_SGD, kx::Status::InvalidArgument,
+    kx::require(optimizer >= KX_OPTIMIZER_ADAM && optimizer <= KX_OPTIMIZER_RMSPROP, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown optimizer " + std::to_string(optimizer));
-    kx::require(loss >= KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss <= KX_LOSS_MEAN_SQUARED_ERROR,
+    kx::require(loss >= KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY && loss <= KX_LOSS_HUBER,
                 kx::Status::InvalidArgument, "kx_model_compile: unknown loss " + std::to_string(loss));
     kx::require((opt.metrics & ~KX_METRIC_ACCURACY) == 0, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown metric bits " + std::to_string(opt.metrics & ~KX_METRIC_ACCURACY));

@@ -63,6 +63,18 @@ static const layer_case kLayerCases[] = {
     {"LayerNormalization", {2, 3}, 2, "{\"class_name\": \"LayerNormalization\", \"config\": {\"epsilon\": 1e-6}}", 0},
     {"MultiHeadAttention", {4, 3}, 2,
      "{\"class_name\": \"MultiHeadAttention\", \"config\": {\"num_heads\": 2, \"key_dim\": 2}}", 1},
+    {"Conv1D", {6, 2}, 2,
+     "{\"class_name\": \"Conv1D\", \"config\": {\"filters\": 3, \"kernel_size\": 3, \"padding\": \"causal\"}}", 0},
+    {"MaxPooling1D", {6, 2}, 2, "{\"class_name\": \"MaxPooling1D\", \"config\": {\"pool_size\": 2}}", 0},
+    {"AveragePooling1D", {6, 2}, 2, "{\"class_name\": \"AveragePooling1D\", \"config\": {\"pool_size\": 3}}", 0},
+    {"GlobalAveragePooling1D", {6, 2}, 2, "{\"class_name\": \"GlobalAveragePooling1D\", \"config\": {}}", 0},
+    {"SeparableConv2D", {5, 5, 2}, 3,
+     "{\"class_name\": \"SeparableConv2D\", \"config\": {\"filters\": 3, \"kernel_size\": 3, \"padding\": \"same\"}}",
+     0},
+    {"Conv2DTranspose", {3, 3, 2}, 3,
+     "{\"class_name\": \"Conv2DTranspose\", \"config\": {\"filters\": 2, \"kernel_size\": 3, \"strides\": 2}}", 0},
+    {"UpSampling2D", {3, 3, 2}, 3,
+     "{\"class_name\": \"UpSampling2D\", \"config\": {\"interpolation\": \"bilinear\"}}", 0},
 };
 /* The layers without an ONNX form: their export is KX_E_UNSUPPORTED. */
 static const char* const kNotExportable[] = {"MultiHeadAttention"};

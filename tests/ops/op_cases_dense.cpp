@@ -21,7 +21,8 @@ namespace {
 constexpr Activation kActivations[] = {Activation::None, Activation::Relu, Activation::Sigmoid, Activation::Tanh,
                                        Activation::Softmax};
 constexpr LossKind kLossKinds[] = {LossKind::SparseCategoricalCrossentropy, LossKind::CategoricalCrossentropy,
-                                   LossKind::BinaryCrossentropy, LossKind::MeanSquaredError};
+                                   LossKind::BinaryCrossentropy, LossKind::MeanSquaredError,
+                                   LossKind::MeanAbsoluteError,  LossKind::Huber};
 static_assert(static_cast<int>(std::size(kActivations)) == kActivationCount, "kActivations lists every Activation");
 static_assert(static_cast<int>(std::size(kLossKinds)) == kLossKindCount, "kLossKinds lists every LossKind");
 
@@ -54,9 +55,14 @@ OpCall gemm_call(OpIo& io, const std::string& name, Product p, Check check = {})
   return [=](Backend& be) { be.gemm(p.ta, p.tb, p.M, p.N, p.K, A, lda, B, ldb, p.beta, C, ldc, p.ep); };
 }
 
+// The losses of values against values (no logits, no probabilities).
+bool regression(LossKind kind) {
+  return kind == LossKind::MeanSquaredError || kind == LossKind::MeanAbsoluteError || kind == LossKind::Huber;
+}
+
 // Labels of a loss: class indices, one-hot rows, 0/1 targets or values, as the kind takes them.
 std::vector<float> loss_targets(OpIo& io, LossKind kind, int64_t rows, int64_t cols) {
-  if (kind == LossKind::MeanSquaredError) return io.random(count(rows * cols));
+  if (regression(kind)) return io.random(count(rows * cols), -3.0f, 3.0f);  // Huber's both sides of delta
   if (kind == LossKind::SparseCategoricalCrossentropy) {
     std::vector<float> labels(count(rows));
     for (float& l : labels) l = static_cast<float>(io.random_index(cols));
@@ -157,6 +163,16 @@ OpCall setup_activation_backward(OpIo& io) {
 }
 
 // Past 512 rows the CPU sums chunks of rows and then the chunks.
+OpCall setup_bias_add(OpIo& io) {
+  std::vector<OpCall> calls;
+  for (const Shape s : {Shape{3, 5}, Shape{600, 9}}) {
+    const float* bias = io.in(io.random(count(s.cols)));
+    float* y = io.inout("y " + s.text(), io.random(count(s.rows * s.cols)));
+    calls.push_back([=](Backend& be) { be.bias_add(s.rows, s.cols, bias, y); });
+  }
+  return in_order(std::move(calls));
+}
+
 OpCall setup_bias_grad(OpIo& io) {
   std::vector<OpCall> calls;
   for (const Shape s : {Shape{3, 5}, Shape{600, 9}}) {
@@ -175,11 +191,11 @@ OpCall setup_loss(OpIo& io) {
   for (LossKind kind : kLossKinds)
     for (bool logits : {true, false})
       for (bool weighted : {false, true}) {
-        if (kind == LossKind::MeanSquaredError && logits) continue;
+        if (regression(kind) && logits) continue;
         const int64_t cols = kind == LossKind::BinaryCrossentropy ? 3 : 5;
         const int64_t y_cols = kind == LossKind::SparseCategoricalCrossentropy ? 1 : cols;
         backend::LossSpec spec{kind, logits, accuracy_of(kind), weighted ? 3 : 1};
-        const bool probabilities = !logits && kind != LossKind::MeanSquaredError;
+        const bool probabilities = !logits && !regression(kind);
         const float* out = io.in(probabilities ? io.random(count(rows * cols), 0.01f, 1.0f)
                                                : io.random(count(rows * cols), -3.0f, 3.0f));
         const float* y = io.in(loss_targets(io, kind, rows, cols));

@@ -175,6 +175,50 @@ OpCall setup_adam_update(OpIo& io) {
   return in_order(std::move(calls));
 }
 
+OpCall setup_adamw_update(OpIo& io) {
+  const int64_t n = 100;
+  const float* rate_t = io.in(std::vector<float>{0.01f});
+  const float* rate = io.in(std::vector<float>{0.002f});
+  const float* factor = io.in(std::vector<float>{0.25f});
+  const float* zero = io.in(std::vector<float>{0.0f});
+  std::vector<OpCall> calls;
+  for (const float* grad_factor : {static_cast<const float*>(nullptr), factor, zero}) {
+    const std::string which = grad_factor == nullptr ? "" : grad_factor == factor ? " scaled" : " skipped";
+    const Check check{.written = grad_factor != zero};
+    const float* g = io.in(io.random(count(n)));
+    float* p = io.inout("p" + which, io.random(count(n)), check);
+    float* m = io.inout("m" + which, io.random(count(n), -0.1f, 0.1f), check);
+    float* v = io.inout("v" + which, io.random(count(n), 0.0f, 0.1f), check);
+    calls.push_back(
+        [=](Backend& be) { be.adamw_update(n, p, g, m, v, rate_t, rate, 0.004f, 0.1f, 0.001f, 1e-7f, grad_factor); });
+  }
+  return in_order(std::move(calls));
+}
+
+// Plain, with momentum, centered, both; one call scaled and one skipped by a loss scale.
+OpCall setup_rmsprop_update(OpIo& io) {
+  const int64_t n = 100;
+  const float* rate = io.in(std::vector<float>{0.01f});
+  const float* factor = io.in(std::vector<float>{0.25f});
+  const float* zero = io.in(std::vector<float>{0.0f});
+  std::vector<OpCall> calls;
+  for (int variant = 0; variant < 6; ++variant) {
+    const bool momentum = variant % 2 == 1, centered = variant / 2 == 1 || variant >= 4;
+    const float* grad_factor = variant == 4 ? factor : variant == 5 ? zero : nullptr;
+    const std::string which = std::string(momentum ? " momentum" : "") + (centered ? " centered" : "") +
+                              (variant == 4 ? " scaled" : variant == 5 ? " skipped" : "");
+    const Check check{.written = grad_factor != zero};
+    const float* g = io.in(io.random(count(n)));
+    float* p = io.inout("p" + which, io.random(count(n)), check);
+    float* v = io.inout("v" + which, io.random(count(n), 0.05f, 0.1f), check);
+    float* m = momentum ? io.inout("m" + which, io.random(count(n), -0.1f, 0.1f), check) : nullptr;
+    float* a = centered ? io.inout("a" + which, io.random(count(n), -0.1f, 0.1f), check) : nullptr;
+    const backend::RmsPropConstants c{0.9f, 0.1f, momentum ? 0.5f : 0.0f, 1e-7f};
+    calls.push_back([=](Backend& be) { be.rmsprop_update(n, p, g, v, m, a, rate, c, grad_factor); });
+  }
+  return in_order(std::move(calls));
+}
+
 // Rows in any order, one of them twice.
 OpCall setup_gather_rows(OpIo& io) {
   const int64_t rows = 10, row_len = 6, n = 8;

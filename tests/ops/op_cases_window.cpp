@@ -19,15 +19,27 @@ namespace {
 constexpr int64_t kRows = 2;  // samples
 constexpr int64_t kFilters = 4;
 
-// A 3x3 window with stride 2 and padding 1 ("same" on a 7x6 input), and a 2x3 one with stride 1 and
-// none: convolutions and im2col / col2im.
-std::vector<Window2d> conv_windows() { return {make_window(7, 6, 3, 3, 3, 2, 1), make_window(5, 6, 2, 2, 3, 1, 0)}; }
+// A 3x3 window dilated 2x3 with padding 2 (Keras's Conv1D/Conv2D dilation_rate).
+Window2d dilated_window() {
+  Window2d g = make_window(8, 9, 2, 3, 2, 1, 2);
+  g.dilation_h = 2;
+  g.dilation_w = 3;
+  g.out_h = (g.in_h + 2 * g.pad_top - (g.k_h - 1) * g.dilation_h - 1) / g.stride_h + 1;
+  g.out_w = (g.in_w + 2 * g.pad_left - (g.k_w - 1) * g.dilation_w - 1) / g.stride_w + 1;
+  return g;
+}
+
+// A 3x3 window with stride 2 and padding 1 ("same" on a 7x6 input), a 2x3 one with stride 1 and
+// none, and a dilated one: convolutions and im2col / col2im.
+std::vector<Window2d> conv_windows() {
+  return {make_window(7, 6, 3, 3, 3, 2, 1), make_window(5, 6, 2, 2, 3, 1, 0), dilated_window()};
+}
 // Pooling has no padding: 2x2 windows with stride 2 that leave a column out, and overlapping 3x2 ones.
 std::vector<Window2d> pool_windows() { return {make_window(6, 7, 3, 2, 2, 2, 0), make_window(5, 6, 2, 3, 2, 1, 0)}; }
 
 std::string describe(const Window2d& g) {
   return std::to_string(g.k_h) + "x" + std::to_string(g.k_w) + " stride " + std::to_string(g.stride_h) + " pad " +
-         std::to_string(g.pad_top);
+         std::to_string(g.pad_top) + " dilation " + std::to_string(g.dilation_h) + "x" + std::to_string(g.dilation_w);
 }
 size_t input_size(const Window2d& g) { return count(kRows * g.in_h * g.in_w * g.channels); }
 size_t output_size(const Window2d& g, int64_t channels) { return count(kRows * g.out_h * g.out_w * channels); }
@@ -190,6 +202,44 @@ OpCall setup_avg_pool_backward(OpIo& io) {
     const float* dy = io.in(io.random(output_size(g, g.channels)));
     float* dx = io.out("dx " + describe(g), input_size(g));
     calls.push_back([=](Backend& be) { be.avg_pool_backward(g, kRows, dy, dx); });
+  }
+  return in_order(std::move(calls));
+}
+
+namespace {
+// Both interpolations, by 2x3 and by 3x1 (a factor whose scale 1/3 is inexact in float32).
+std::vector<backend::Upsample2d> upsamplings() {
+  std::vector<backend::Upsample2d> all;
+  for (const auto interpolation : {backend::Interpolation::Nearest, backend::Interpolation::Bilinear})
+    for (const auto& [sh, sw] : {std::pair<int64_t, int64_t>{2, 3}, std::pair<int64_t, int64_t>{3, 1}})
+      all.push_back({4, 5, 3, sh, sw, interpolation});
+  return all;
+}
+std::string describe(const backend::Upsample2d& u) {
+  return std::string(u.interpolation == backend::Interpolation::Nearest ? "nearest " : "bilinear ") +
+         std::to_string(u.size_h) + "x" + std::to_string(u.size_w);
+}
+size_t upsampled_size(const backend::Upsample2d& u) {
+  return count(kRows * u.in_h * u.size_h * u.in_w * u.size_w * u.channels);
+}
+}  // namespace
+
+OpCall setup_upsample2d_forward(OpIo& io) {
+  std::vector<OpCall> calls;
+  for (const backend::Upsample2d& u : upsamplings()) {
+    const float* x = io.in(io.random(count(kRows * u.in_h * u.in_w * u.channels)));
+    float* y = io.out("y " + describe(u), upsampled_size(u));
+    calls.push_back([=](Backend& be) { be.upsample2d_forward(u, kRows, x, y); });
+  }
+  return in_order(std::move(calls));
+}
+
+OpCall setup_upsample2d_backward(OpIo& io) {
+  std::vector<OpCall> calls;
+  for (const backend::Upsample2d& u : upsamplings()) {
+    const float* dy = io.in(io.random(upsampled_size(u)));
+    float* dx = io.out("dx " + describe(u), count(kRows * u.in_h * u.in_w * u.channels));
+    calls.push_back([=](Backend& be) { be.upsample2d_backward(u, kRows, dy, dx); });
   }
   return in_order(std::move(calls));
 }

@@ -65,7 +65,8 @@ Model toy_model(int replicas = 1, int64_t hidden = 16, OptimizerKind opt = Optim
   CompileOptions co;
   co.accuracy = true;
   co.optimizer.kind = opt;
-  co.optimizer.momentum = opt == OptimizerKind::Sgd ? momentum : 0.0;
+  co.optimizer.momentum = opt == OptimizerKind::Sgd || opt == OptimizerKind::RmsProp ? momentum : 0.0;
+  co.optimizer.centered = opt == OptimizerKind::RmsProp;  // all three of its slots
   co.seed = 21;
   m.compile(co);
   return m;
@@ -73,7 +74,8 @@ Model toy_model(int replicas = 1, int64_t hidden = 16, OptimizerKind opt = Optim
 
 TEST(Checkpoint, SavedModelLoadsAndTrainsOnExactlyLikeTheOriginal) {
   TempDir dir;
-  for (OptimizerKind opt : {OptimizerKind::Adam, OptimizerKind::Sgd}) {
+  for (OptimizerKind opt : {OptimizerKind::Adam, OptimizerKind::Sgd, OptimizerKind::AdamW, OptimizerKind::RmsProp}) {
+    SCOPED_TRACE(static_cast<int>(opt));
     Dataset d = toy();
     Model a = toy_model(1, 16, opt);
     ASSERT_EQ(a.fit(d, FitOptions{}, nullptr, nullptr), Status::Ok);

@@ -231,7 +231,7 @@ TEST(KerasFiles, WhatKxCannotTrainIsUnsupportedByName) {
       {"\"class_name\": \"Dense\"", "\"class_name\": \"LSTM\"", "layer class LSTM"},
       {"\"kernel_regularizer\": null", "\"kernel_regularizer\": \"l2\"", "kernel_regularizer"},
       {"\"activation\": \"relu\"", "\"activation\": \"gelu\"", "gelu"},
-      {"\"class_name\": \"Adam\"", "\"class_name\": \"RMSprop\"", "RMSprop"},
+      {"\"class_name\": \"Adam\"", "\"class_name\": \"Adagrad\"", "Adagrad"},
       {"\"amsgrad\": false", "\"amsgrad\": true", "amsgrad"},
       {"\"module\": \"keras.layers\", \"class_name\": \"Dense\"", "\"module\": \"keras.src.ops.numpy\", \"class_name\": \"Add\"",
        "op Add"},

@@ -9,6 +9,7 @@ namespace {
 
 using test::Vec;
 constexpr double kEps = 1e-7;
+constexpr double kHuberDelta = 0.7;  // not Keras's default 1, so that the setting is seen
 
 // Float64 reference of one sample's loss, as Keras defines it.
 double ref_loss(LossKind kind, bool logits, const Vec& o, const Vec& t) {
@@ -48,6 +49,19 @@ double ref_loss(LossKind kind, bool logits, const Vec& o, const Vec& t) {
       for (size_t j = 0; j < n; ++j) l += (o[j] - t[j]) * (o[j] - t[j]);
       return l / n;
     }
+    case LossKind::MeanAbsoluteError: {
+      double l = 0;
+      for (size_t j = 0; j < n; ++j) l += std::fabs(o[j] - t[j]);
+      return l / n;
+    }
+    case LossKind::Huber: {  // keras.losses.huber
+      double l = 0;
+      for (size_t j = 0; j < n; ++j) {
+        const double e = std::fabs(o[j] - t[j]);
+        l += e <= kHuberDelta ? 0.5 * e * e : kHuberDelta * e - 0.5 * kHuberDelta * kHuberDelta;
+      }
+      return l / n;
+    }
   }
   return 0;
 }
@@ -82,6 +96,7 @@ TEST_P(LossTest, ValueMatchesFloat64AndGradientMatchesFiniteDifferences) {
     }
   }
   backend::LossSpec spec{kind, logits, AccuracyKind::SparseCategorical};
+  spec.huber_delta = static_cast<float>(kHuberDelta);
   spec.accuracy = sparse ? AccuracyKind::SparseCategorical
                          : (kind == LossKind::BinaryCrossentropy ? AccuracyKind::Binary : AccuracyKind::Categorical);
   auto be = backend::make_cpu_backend(1);
@@ -152,7 +167,9 @@ INSTANTIATE_TEST_SUITE_P(
                       LossCase{LossKind::CategoricalCrossentropy, false, "categorical_probabilities"},
                       LossCase{LossKind::BinaryCrossentropy, true, "binary_logits"},
                       LossCase{LossKind::BinaryCrossentropy, false, "binary_probabilities"},
-                      LossCase{LossKind::MeanSquaredError, false, "mse"}),
+                      LossCase{LossKind::MeanSquaredError, false, "mse"},
+                      LossCase{LossKind::MeanAbsoluteError, false, "mae"},
+                      LossCase{LossKind::Huber, false, "huber"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Loss, LogitsPathIsStableForHugeLogits) {

@@ -545,6 +545,74 @@ TEST(MixedLayerModel, PredictStoresValuesOfTheTypeForEveryLayerKind) {
   }
 }
 
+// The convolutions and resampling layers of issue 34 (their float32 forms: tests/unit/layers), each in
+// a model under both policies against the same model in float32 with the same weights: predict and one
+// training step's loss and weights stay within a few units of the type (their products and sums run in
+// float32 from 16-bit values, the intermediate tensors Keras holds in the type are rounded to it).
+TEST(MixedLayerModel, ConvolutionsAndResamplingFollowFloat32) {
+  struct Case {
+    const char* layer;
+    Shape in;
+  };
+  const Case cases[] = {
+      {R"({"class_name": "SeparableConv2D", "config": {"filters": 4, "kernel_size": 3, "padding": "same",
+          "depth_multiplier": 2, "activation": "relu"}})", {6, 5, 3}},
+      {R"({"class_name": "Conv2DTranspose", "config": {"filters": 3, "kernel_size": 3, "strides": 2,
+          "activation": "tanh"}})", {3, 4, 2}},
+      {R"({"class_name": "UpSampling2D", "config": {"size": [2, 3]}})", {3, 4, 2}},
+      {R"({"class_name": "UpSampling2D", "config": {"interpolation": "bilinear"}})", {3, 4, 2}},
+      {R"({"class_name": "Conv1D", "config": {"filters": 4, "kernel_size": 3, "padding": "causal",
+          "dilation_rate": 2}})", {9, 3}},
+      {R"({"class_name": "MaxPooling1D", "config": {"pool_size": 3, "strides": 1}})", {9, 3}},
+      {R"({"class_name": "AveragePooling1D", "config": {}})", {9, 3}},
+      {R"({"class_name": "GlobalAveragePooling1D", "config": {"keepdims": true}})", {9, 3}},
+  };
+  const int64_t n = 6;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.layer);
+    const auto model = [&](Precision p) {
+      Strategy st = Strategy::default_strategy();
+      st.set_num_threads(2);
+      Model m = Model::sequential(st, k.in);
+      m.add_layer(k.layer);
+      m.add_layer(R"({"class_name": "Flatten", "config": {}})");
+      m.add_layer(R"({"class_name": "Dense", "config": {"units": 3}})");
+      CompileOptions co;
+      co.loss.kind = LossKind::MeanSquaredError;
+      co.optimizer.kind = OptimizerKind::Sgd;
+      co.precision = p;
+      co.seed = 3;
+      m.compile(co);
+      return m;
+    };
+    Model f32 = model(Precision::Float32);
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(n * num_elements(k.in)), 41);
+    const std::vector<float> y = test::random_floats(static_cast<size_t>(n * 3), 42);
+    for (const auto& [p, r] : {std::pair{Precision::MixedBfloat16, Rounding::BFloat16},
+                               std::pair{Precision::MixedFloat16, Rounding::Float16}}) {
+      SCOPED_TRACE(precision_name(p));
+      const double tol = 16 * unit_of(r);
+      const std::vector<float> xr = rounded(x, r), w = rounded(f32.get_weights(), r);
+      Model reference = model(Precision::Float32), mixed = model(p);
+      reference.set_weights(w);
+      mixed.set_weights(w);
+      const std::vector<float> want = reference.predict(xr.data(), n), got = mixed.predict(xr.data(), n);
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(first_unrounded(got, got.size(), r), -1) << "an output that is not a value of the type";
+      double scale = 0;
+      for (float v : want) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol * scale) << "output " << i;
+      const EvalResult a = reference.train_on_batch(xr.data(), y.data(), n), b = mixed.train_on_batch(xr.data(), y.data(), n);
+      ASSERT_TRUE(std::isfinite(b.loss));
+      EXPECT_NEAR(b.loss, a.loss, tol * std::max(1.0, a.loss));
+      const std::vector<float> wa = reference.get_weights(), wb = mixed.get_weights();
+      double change = 0;
+      for (size_t i = 0; i < wa.size(); ++i) change = std::max(change, std::fabs(static_cast<double>(wa[i]) - w[i]));
+      for (size_t i = 0; i < wa.size(); ++i) EXPECT_NEAR(wb[i], wa[i], tol * change + 1e-7) << "weight " << i;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, MixedLayerTest,
                          ::testing::Values(Policy{Rounding::BFloat16, "bf16"}, Policy{Rounding::Float16, "f16"}),
                          [](const auto& info) { return std::string(info.param.name); });

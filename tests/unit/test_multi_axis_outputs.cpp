@@ -151,8 +151,17 @@ LossAndAccuracy reference_loss(const HeadCase& c, const Vec& o, const std::vecto
         correct += hits / C;
         break;
       }
-      case LossKind::MeanSquaredError: {
-        for (int64_t j = 0; j < C; ++j) loss += (out[j] - target[j]) * (out[j] - target[j]) / C;
+      case LossKind::MeanSquaredError:
+      case LossKind::MeanAbsoluteError:
+      case LossKind::Huber: {  // Huber with Keras's delta 1
+        for (int64_t j = 0; j < C; ++j) {
+          const double e = std::fabs(out[j] - target[j]);
+          loss += (c.loss == LossKind::MeanSquaredError    ? e * e
+                   : c.loss == LossKind::MeanAbsoluteError ? e
+                   : e <= 1                                 ? 0.5 * e * e
+                                                            : e - 0.5) /
+                  C;
+        }
         if (C == 1)
           correct += (out[0] > 0.5) == (target[0] > 0.5);
         else

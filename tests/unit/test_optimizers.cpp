@@ -7,6 +7,7 @@
 
 #include "backend/adam_math.hpp"
 #include "backend/backend.hpp"
+#include "backend/optimizer_math.hpp"
 #include "kx/error.hpp"
 #include "kx/kx.hpp"
 #include "kx/optimizer.hpp"
@@ -60,7 +61,86 @@ TEST(Optimizer, SgdWithAndWithoutMomentumMatchesKeras) {
   }
 }
 
+// Keras 3's AdamW: p -= p * weight_decay * lr, then Adam's step with the bias-corrected rate.
+TEST(Optimizer, AdamWMatchesKerasOverSeveralSteps) {
+  const int64_t n = 40000;
+  const double lr = 2e-3, b1 = 0.9, b2 = 0.999, eps = 1e-7, wd = 0.05;
+  auto be = backend::make_cpu_backend(2);
+  FloatBuffer p = test::to_buffer(test::random_floats(n, 32)), m(n, 0.0f), v(n, 0.0f);
+  test::Vec pd(p.begin(), p.end()), md(n, 0.0), vd(n, 0.0);
+  for (int t = 1; t <= 5; ++t) {
+    FloatBuffer g = test::to_buffer(test::random_floats(n, 300 + t));
+    const double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    const float rate_t = static_cast<float>(lr_t), rate = static_cast<float>(lr);
+    be->adamw_update(n, p.data(), g.data(), m.data(), v.data(), &rate_t, &rate, static_cast<float>(wd),
+                     backend::adam_one_minus(b1), backend::adam_one_minus(b2), eps, nullptr);
+    for (int64_t i = 0; i < n; ++i) {
+      pd[i] -= pd[i] * wd * lr;
+      md[i] = b1 * md[i] + (1 - b1) * g[i];
+      vd[i] = b2 * vd[i] + (1 - b2) * g[i] * g[i];
+      pd[i] -= lr_t * md[i] / (std::sqrt(vd[i]) + eps);
+    }
+  }
+  EXPECT_EQ(test::first_mismatch(p, pd, n, 1e-6), -1);
+  EXPECT_EQ(test::first_mismatch(v, vd, n, 1e-6), -1);
+}
+
+// Keras 3's RMSprop, plain, with momentum, centered and both.
+TEST(Optimizer, RmsPropMatchesKerasOverSeveralSteps) {
+  const int64_t n = 3000;
+  const double lr = 1e-2, rho = 0.8, eps = 1e-7;
+  auto be = backend::make_cpu_backend(2);
+  for (const double momentum : {0.0, 0.5})
+    for (const bool centered : {false, true}) {
+      SCOPED_TRACE("momentum " + std::to_string(momentum) + (centered ? " centered" : ""));
+      FloatBuffer p = test::to_buffer(test::random_floats(n, 51)), v(n, 0.0f), m(n, 0.0f), a(n, 0.0f);
+      test::Vec pd(p.begin(), p.end()), vd(n, 0.0), md(n, 0.0), ad(n, 0.0);
+      const backend::RmsPropConstants c = backend::rmsprop_constants(rho, momentum, eps);
+      for (int t = 0; t < 4; ++t) {
+        FloatBuffer g = test::to_buffer(test::random_floats(n, 400 + t));
+        const float rate = static_cast<float>(lr);
+        be->rmsprop_update(n, p.data(), g.data(), v.data(), momentum != 0 ? m.data() : nullptr,
+                           centered ? a.data() : nullptr, &rate, c, nullptr);
+        for (int64_t i = 0; i < n; ++i) {
+          const double gi = g[i];
+          vd[i] = rho * vd[i] + (1 - rho) * gi * gi;
+          double denominator = vd[i] + eps;
+          if (centered) {
+            ad[i] = rho * ad[i] + (1 - rho) * gi;
+            denominator = vd[i] - ad[i] * ad[i] + eps;
+          }
+          const double increment = lr * gi / std::sqrt(denominator);
+          if (momentum != 0) {
+            md[i] = momentum * md[i] + increment;
+            pd[i] -= md[i];
+          } else {
+            pd[i] -= increment;
+          }
+        }
+      }
+      EXPECT_EQ(test::first_mismatch(p, pd, n, 1e-5), -1);
+      EXPECT_EQ(test::first_mismatch(v, vd, n, 1e-5), -1);
+    }
+}
+
 TEST(Optimizer, DefaultsAreKeras) {
+  OptimizerConfig adamw;
+  adamw.kind = OptimizerKind::AdamW;
+  EXPECT_DOUBLE_EQ(adamw.resolved().learning_rate.value(), 1e-3);
+  EXPECT_DOUBLE_EQ(adamw.weight_decay, 0.004);
+  OptimizerConfig rmsprop;
+  rmsprop.kind = OptimizerKind::RmsProp;
+  EXPECT_DOUBLE_EQ(rmsprop.resolved().learning_rate.value(), 1e-3);
+  EXPECT_DOUBLE_EQ(rmsprop.rho, 0.9);
+  EXPECT_FALSE(rmsprop.centered);
+  EXPECT_EQ(rmsprop.slot_count(), 1);  // the velocity
+  rmsprop.momentum = 0.5;
+  rmsprop.centered = true;
+  EXPECT_EQ(rmsprop.slot_count(), 3);
+  rmsprop.rho = 1.0;
+  EXPECT_THROW(rmsprop.resolved(), Error);
+  adamw.weight_decay = -0.1;
+  EXPECT_THROW(adamw.resolved(), Error);
   OptimizerConfig adam;
   const OptimizerConfig a = adam.resolved();
   EXPECT_DOUBLE_EQ(a.learning_rate.value(), 1e-3);

@@ -91,6 +91,56 @@ INSTANTIATE_TEST_SUITE_P(Geometries, WindowMath,
                          ::testing::Values(Case{3, 1, 0, 4}, Case{3, 1, 1, 4}, Case{5, 2, 2, 4}, Case{2, 2, 0, 4},
                                            Case{3, 2, 0, 4}, Case{3, 1, 0, 19}, Case{3, 2, 1, 19}));
 
+// A dilated window (Conv1D's and SeparableConv2D's dilation_rate): the gather finds its taps as the
+// CPU's scatter places them.
+TEST(WindowMath, DilatedCol2imGatheredInTheCpusOrderGivesItsBits) {
+  for (const auto& [dh, dw] : {std::pair<int64_t, int64_t>{2, 3}, std::pair<int64_t, int64_t>{1, 2}}) {
+    Window2d g = geometry(11, 9, 5, 3, 1, 2);
+    g.dilation_h = dh;
+    g.dilation_w = dw;
+    g.out_h = (g.in_h + 2 * g.pad_top - (g.k_h - 1) * dh - 1) + 1;
+    g.out_w = (g.in_w + 2 * g.pad_left - (g.k_w - 1) * dw - 1) + 1;
+    const int64_t rows = 2;
+    const auto be = backend::make_cpu_backend(2);
+    const std::vector<float> col = test::random_floats(static_cast<size_t>(rows * g.out_h * g.out_w * g.patch()), 8);
+    std::vector<float> dx(static_cast<size_t>(rows * g.in_h * g.in_w * g.channels));
+    be->col2im(g, rows, col.data(), dx.data());
+    EXPECT_EQ(gathered(g, rows, [&](int64_t r, int64_t y, int64_t x, int64_t c) {
+                return backend::col2im_value(g, col.data(), r, y, x, c);
+              }),
+              dx);
+    // im2col's adjoint: <col, im2col(x)> = <col2im(col), x>.
+    const std::vector<float> x = test::random_floats(dx.size(), 9);
+    std::vector<float> cols(col.size());
+    be->im2col(g, rows, x.data(), cols.data());
+    double a = 0, b = 0;
+    for (size_t i = 0; i < col.size(); ++i) a += static_cast<double>(col[i]) * cols[i];
+    for (size_t i = 0; i < x.size(); ++i) b += static_cast<double>(dx[i]) * x[i];
+    EXPECT_NEAR(a, b, 1e-4 * std::fabs(a) + 1e-4);
+  }
+}
+
+// UpSampling2D's gradient (a gather of the outputs that read each input) is the adjoint of its forward,
+// for both interpolations and factors whose scale is exact and inexact in float32.
+TEST(UpsampleMath, BackwardIsTheAdjointOfForward) {
+  const auto be = backend::make_cpu_backend(2);
+  for (const auto interpolation : {backend::Interpolation::Nearest, backend::Interpolation::Bilinear})
+    for (const auto& [sh, sw] : {std::pair<int64_t, int64_t>{2, 2}, std::pair<int64_t, int64_t>{3, 1},
+                                 std::pair<int64_t, int64_t>{1, 5}}) {
+      const backend::Upsample2d u{5, 4, 3, sh, sw, interpolation};
+      const int64_t rows = 2, n_in = rows * u.in_h * u.in_w * u.channels, n_out = n_in * sh * sw;
+      const std::vector<float> x = test::random_floats(static_cast<size_t>(n_in), 10);
+      const std::vector<float> dy = test::random_floats(static_cast<size_t>(n_out), 11);
+      std::vector<float> y(static_cast<size_t>(n_out)), dx(static_cast<size_t>(n_in));
+      be->upsample2d_forward(u, rows, x.data(), y.data());
+      be->upsample2d_backward(u, rows, dy.data(), dx.data());
+      double a = 0, b = 0;
+      for (size_t i = 0; i < y.size(); ++i) a += static_cast<double>(dy[i]) * y[i];
+      for (size_t i = 0; i < x.size(); ++i) b += static_cast<double>(dx[i]) * x[i];
+      EXPECT_NEAR(a, b, 1e-5 * std::fabs(a) + 1e-5) << sh << "x" << sw;
+    }
+}
+
 // The gather in the reversed order (the CUDA kernel before it was fixed) differs from the CPU's sum:
 // the test above can fail, and the order is what it checks.
 TEST(WindowMath, TheOrderOfTheSumMatters) {

@@ -64,21 +64,37 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "ReLU", "config": {"name": "r6", "max_value": 6.0, "negative_slope": 0.1}})", {"mix"});
   m.add_layer(R"({"class_name": "LeakyReLU", "config": {"name": "leaky", "negative_slope": 0.2}})", {"r6"});
   m.add_layer(R"({"class_name": "Rescaling", "config": {"name": "scaled", "scale": 0.5, "offset": 0.1}})", {"leaky"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled"});
+  // And its convolutions and resampling: separable (keeps its depthwise output as scratch), transposed,
+  // bilinear upsampling (reads neither x nor y), and a sequence branch through Conv1D and 1-D pooling.
+  m.add_layer(R"({"class_name": "SeparableConv2D", "config": {"name": "sep", "filters": 6, "kernel_size": 3,
+      "padding": "same", "depth_multiplier": 2, "activation": "relu"}})", {"r1"});
+  m.add_layer(R"({"class_name": "Conv2DTranspose", "config": {"name": "tr", "filters": 6, "kernel_size": 3,
+      "padding": "same"}})", {"r1"});
+  m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "half", "pool_size": 2}})", {"r1"});
+  m.add_layer(R"({"class_name": "UpSampling2D", "config": {"name": "up", "interpolation": "bilinear"}})", {"half"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled", "sep", "tr", "up"});
+  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq", "target_shape": [100, 6]}})", {"r1"});
+  m.add_layer(R"({"class_name": "Conv1D", "config": {"name": "c1d", "filters": 4, "kernel_size": 3,
+      "padding": "causal", "dilation_rate": 2, "activation": "tanh"}})", {"seq"});
+  m.add_layer(R"({"class_name": "MaxPooling1D", "config": {"name": "mp1d"}})", {"c1d"});
+  m.add_layer(R"({"class_name": "AveragePooling1D", "config": {"name": "ap1d", "pool_size": 3, "strides": 2}})",
+              {"mp1d"});
+  m.add_layer(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "gap1d"}})", {"ap1d"});
   m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
   m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "Concatenate", "config": {"name": "cat"}})", {"mp", "ap"});
   m.add_layer(R"({"class_name": "Dropout", "config": {"name": "drop", "rate": 0.25}})", {"cat"});
   m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat"}})", {"drop"});
-  m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"flat"});
+  m.add_layer(R"({"class_name": "Concatenate", "config": {"name": "both"}})", {"flat", "gap1d"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"both"});
   // Issue 35's: self-attention with dropout (its backward reads its inputs, and its scratch holds the
   // attention), a residual, layer normalisation (reads x) and Dense on a sequence.
-  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq", "target_shape": [4, 2]}})", {"hidden"});
+  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq_att", "target_shape": [4, 2]}})", {"hidden"});
   m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2, "key_dim": 2,
                  "dropout": 0.1}, "kwargs": {"use_causal_mask": true}})",
-              {"seq", "seq"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "res"}})", {"seq", "att"});
+              {"seq_att", "seq_att"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "res"}})", {"seq_att", "att"});
   m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "ln"}})", {"res"});
   m.add_layer(R"({"class_name": "Dense", "config": {"name": "per_step", "units": 3, "activation": "tanh"}})", {"ln"});
   m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat_seq"}})", {"per_step"});

@@ -39,6 +39,13 @@ var layerCases = map[string]layerCase{
 	"GlobalMaxPooling2D":     {[]int64{4, 3, 2}, NewLayer("GlobalMaxPooling2D", nil), false},
 	"LayerNormalization":     {[]int64{2, 3}, NewLayer("LayerNormalization", Config{"epsilon": 1e-6}), false},
 	"MultiHeadAttention":     {[]int64{4, 3}, NewLayer("MultiHeadAttention", Config{"num_heads": 2, "key_dim": 2}), true},
+	"Conv1D":                 {[]int64{6, 2}, NewLayer("Conv1D", Config{"filters": 3, "kernel_size": 3, "padding": "causal"}), false},
+	"MaxPooling1D":           {[]int64{6, 2}, NewLayer("MaxPooling1D", Config{"pool_size": 2}), false},
+	"AveragePooling1D":       {[]int64{6, 2}, NewLayer("AveragePooling1D", Config{"pool_size": 3}), false},
+	"GlobalAveragePooling1D": {[]int64{6, 2}, NewLayer("GlobalAveragePooling1D", nil), false},
+	"SeparableConv2D":        {[]int64{5, 5, 2}, NewLayer("SeparableConv2D", Config{"filters": 3, "kernel_size": 3, "padding": "same"}), false},
+	"Conv2DTranspose":        {[]int64{3, 3, 2}, NewLayer("Conv2DTranspose", Config{"filters": 2, "kernel_size": 3, "strides": 2}), false},
+	"UpSampling2D":           {[]int64{3, 3, 2}, NewLayer("UpSampling2D", Config{"interpolation": "bilinear"}), false},
 }
 
 // Layers without an ONNX form: their export fails with Unsupported.

@@ -43,6 +43,8 @@ type Optimizer int
 const (
 	Adam Optimizer = iota
 	SGD
+	AdamW
+	RMSprop
 )
 
 type Loss int
@@ -52,6 +54,8 @@ const (
 	CategoricalCrossentropy
 	BinaryCrossentropy
 	MeanSquaredError
+	MeanAbsoluteError
+	Huber
 )
 
 // CompileOptions are Keras's compile arguments; zero values mean kx's (Keras's) defaults.

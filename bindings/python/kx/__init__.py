@@ -30,8 +30,8 @@ __all__ = ["Error", "Strategy", "Model", "Sequential", "Input", "layers", "Datas
 
 _ACTIVATIONS = {None: 0, "linear": 0, "none": 0, "relu": 1, "sigmoid": 2, "tanh": 3, "softmax": 4}
 _LOSSES = {"sparse_categorical_crossentropy": 0, "categorical_crossentropy": 1, "binary_crossentropy": 2,
-           "mean_squared_error": 3, "mse": 3}
-_OPTIMIZERS = {"adam": 0, "sgd": 1}
+           "mean_squared_error": 3, "mse": 3, "mean_absolute_error": 4, "mae": 4, "huber": 5, "huber_loss": 5}
+_OPTIMIZERS = {"adam": 0, "sgd": 1, "adamw": 2, "rmsprop": 3}
 # The dtypes kx reads directly (kx_dtype): their arrays reach kx without a conversion copy.
 _DTYPES = {np.dtype(np.float32): 0, np.dtype(np.int32): 1, np.dtype(np.int64): 2, np.dtype(np.uint8): 3,
            np.dtype(np.float64): 4}

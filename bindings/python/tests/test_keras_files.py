@@ -191,8 +191,8 @@ class KerasFiles(unittest.TestCase):
         self.refused(keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(2, 3, dilation_rate=2)]), "dilation_rate")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, kernel_regularizer="l2")]), "kernel_regularizer")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, activation="gelu")]), "gelu")
-        self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2)]), "RMSprop",
-                     {"optimizer": "rmsprop", "loss": "mse"})
+        self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2)]), "Adagrad",
+                     {"optimizer": "adagrad", "loss": "mse"})
 
     def test_without_libhdf5_keras_files_are_unavailable(self):
         code = ("import kx, sys\n"

@@ -37,6 +37,13 @@ LAYER_CASES = {
     "GlobalMaxPooling2D": ((4, 3, 2), {}, False),
     "LayerNormalization": ((5,), dict(epsilon=1e-6), False),
     "MultiHeadAttention": ((4, 3), dict(num_heads=2, key_dim=2), True),
+    "Conv1D": ((6, 2), dict(filters=3, kernel_size=3, padding="causal"), False),
+    "MaxPooling1D": ((6, 2), dict(pool_size=2), False),
+    "AveragePooling1D": ((6, 2), dict(pool_size=3), False),
+    "GlobalAveragePooling1D": ((6, 2), {}, False),
+    "SeparableConv2D": ((5, 5, 2), dict(filters=3, kernel_size=3, padding="same"), False),
+    "Conv2DTranspose": ((3, 3, 2), dict(filters=2, kernel_size=3, strides=2), False),
+    "UpSampling2D": ((3, 3, 2), dict(interpolation="bilinear"), False),
 }
 # Layers without an ONNX form: their export raises kx.Error (KX_E_UNSUPPORTED).
 NOT_EXPORTABLE = {"MultiHeadAttention"}

@@ -344,7 +344,14 @@ KX_API KX_MUST_CHECK kx_status kx_model_from_json(kx_strategy* s, const char* js
  * "Functional"; free *out_json with kx_free. */
 KX_API KX_MUST_CHECK kx_status kx_model_to_json(const kx_model* m, char** out_json);
 
-typedef enum kx_optimizer { KX_OPTIMIZER_ADAM = 0, KX_OPTIMIZER_SGD = 1 } kx_optimizer;
+/* KX_OPTIMIZER_ADAMW: Keras's AdamW, weight_decay 0.004; KX_OPTIMIZER_RMSPROP: Keras's RMSprop, rho 0.9,
+ * not centered, with the momentum field as its momentum (other settings: a Keras file's compile config). */
+typedef enum kx_optimizer {
+  KX_OPTIMIZER_ADAM = 0,
+  KX_OPTIMIZER_SGD = 1,
+  KX_OPTIMIZER_ADAMW = 2,
+  KX_OPTIMIZER_RMSPROP = 3
+} kx_optimizer;
 
 /* As Keras, softmax and the categorical losses and accuracies work along the output's last axis: an
  * output of shape [H, W, C] per sample is H * W positions of C classes each, and a sample's loss and
@@ -354,7 +361,10 @@ typedef enum kx_loss {
   KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY = 0, /* y: one integer class index per sample (per position) */
   KX_LOSS_CATEGORICAL_CROSSENTROPY = 1,        /* y: one-hot (or probabilities) per sample (per position) */
   KX_LOSS_BINARY_CROSSENTROPY = 2,             /* y: 0/1 (or probabilities) per output */
-  KX_LOSS_MEAN_SQUARED_ERROR = 3
+  KX_LOSS_MEAN_SQUARED_ERROR = 3,
+  KX_LOSS_MEAN_ABSOLUTE_ERROR = 4,             /* Keras's "mae" */
+  KX_LOSS_HUBER = 5                            /* Keras's Huber with delta 1 (another delta: a Keras file's
+                                                  compile config) */
 } kx_loss;
 
 #define KX_METRIC_ACCURACY 1u /* chosen as Keras chooses "accuracy" for the loss and output */

@@ -32,4 +32,12 @@
   X(LayerNormalization, "LayerNormalization", "layer_normalization", read_no_config,                          \
     make_layer_normalization_layer)                                                                            \
   X(MultiHeadAttention, "MultiHeadAttention", "multi_head_attention", read_no_config,                          \
-    make_multi_head_attention_layer)
+    make_multi_head_attention_layer)                                                                           \
+  X(Conv1D, "Conv1D", "conv1d", read_no_config, make_conv1d_layer)                                             \
+  X(MaxPooling1D, "MaxPooling1D", "max_pooling1d", read_no_config, make_max_pooling1d_layer)                   \
+  X(AveragePooling1D, "AveragePooling1D", "average_pooling1d", read_no_config, make_average_pooling1d_layer)   \
+  X(GlobalAveragePooling1D, "GlobalAveragePooling1D", "global_average_pooling1d", read_no_config,              \
+    make_global_average_pooling1d_layer)                                                                       \
+  X(SeparableConv2D, "SeparableConv2D", "separable_conv2d", read_no_config, make_separable_conv2d_layer)       \
+  X(Conv2DTranspose, "Conv2DTranspose", "conv2d_transpose", read_no_config, make_conv2d_transpose_layer)       \
+  X(UpSampling2D, "UpSampling2D", "up_sampling2d", read_no_config, make_up_sampling2d_layer)

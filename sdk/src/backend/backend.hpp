@@ -73,6 +73,7 @@ struct LossSpec {
   // Loss rows per sample: an output with positions (a [H, W, C] softmax) is a row per position, and
   // row r's sample weight is weights[r / positions].
   int64_t positions = 1;
+  float huber_delta = 1.0f;  // Huber's
 };
 
 // A 2-D window (convolution kernel or pooling) sliding over samples stored channels-last, [h, w, c].
@@ -82,7 +83,24 @@ struct Window2d {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0;  // zeros around the input ("same" padding)
   int64_t out_h = 0, out_w = 0;
+  // Between a convolution's taps (Keras's dilation_rate): tap a reads row i * stride + a * dilation.
+  // im2col, col2im and the depthwise kernels honour it; pooling windows are undilated.
+  int64_t dilation_h = 1, dilation_w = 1;
   int64_t patch() const { return k_h * k_w * channels; }
+};
+
+// RMSprop's constants (optimizer_math.hpp), float32 as Keras rounds them: rho and 1 - rho computed in
+// double from the double rho.
+struct RmsPropConstants {
+  float rho = 0.9f, one_minus_rho = 0.1f, momentum = 0.0f, epsilon = 1e-7f;
+};
+
+// UpSampling2D: samples [in_h, in_w, channels], channels-last, made size_h x size_w times larger.
+enum class Interpolation : int32_t { Nearest = 0, Bilinear = 1 };
+struct Upsample2d {
+  int64_t in_h = 0, in_w = 0, channels = 0;
+  int64_t size_h = 1, size_w = 1;
+  Interpolation interpolation = Interpolation::Nearest;
 };
 
 // What changes from one training step to the next, kept in the backend's memory and written by the
@@ -92,6 +110,7 @@ struct StepValues {
   uint64_t seed = 0;          // the step's seed: layer i's dropout draws from mix_seed(seed, i)
   float learning_rate = 0;    // SGD's rate, or Adam's with the bias correction folded in
   float one = 1.0f;           // the rate of updates that are not learned (moving statistics, EMA)
+  float base_learning_rate = 0;  // the rate itself, also for Adam (AdamW's weight decay scales by it)
 };
 
 // Sums over the rows the loss has seen since they were last taken.

@@ -29,6 +29,8 @@
     (act, rows, cols, y, dy, dz))                                                                                \
   /* db[c] = sum over rows of dz[r, c]. */                                                                       \
   X(bias_grad, (int64_t rows, int64_t cols, const float* dz, float* db), (rows, cols, dz, db))                   \
+  /* y[r, c] += bias[c] over rows x cols (a bias after a kernel that has no epilogue: col2im). */             \
+  X(bias_add, (int64_t rows, int64_t cols, const float* bias, float* y), (rows, cols, bias, y))                 \
   /* Loss of rows rows (outputs cols per row, labels y with y_cols per row), added to the backend's           \
      running sums (take_loss_sums). weights: one per sample of spec.positions rows (Keras's sample_weight),     \
      or null for 1 each; row r's loss and accuracy count weights[r / spec.positions] times. The gradient of   \
@@ -76,6 +78,11 @@
   X(avg_pool_forward, (const Window2d& g, int64_t rows, const float* x, float* y), (g, rows, x, y))              \
   /* dx (overwritten): each window's dy shared equally between its positions. */                                \
   X(avg_pool_backward, (const Window2d& g, int64_t rows, const float* dy, float* dx), (g, rows, dy, dx))         \
+  /* UpSampling2D (Keras's): y [rows, in_h * size_h, in_w * size_w, channels] from x, each pixel repeated     \
+     (nearest) or TensorFlow's half-pixel bilinear resize (resize_math.hpp). */                                 \
+  X(upsample2d_forward, (const Upsample2d& u, int64_t rows, const float* x, float* y), (u, rows, x, y))          \
+  /* Its input gradient dx (overwritten) from dy, each input gathering the outputs that read it. */            \
+  X(upsample2d_backward, (const Upsample2d& u, int64_t rows, const float* dy, float* dx), (u, rows, dy, dx))     \
   /* Per column c of x [rows, cols]: mean[c] and the biased variance var[c] (batch normalisation's              \
      statistics over every sample and position of a channel). */                                                 \
   X(column_moments, (int64_t rows, int64_t cols, const float* x, float* mean, float* var),                       \
@@ -153,6 +160,19 @@
     (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, float one_minus_beta1,         \
      float one_minus_beta2, float epsilon, const float* grad_factor),                                            \
     (n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor))                               \
+  /* Keras 3's AdamW: p -= p * weight_decay * lr (the plain rate, read from this backend's memory), then     \
+     adam_update's step with lr_t (optimizer_math.hpp); grad_factor as for sgd_update (0 skips both). */      \
+  X(adamw_update,                                                                                                \
+    (int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, const float* lr,               \
+     float weight_decay, float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor), \
+    (n, p, g, m, v, lr_t, lr, weight_decay, one_minus_beta1, one_minus_beta2, epsilon, grad_factor))            \
+  /* Keras 3's RMSprop (optimizer_math.hpp's rmsprop_step): velocity v, momentum m (null without momentum)   \
+     and average gradient a (null unless centered), the rate read from this backend's memory; grad_factor     \
+     as for sgd_update. */                                                                                       \
+  X(rmsprop_update,                                                                                              \
+    (int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,                        \
+     const RmsPropConstants& c, const float* grad_factor),                                                       \
+    (n, p, g, v, m, a, lr, c, grad_factor))                                                                      \
   /* dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too. */        \
   X(gather_rows, (const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst),                 \
     (src, row_len, idx, n, dst))                                                                                 \

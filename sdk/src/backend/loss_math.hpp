@@ -74,6 +74,23 @@ KX_HOST_DEVICE inline float squared_error_grad(float scale, double e, int64_t co
   return static_cast<float>(scale * 2.0 * e / cols);
 }
 
+// ---- Mean absolute error, |e| of e = output - target (the mean over cols) ----
+// d(scale * |e| / cols)/de: TensorFlow's sign, 0 at 0.
+KX_HOST_DEVICE inline float absolute_error_grad(float scale, double e, int64_t cols) {
+  return static_cast<float>(scale * (e > 0 ? 1.0 : (e < 0 ? -1.0 : 0.0)) / cols);
+}
+
+// ---- Huber, of e = output - target (the mean over cols), Keras's: quadratic within delta ----
+KX_HOST_DEVICE inline double huber_loss(double e, double delta) {
+  const double a = e < 0 ? -e : e;
+  return a <= delta ? 0.5 * e * e : delta * a - 0.5 * delta * delta;
+}
+// d(scale * huber(e) / cols)/de.
+KX_HOST_DEVICE inline float huber_grad(float scale, double e, double delta, int64_t cols) {
+  const double g = e > delta ? delta : (e < -delta ? -delta : e);
+  return static_cast<float>(scale * g / cols);
+}
+
 // ---- Accuracy ----
 
 // Binary accuracy thresholds logits at 0 and probabilities at 0.5: the same decision.

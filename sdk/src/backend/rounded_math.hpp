@@ -4,6 +4,8 @@
 // is built with -ffp-contract=off, so GCC does not fuse it either (on aarch64 it would by default).
 #pragma once
 
+#include <cmath>
+
 #include "backend/host_device.hpp"
 
 namespace kx::backend {
@@ -20,6 +22,20 @@ KX_HOST_DEVICE inline float sub_rn(float a, float b) {
   return __fsub_rn(a, b);
 #else
   return a - b;
+#endif
+}
+KX_HOST_DEVICE inline float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+KX_HOST_DEVICE inline float sqrt_rn(float a) {
+#if defined(__CUDA_ARCH__)
+  return __fsqrt_rn(a);
+#else
+  return std::sqrt(a);
 #endif
 }
 KX_HOST_DEVICE inline float mul_rn(float a, float b) {

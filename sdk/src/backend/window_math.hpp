@@ -31,10 +31,10 @@ KX_HOST_DEVICE inline float col2im_value(const Window2d& g, const float* col, in
   const int64_t patch = g.k_h * g.k_w * g.channels;
   float sum = 0.0f;
   for (int64_t a = g.k_h - 1; a >= 0; --a) {
-    const int64_t i = covering_window(y, g.pad_top, a, g.stride_h, g.out_h);
+    const int64_t i = covering_window(y, g.pad_top, a * g.dilation_h, g.stride_h, g.out_h);
     if (i < 0) continue;
     for (int64_t b = 0; b < g.k_w; ++b) {
-      const int64_t j = covering_window(x, g.pad_left, b, g.stride_w, g.out_w);
+      const int64_t j = covering_window(x, g.pad_left, b * g.dilation_w, g.stride_w, g.out_w);
       if (j < 0) continue;
       sum = add_rn(sum, col[((r * g.out_h + i) * g.out_w + j) * patch + (a * g.k_w + b) * g.channels + c]);
     }

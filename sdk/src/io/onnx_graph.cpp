@@ -19,8 +19,8 @@ namespace node {
 constexpr int kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5;
 }
 namespace attribute {
-constexpr int kName = 1, kF = 2, kI = 3, kInts = 8, kType = 20;
-constexpr int kFloat = 1, kInt = 2, kIntList = 7;  // AttributeType
+constexpr int kName = 1, kF = 2, kI = 3, kS = 4, kInts = 8, kType = 20;
+constexpr int kFloat = 1, kInt = 2, kString = 3, kIntList = 7;  // AttributeType
 }
 namespace tensor {
 constexpr int kDims = 1, kDataType = 2, kName = 8, kRawData = 9;
@@ -114,6 +114,10 @@ void OnnxGraph::add_node(const std::string& op_type, const std::vector<std::stri
       case OnnxAttribute::Type::Ints:
         for (int64_t v : a.list) w.varint(attribute::kInts, v);
         w.varint(attribute::kType, attribute::kIntList);
+        break;
+      case OnnxAttribute::Type::String:
+        w.bytes(attribute::kS, a.s);
+        w.varint(attribute::kType, attribute::kString);
         break;
     }
     n.message(node::kAttribute, w);

@@ -10,19 +10,23 @@
 
 namespace kx::io {
 
-// One attribute of a node: an integer, a float or a list of integers.
+// One attribute of a node: an integer, a float, a list of integers or a string.
 struct OnnxAttribute {
-  enum class Type { Int, Float, Ints };
+  enum class Type { Int, Float, Ints, String };
   static OnnxAttribute integer(std::string name, int64_t v) { return {std::move(name), Type::Int, v, 0, {}}; }
   static OnnxAttribute real(std::string name, float v) { return {std::move(name), Type::Float, 0, v, {}}; }
   static OnnxAttribute ints(std::string name, std::vector<int64_t> v) {
     return {std::move(name), Type::Ints, 0, 0, std::move(v)};
+  }
+  static OnnxAttribute text(std::string name, std::string v) {
+    return {std::move(name), Type::String, 0, 0, {}, std::move(v)};
   }
   std::string name;
   Type type;
   int64_t i;
   float f;
   std::vector<int64_t> list;
+  std::string s{};
 };
 
 class OnnxGraph {

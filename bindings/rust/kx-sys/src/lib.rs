@@ -49,12 +49,16 @@ pub const KX_PADDING_SAME: kx_padding = 1;
 pub type kx_optimizer = i32;
 pub const KX_OPTIMIZER_ADAM: kx_optimizer = 0;
 pub const KX_OPTIMIZER_SGD: kx_optimizer = 1;
+pub const KX_OPTIMIZER_ADAMW: kx_optimizer = 2;
+pub const KX_OPTIMIZER_RMSPROP: kx_optimizer = 3;
 
 pub type kx_loss = i32;
 pub const KX_LOSS_SPARSE_CATEGORICAL_CROSSENTROPY: kx_loss = 0;
 pub const KX_LOSS_CATEGORICAL_CROSSENTROPY: kx_loss = 1;
 pub const KX_LOSS_BINARY_CROSSENTROPY: kx_loss = 2;
 pub const KX_LOSS_MEAN_SQUARED_ERROR: kx_loss = 3;
+pub const KX_LOSS_MEAN_ABSOLUTE_ERROR: kx_loss = 4;
+pub const KX_LOSS_HUBER: kx_loss = 5;
 
 pub const KX_METRIC_ACCURACY: u32 = 1;
 

@@ -27,6 +27,8 @@ pub enum Optimizer {
     #[default]
     Adam = 0,
     Sgd = 1,
+    AdamW = 2,
+    RmsProp = 3,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -36,6 +38,8 @@ pub enum Loss {
     CategoricalCrossentropy = 1,
     BinaryCrossentropy = 2,
     MeanSquaredError = 3,
+    MeanAbsoluteError = 4,
+    Huber = 5,
 }
 
 /// Keras's compile arguments; zero values mean kx's (Keras's) defaults.

@@ -27,6 +27,13 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "GlobalMaxPooling2D" => (vec![4, 3, 2], l, false),
         "LayerNormalization" => (vec![2, 3], l.set("epsilon", 1e-6), false),
         "MultiHeadAttention" => (vec![4, 3], l.set("num_heads", 2).set("key_dim", 2), true),
+        "Conv1D" => (vec![6, 2], l.set("filters", 3).set("kernel_size", 3).set("padding", "causal"), false),
+        "MaxPooling1D" => (vec![6, 2], l.set("pool_size", 2), false),
+        "AveragePooling1D" => (vec![6, 2], l.set("pool_size", 3), false),
+        "GlobalAveragePooling1D" => (vec![6, 2], l, false),
+        "SeparableConv2D" => (vec![5, 5, 2], l.set("filters", 3).set("kernel_size", 3).set("padding", "same"), false),
+        "Conv2DTranspose" => (vec![3, 3, 2], l.set("filters", 2).set("kernel_size", 3).set("strides", 2), false),
+        "UpSampling2D" => (vec![3, 3, 2], l.set("interpolation", "bilinear"), false),
         _ => return None,
     })
 }

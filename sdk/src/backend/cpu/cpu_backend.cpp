@@ -16,6 +16,7 @@
 #include "backend/cpu/loss_kernels.hpp"
 #include "backend/cpu/normalization_kernels.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
+#include "backend/cpu/upsample_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
 #include "backend/cpu/depthwise_kernels.hpp"
 #include "backend/loss_math.hpp"
@@ -169,6 +170,15 @@ class CpuBackend final : public Backend {
     }
   }
 
+  void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) override {
+#pragma omp parallel for num_threads(threads_) schedule(static) if (rows * cols >= kParallelElements)
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = y + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) row[c] += bias[c];
+    }
+  }
+
   void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
     // Column sums over fixed chunks of rows, in parallel, then the chunks' sums added in chunk order:
     // the result does not depend on the thread count.
@@ -228,6 +238,12 @@ class CpuBackend final : public Backend {
   }
   void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* dx) override {
     cpu::avg_pool_backward(g, rows, dy, dx, threads_);
+  }
+  void upsample2d_forward(const Upsample2d& u, int64_t rows, const float* x, float* y) override {
+    cpu::upsample2d_forward(u, rows, x, y, threads_);
+  }
+  void upsample2d_backward(const Upsample2d& u, int64_t rows, const float* dy, float* dx) override {
+    cpu::upsample2d_backward(u, rows, dy, dx, threads_);
   }
   void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
     cpu::column_moments(rows, cols, x, mean, var, threads_);
@@ -310,6 +326,24 @@ class CpuBackend final : public Backend {
     if (grad_factor && *grad_factor == 0.0f) return;
     const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor ? *grad_factor : 1.0f};
     for_spans(n, [&](int64_t b, int64_t e) { adam_span(e - b, p + b, g + b, m + b, v + b, step); });
+  }
+
+  void adamw_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, const float* lr,
+                    float weight_decay, float one_minus_beta1, float one_minus_beta2, float epsilon,
+                    const float* grad_factor) override {
+    if (grad_factor && *grad_factor == 0.0f) return;
+    const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor ? *grad_factor : 1.0f};
+    const float rate = *lr;
+    for_spans(n, [&](int64_t b, int64_t e) { adamw_span(e - b, p + b, g + b, m + b, v + b, step, rate, weight_decay); });
+  }
+
+  void rmsprop_update(int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,
+                      const RmsPropConstants& c, const float* grad_factor) override {
+    if (grad_factor && *grad_factor == 0.0f) return;
+    const float rate = *lr, f = grad_factor ? *grad_factor : 1.0f;
+    for_spans(n, [&](int64_t b, int64_t e) {
+      rmsprop_span(e - b, p + b, g + b, v + b, m ? m + b : nullptr, a ? a + b : nullptr, c, rate, f);
+    });
   }
 
   void round_to(Rounding r, int64_t n, const float* x, float* y) override {

@@ -54,7 +54,8 @@ KX_CLONES void tap_backward_filter(int64_t first, int64_t n, int64_t m, const fl
     acc[o] += static_cast<double>(x[(first + o) / m - first / m]) * static_cast<double>(dy[o]);
 }
 
-// The input row (or column) of output index i at tap a, or -1 outside the input.
+// The input row (or column) of output index i at tap offset a (the tap times the dilation), or -1
+// outside the input.
 int64_t source(int64_t i, int64_t stride, int64_t a, int64_t pad, int64_t extent) {
   const int64_t v = i * stride + a - pad;
   return v >= 0 && v < extent ? v : -1;
@@ -76,10 +77,10 @@ void depthwise_conv2d_forward(const Window2d& g, int64_t m, int64_t rows, const 
       float* out = out_row + j * O;
       std::fill(out, out + O, 0.0f);
       for (int64_t a = 0; a < g.k_h; ++a) {
-        const int64_t yy = source(i, g.stride_h, a, g.pad_top, g.in_h);
+        const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
         if (yy < 0) continue;
         for (int64_t b = 0; b < g.k_w; ++b) {
-          const int64_t xx = source(j, g.stride_w, b, g.pad_left, g.in_w);
+          const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
           if (xx < 0) continue;
           tap_forward(C, m, sample + (yy * g.in_w + xx) * C, w + (a * g.k_w + b) * O, out);
         }
@@ -106,10 +107,10 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
         for (int64_t j = 0; j < g.out_w; ++j) {
           const float* grad = dy + r * out_size + (i * g.out_w + j) * O;
           for (int64_t a = 0; a < g.k_h; ++a) {
-            const int64_t yy = source(i, g.stride_h, a, g.pad_top, g.in_h);
+            const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
             if (yy < 0) continue;
             for (int64_t b = 0; b < g.k_w; ++b) {
-              const int64_t xx = source(j, g.stride_w, b, g.pad_left, g.in_w);
+              const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
               if (xx < 0) continue;
               tap_backward_input(C, m, w + (a * g.k_w + b) * O, grad, d + (yy * g.in_w + xx) * C);
             }
@@ -130,12 +131,12 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
       double acc[kTapsAtOnce * kChannelBlock] = {};
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t i = 0; i < g.out_h; ++i) {
-          const int64_t yy = source(i, g.stride_h, a, g.pad_top, g.in_h);
+          const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
           if (yy < 0) continue;
           for (int64_t j = 0; j < g.out_w; ++j) {
             const float* grad = dy + r * out_size + (i * g.out_w + j) * O + first;
             for (int64_t t = 0; t < taps; ++t) {
-              const int64_t xx = source(j, g.stride_w, b0 + t, g.pad_left, g.in_w);
+              const int64_t xx = source(j, g.stride_w, (b0 + t) * g.dilation_w, g.pad_left, g.in_w);
               if (xx < 0) continue;
               const float* in = x + r * in_size + (yy * g.in_w + xx) * C + first / m;
               tap_backward_filter(first, n, m, in, grad, acc + t * kChannelBlock);

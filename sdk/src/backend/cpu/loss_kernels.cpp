@@ -82,6 +82,24 @@ double row_loss(const LossSpec& spec, int64_t cols, const float* o, const float*
       }
       return loss / cols;
     }
+    case LossKind::MeanAbsoluteError: {
+      double loss = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const double e = static_cast<double>(o[j]) - t[j];
+        loss += std::fabs(e);
+        if (d) d[j] = absolute_error_grad(scale, e, cols);
+      }
+      return loss / cols;
+    }
+    case LossKind::Huber: {
+      double loss = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        const double e = static_cast<double>(o[j]) - t[j];
+        loss += huber_loss(e, spec.huber_delta);
+        if (d) d[j] = huber_grad(scale, e, spec.huber_delta, cols);
+      }
+      return loss / cols;
+    }
   }
   return std::numeric_limits<double>::quiet_NaN();
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "backend/cpu/target_clones.hpp"
+#include "backend/optimizer_math.hpp"
 
 namespace kx::backend::cpu {
 
@@ -20,6 +21,36 @@ KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict
     m[i] = mi;
     v[i] = vi;
     p[i] -= (mi * lr_t) / (std::sqrt(vi) + epsilon);
+  }
+}
+
+KX_CLONES void adamw_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
+                          float* __restrict v, const AdamStep& s, float lr, float weight_decay) {
+  const float lr_t = s.lr_t, epsilon = s.epsilon;
+  const float one_minus_b1 = s.one_minus_beta1, one_minus_b2 = s.one_minus_beta2, factor = s.grad_factor;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    float mi = m[i], vi = v[i];
+    p[i] = adam_step(weight_decayed(p[i], weight_decay, lr), g[i] * factor, mi, vi, lr_t, one_minus_b1, one_minus_b2,
+                     epsilon);
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+KX_CLONES void rmsprop_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict v,
+                            float* __restrict m, float* __restrict a, const RmsPropConstants& c, float lr,
+                            float grad_factor) {
+  // The four variants apart, so that each loop vectorises without tests of m and a.
+  if (!m && !a) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) p[i] = rmsprop_step(p[i], g[i] * grad_factor, v[i], nullptr, nullptr, c, lr);
+  } else if (!a) {
+    for (int64_t i = 0; i < n; ++i) p[i] = rmsprop_step(p[i], g[i] * grad_factor, v[i], m + i, nullptr, c, lr);
+  } else if (!m) {
+    for (int64_t i = 0; i < n; ++i) p[i] = rmsprop_step(p[i], g[i] * grad_factor, v[i], nullptr, a + i, c, lr);
+  } else {
+    for (int64_t i = 0; i < n; ++i) p[i] = rmsprop_step(p[i], g[i] * grad_factor, v[i], m + i, a + i, c, lr);
   }
 }
 

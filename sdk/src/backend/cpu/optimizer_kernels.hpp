@@ -2,6 +2,8 @@
 #pragma once
 #include <cstdint>
 
+#include "backend/backend.hpp"
+
 namespace kx::backend::cpu {
 
 struct AdamStep {
@@ -12,5 +14,10 @@ struct AdamStep {
 
 // Keras 3's update: p -= (m * lr_t) / (sqrt(v) + epsilon) after the moment updates, for n elements.
 void adam_span(int64_t n, float* p, const float* g, float* m, float* v, const AdamStep& s);
+// AdamW: p -= p * weight_decay * lr first (optimizer_math.hpp), then Adam's step.
+void adamw_span(int64_t n, float* p, const float* g, float* m, float* v, const AdamStep& s, float lr, float weight_decay);
+// RMSprop (optimizer_math.hpp); m and a may be null.
+void rmsprop_span(int64_t n, float* p, const float* g, float* v, float* m, float* a, const RmsPropConstants& c,
+                  float lr, float grad_factor);
 
 }  // namespace kx::backend::cpu

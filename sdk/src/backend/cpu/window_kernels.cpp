@@ -37,15 +37,15 @@ void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int thr
     const float* sample = x + r * g.in_h * g.in_w * C;
     float* out = col + line * g.out_w * patch;
     for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t y = i * g.stride_h + a - g.pad_top;
+      const int64_t y = i * g.stride_h + a * g.dilation_h - g.pad_top;
       const bool row_inside = y >= 0 && y < g.in_h;
       for (int64_t b = 0; b < g.k_w; ++b) {
         float* dst = out + (a * g.k_w + b) * C;
-        const ColumnRange in = row_inside ? inside_columns(g, b) : ColumnRange{0, 0};
+        const ColumnRange in = row_inside ? inside_columns(g, b * g.dilation_w) : ColumnRange{0, 0};
         for (int64_t j = 0; j < in.lo; ++j) std::fill(dst + j * patch, dst + j * patch + C, 0.0f);
         for (int64_t j = in.hi; j < g.out_w; ++j) std::fill(dst + j * patch, dst + j * patch + C, 0.0f);
         if (in.lo == in.hi) continue;
-        const float* src = sample + (y * g.in_w + in.lo * g.stride_w + b - g.pad_left) * C;
+        const float* src = sample + (y * g.in_w + in.lo * g.stride_w + b * g.dilation_w - g.pad_left) * C;
         const int64_t step = g.stride_w * C;
         if (C == 1) {
           for (int64_t j = in.lo; j < in.hi; ++j, src += step) dst[j * patch] = *src;
@@ -68,13 +68,13 @@ void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int th
     for (int64_t i = 0; i < g.out_h; ++i) {
       const float* line = col + (r * g.out_h + i) * g.out_w * patch;
       for (int64_t a = 0; a < g.k_h; ++a) {
-        const int64_t y = i * g.stride_h + a - g.pad_top;
+        const int64_t y = i * g.stride_h + a * g.dilation_h - g.pad_top;
         if (y < 0 || y >= g.in_h) continue;
         for (int64_t b = 0; b < g.k_w; ++b) {
-          const ColumnRange in = inside_columns(g, b);
+          const ColumnRange in = inside_columns(g, b * g.dilation_w);
           if (in.lo == in.hi) continue;
           const float* src = line + (a * g.k_w + b) * C;
-          float* dst = sample + (y * g.in_w + in.lo * g.stride_w + b - g.pad_left) * C;
+          float* dst = sample + (y * g.in_w + in.lo * g.stride_w + b * g.dilation_w - g.pad_left) * C;
           const int64_t step = g.stride_w * C;
           for (int64_t j = in.lo; j < in.hi; ++j, dst += step) {
             const float* s = src + j * patch;

@@ -115,6 +115,11 @@ class CudaBackend final : public Backend {
     cuda::activation_backward(stream_, act, rows, cols, y, dy, dz);
     launched("activation gradient");
   }
+  void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) override {
+    use_device();
+    cuda::bias_add(stream_, rows, cols, bias, y);
+    launched("bias");
+  }
   void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
     use_device();
     cuda::bias_grad(stream_, rows, cols, dz, db);
@@ -199,6 +204,16 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::avg_pool_backward(stream_, g, rows, dy, dx);
     launched("average pooling gradient");
+  }
+  void upsample2d_forward(const Upsample2d& u, int64_t rows, const float* x, float* y) override {
+    use_device();
+    cuda::upsample2d_forward(stream_, u, rows, x, y);
+    launched("upsampling");
+  }
+  void upsample2d_backward(const Upsample2d& u, int64_t rows, const float* dy, float* dx) override {
+    use_device();
+    cuda::upsample2d_backward(stream_, u, rows, dy, dx);
+    launched("upsampling gradient");
   }
   void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
     use_device();
@@ -299,6 +314,19 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::adam(stream_, n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor);
     launched("Adam");
+  }
+  void adamw_update(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, const float* lr,
+                    float weight_decay, float one_minus_beta1, float one_minus_beta2, float epsilon,
+                    const float* grad_factor) override {
+    use_device();
+    cuda::adamw(stream_, n, p, g, m, v, lr_t, lr, weight_decay, one_minus_beta1, one_minus_beta2, epsilon, grad_factor);
+    launched("AdamW");
+  }
+  void rmsprop_update(int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,
+                      const RmsPropConstants& c, const float* grad_factor) override {
+    use_device();
+    cuda::rmsprop(stream_, n, p, g, v, m, a, lr, c, grad_factor);
+    launched("RMSprop");
   }
   void round_to(Rounding r, int64_t n, const float* x, float* y) override {
     if (r == Rounding::None) return copy(n, x, y);

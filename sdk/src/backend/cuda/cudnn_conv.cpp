@@ -146,6 +146,7 @@ CudnnConv::~CudnnConv() {
 
 bool CudnnConv::supports(const Window2d& g) {
   const auto out = [](int64_t in, int64_t pad, int64_t k, int64_t s) { return (in + 2 * pad - k) / s + 1; };
+  if (g.dilation_h != 1 || g.dilation_w != 1) return false;  // the plans are made undilated
   return out(g.in_h, g.pad_top, g.k_h, g.stride_h) == g.out_h && out(g.in_w, g.pad_left, g.k_w, g.stride_w) == g.out_w;
 }
 

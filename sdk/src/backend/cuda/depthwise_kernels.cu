@@ -18,10 +18,10 @@ __global__ void depthwise_forward_kernel(Window2d g, int64_t m, int64_t rows, co
     const int64_t c = o / m;
     float acc = 0.0f;
     for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t yy = i * g.stride_h + a - g.pad_top;
+      const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
       if (yy < 0 || yy >= g.in_h) continue;
       for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t xx = j * g.stride_w + b - g.pad_left;
+        const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
         if (xx < 0 || xx >= g.in_w) continue;
         acc = add_rn(acc, mul_rn(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c], w[(a * g.k_w + b) * O + o]));
       }
@@ -39,11 +39,11 @@ __global__ void depthwise_backward_input_kernel(Window2d g, int64_t m, int64_t r
     const int64_t c = e % C, xx = (e / C) % g.in_w, yy = (e / (C * g.in_w)) % g.in_h, r = e / (C * g.in_w * g.in_h);
     float acc = 0.0f;
     for (int64_t a = g.k_h - 1; a >= 0; --a) {
-      const int64_t ti = yy + g.pad_top - a;
+      const int64_t ti = yy + g.pad_top - a * g.dilation_h;
       if (ti < 0 || ti % g.stride_h != 0 || ti / g.stride_h >= g.out_h) continue;
       const int64_t i = ti / g.stride_h;
       for (int64_t b = g.k_w - 1; b >= 0; --b) {
-        const int64_t tj = xx + g.pad_left - b;
+        const int64_t tj = xx + g.pad_left - b * g.dilation_w;
         if (tj < 0 || tj % g.stride_w != 0 || tj / g.stride_w >= g.out_w) continue;
         const int64_t j = tj / g.stride_w;
         const float* grad = dy + ((r * g.out_h + i) * g.out_w + j) * O + c * m;
@@ -72,7 +72,8 @@ __global__ void depthwise_backward_filter_kernel(Window2d g, int64_t m, int64_t 
     double acc = 0.0;
     for (int64_t p = threadIdx.x; p < rows * g.out_h * g.out_w; p += blockDim.x) {
       const int64_t j = p % g.out_w, i = (p / g.out_w) % g.out_h, r = p / (g.out_w * g.out_h);
-      const int64_t yy = i * g.stride_h + a - g.pad_top, xx = j * g.stride_w + b - g.pad_left;
+      const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
+      const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
       if (yy < 0 || yy >= g.in_h || xx < 0 || xx >= g.in_w) continue;
       acc += static_cast<double>(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c]) *
              static_cast<double>(dy[p * O + o]);

@@ -6,6 +6,7 @@
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/loss_math.hpp"
+#include "backend/optimizer_math.hpp"
 #include "backend/seed_mix.hpp"
 
 namespace kx::backend::cuda {
@@ -105,6 +106,10 @@ __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float
   KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
 
+__global__ void bias_add_kernel(int64_t rows, int64_t cols, const float* bias, float* y) {
+  KX_GRID_STRIDE(i, rows * cols) y[i] = __fadd_rn(y[i], bias[i % cols]);
+}
+
 __global__ void add_kernel(int64_t n, const float* a, const float* b, float* out) {
   KX_GRID_STRIDE(i, n) out[i] = __fadd_rn(a[i], b[i]);
 }
@@ -145,6 +150,27 @@ __global__ void adam_kernel(int64_t n, float* p, const float* g, float* m, float
     v[i] = vi;
     p[i] = __fsub_rn(p[i], __fdiv_rn(__fmul_rn(mi, lr_t), __fadd_rn(__fsqrt_rn(vi), epsilon)));
   }
+}
+
+__global__ void adamw_kernel(int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t_in,
+                             const float* lr_in, float weight_decay, float one_minus_b1, float one_minus_b2,
+                             float epsilon, const float* grad_factor) {
+  const float lr_t = *lr_t_in, lr = *lr_in, f = factor_of(grad_factor);
+  if (f == 0.0f) return;
+  KX_GRID_STRIDE(i, n) {
+    float mi = m[i], vi = v[i];
+    p[i] = adam_step(weight_decayed(p[i], weight_decay, lr), __fmul_rn(g[i], f), mi, vi, lr_t, one_minus_b1,
+                     one_minus_b2, epsilon);
+    m[i] = mi;
+    v[i] = vi;
+  }
+}
+
+__global__ void rmsprop_kernel(int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr_in,
+                               RmsPropConstants c, const float* grad_factor) {
+  const float lr = *lr_in, f = factor_of(grad_factor);
+  if (f == 0.0f) return;
+  KX_GRID_STRIDE(i, n) p[i] = rmsprop_step(p[i], __fmul_rn(g[i], f), v[i], m ? m + i : nullptr, a ? a + i : nullptr, c, lr);
 }
 
 __global__ void gather_rows_kernel(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) {
@@ -233,6 +259,10 @@ void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* 
   if (n) multiply_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, out);
 }
 
+void bias_add(cudaStream_t s, int64_t rows, int64_t cols, const float* bias, float* y) {
+  if (rows * cols > 0) bias_add_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, bias, y);
+}
+
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {
   if (n) add_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, a, b, out);
 }
@@ -255,6 +285,18 @@ void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* 
   if (n)
     adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, one_minus_beta1, one_minus_beta2, epsilon,
                                                    grad_factor);
+}
+
+void adamw(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, const float* lr,
+           float weight_decay, float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor) {
+  if (n)
+    adamw_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, m, v, lr_t, lr, weight_decay, one_minus_beta1,
+                                                    one_minus_beta2, epsilon, grad_factor);
+}
+
+void rmsprop(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,
+             const RmsPropConstants& c, const float* grad_factor) {
+  if (n) rmsprop_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, p, g, v, m, a, lr, c, grad_factor);
 }
 
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count) {

@@ -38,6 +38,8 @@ void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const fl
                        const float* dy, float* dx);
 void avg_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
 void avg_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* dy, float* dx);
+void upsample2d_forward(cudaStream_t s, const Upsample2d& u, int64_t rows, const float* x, float* y);
+void upsample2d_backward(cudaStream_t s, const Upsample2d& u, int64_t rows, const float* dy, float* dx);
 
 // Batch normalisation: per-column sums in double, in a fixed order.
 void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var);
@@ -67,11 +69,16 @@ void relu_general_backward(cudaStream_t s, int64_t n, float slope, float max_val
                            const float* dy, float* dx);
 void scale_shift(cudaStream_t s, int64_t n, float scale, float offset, const float* x, float* y);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
+void bias_add(cudaStream_t s, int64_t rows, int64_t cols, const float* bias, float* y);
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void scaled_difference(cudaStream_t s, int64_t n, float alpha, const float* a, const float* b, float* out);
 // grad_factor: null, or device memory g is multiplied by; 0 there skips the update (loss scaling).
 void sgd(cudaStream_t s, int64_t n, float* p, const float* g, float* v, const float* lr, float momentum,
          const float* grad_factor);
+void adamw(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t, const float* lr,
+           float weight_decay, float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor);
+void rmsprop(cudaStream_t s, int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,
+             const RmsPropConstants& c, const float* grad_factor);
 void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* v, const float* lr_t,
           float one_minus_beta1, float one_minus_beta2, float epsilon, const float* grad_factor);
 // As Backend::sum_across, for up to kMaxSharedReplicas buffers.

@@ -57,7 +57,7 @@ struct RowResult {
 
 // One row by one warp; every lane returns the row's loss and correct count.
 __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy, int64_t cols, const float* o,
-                              const float* t, int64_t y_cols, float scale, float* d, int lane) {
+                              const float* t, int64_t y_cols, float scale, float* d, int lane, float huber_delta) {
   double loss = 0;
   switch (kind) {
     case LossKind::SparseCategoricalCrossentropy:
@@ -122,6 +122,24 @@ __device__ RowResult row_loss(LossKind kind, bool logits, AccuracyKind accuracy,
       loss = warp_sum(loss) / cols;
       break;
     }
+    case LossKind::MeanAbsoluteError: {
+      for (int64_t j = lane; j < cols; j += 32) {
+        const double e = static_cast<double>(o[j]) - t[j];
+        loss += fabs(e);
+        if (d) d[j] = absolute_error_grad(scale, e, cols);
+      }
+      loss = warp_sum(loss) / cols;
+      break;
+    }
+    case LossKind::Huber: {
+      for (int64_t j = lane; j < cols; j += 32) {
+        const double e = static_cast<double>(o[j]) - t[j];
+        loss += huber_loss(e, huber_delta);
+        if (d) d[j] = huber_grad(scale, e, huber_delta, cols);
+      }
+      loss = warp_sum(loss) / cols;
+      break;
+    }
   }
   double correct = 0;
   switch (accuracy) {
@@ -148,7 +166,7 @@ constexpr int kLossWarps = 8;
 // partials[b] (loss, correct, weight).
 __global__ void loss_kernel(LossKind kind, bool logits, AccuracyKind accuracy, int64_t rows, int64_t cols,
                             const float* out, const float* y, int64_t y_cols, const float* weights,
-                            int64_t positions, float scale, float* dout, double* partials) {
+                            int64_t positions, float huber_delta, float scale, float* dout, double* partials) {
   __shared__ double warp_loss[kLossWarps], warp_correct[kLossWarps], warp_weight[kLossWarps];
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   double loss = 0, correct = 0, weight = 0;
@@ -158,7 +176,7 @@ __global__ void loss_kernel(LossKind kind, bool logits, AccuracyKind accuracy, i
     // its positions.
     const float sw = weights ? weights[r / positions] : 1.0f;
     const RowResult rr = row_loss(kind, logits, accuracy, cols, out + r * cols, y + r * y_cols, y_cols, scale * sw,
-                                  dout ? dout + r * cols : nullptr, lane);
+                                  dout ? dout + r * cols : nullptr, lane, huber_delta);
     loss += sw * rr.loss;
     correct += sw * rr.correct;
     weight += sw;
@@ -196,7 +214,8 @@ void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, cons
   const int64_t wanted = (rows + kLossWarps - 1) / kLossWarps;
   const int blocks = static_cast<int>(wanted < kLossMaxBlocks ? wanted : kLossMaxBlocks);
   loss_kernel<<<blocks, kLossWarps * 32, 0, s>>>(spec.kind, spec.logits, spec.accuracy, rows, cols, out, y, y_cols,
-                                                  weights, spec.positions, grad_scale, dout, partials);
+                                                  weights, spec.positions, spec.huber_delta, grad_scale, dout,
+                                                  partials);
   add_partials_kernel<<<1, 1, 0, s>>>(blocks, partials, sums);
 }
 

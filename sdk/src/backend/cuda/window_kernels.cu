@@ -20,7 +20,8 @@ __global__ void im2col_kernel(Window2d g, int64_t rows, const float* x, float* c
     const int64_t c = p % g.channels, ab = p / g.channels;
     const int64_t b = ab % g.k_w, a = ab / g.k_w;
     const int64_t j = q % g.out_w, i = (q / g.out_w) % g.out_h, r = q / positions;
-    const int64_t yy = i * g.stride_h + a - g.pad_top, xx = j * g.stride_w + b - g.pad_left;
+    const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
+    const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
     col[e] = (yy >= 0 && yy < g.in_h && xx >= 0 && xx < g.in_w)
                  ? x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c]
                  : 0.0f;

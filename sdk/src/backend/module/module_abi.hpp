@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 14;
+inline constexpr int32_t kInterfaceVersion = 15;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -208,12 +208,18 @@ constexpr layout::Text layout_text() {
             KX_FIELD(LossScaleState, applied), KX_FIELD(LossScaleState, finite), KX_FIELD(LossScaleState, good_steps),
             KX_FIELD(LossScaleState, growth_steps));
   KX_LAYOUT(LossSpec, KX_FIELD(LossSpec, kind), KX_FIELD(LossSpec, logits), KX_FIELD(LossSpec, accuracy),
-            KX_FIELD(LossSpec, positions));
+            KX_FIELD(LossSpec, positions), KX_FIELD(LossSpec, huber_delta));
   KX_LAYOUT(Window2d, KX_FIELD(Window2d, in_h), KX_FIELD(Window2d, in_w), KX_FIELD(Window2d, channels),
             KX_FIELD(Window2d, k_h), KX_FIELD(Window2d, k_w), KX_FIELD(Window2d, stride_h),
             KX_FIELD(Window2d, stride_w), KX_FIELD(Window2d, pad_top), KX_FIELD(Window2d, pad_left),
-            KX_FIELD(Window2d, out_h), KX_FIELD(Window2d, out_w));
-  KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one));
+            KX_FIELD(Window2d, out_h), KX_FIELD(Window2d, out_w), KX_FIELD(Window2d, dilation_h),
+            KX_FIELD(Window2d, dilation_w));
+  KX_LAYOUT(Upsample2d, KX_FIELD(Upsample2d, in_h), KX_FIELD(Upsample2d, in_w), KX_FIELD(Upsample2d, channels),
+            KX_FIELD(Upsample2d, size_h), KX_FIELD(Upsample2d, size_w), KX_FIELD(Upsample2d, interpolation));
+  KX_LAYOUT(RmsPropConstants, KX_FIELD(RmsPropConstants, rho), KX_FIELD(RmsPropConstants, one_minus_rho),
+            KX_FIELD(RmsPropConstants, momentum), KX_FIELD(RmsPropConstants, epsilon));
+  KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one),
+            KX_FIELD(StepValues, base_learning_rate));
   KX_LAYOUT(LossSums, KX_FIELD(LossSums, loss), KX_FIELD(LossSums, correct), KX_FIELD(LossSums, weight));
   KX_LAYOUT(OpQuery, KX_FIELD(OpQuery, op), KX_FIELD(OpQuery, window));
   KX_LAYOUT(BackendOptions, KX_FIELD(BackendOptions, cpu_threads), KX_FIELD(BackendOptions, cpu_gemm),
@@ -223,6 +229,7 @@ constexpr layout::Text layout_text() {
   KX_LAYOUT(Trans);
   KX_LAYOUT(Activation);
   KX_LAYOUT(Rounding);
+  KX_LAYOUT(Interpolation);
   KX_LAYOUT(LossKind);
   KX_LAYOUT(AccuracyKind);
   KX_LAYOUT(CpuGemm);

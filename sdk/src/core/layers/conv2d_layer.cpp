@@ -6,13 +6,12 @@
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
+#include "core/layers/windowed_conv.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
 namespace {
 
-using backend::Epilogue;
-using backend::Trans;
 using backend::Window2d;
 
 class Conv2dLayer final : public Layer {
@@ -44,6 +43,7 @@ class Conv2dLayer final : public Layer {
     checked_product({g_.k_h, g_.k_w, g_.channels, spec_.filters}, "Conv2D layer \"" + name() + "\"'s kernel");
     checked_product({g_.out_h, g_.out_w, g_.k_h, g_.k_w, g_.channels}, "Conv2D layer \"" + name() + "\"'s columns");
     checked_product({g_.out_h, g_.out_w, spec_.filters}, "Conv2D layer \"" + name() + "\"'s output");
+    conv_ = WindowedConv(g_, spec_.filters, spec_.use_bias, spec_.activation);
     return {g_.out_h, g_.out_w, spec_.filters};
   }
 
@@ -55,77 +55,16 @@ class Conv2dLayer final : public Layer {
     return p;
   }
 
-  // The columns, made again in backward rather than kept: none for a 1x1 kernel with stride 1, whose
-  // columns are the input itself, nor where the backend convolves natively.
   int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
-    if (pointwise() || native(be)) return 0;
-    return checked_product({rows, g_.out_h, g_.out_w, g_.patch()}, "Conv2D layer \"" + name() + "\"'s columns");
+    return conv_.workspace_floats_on(be, rows, "Conv2D layer \"" + name() + "\"");
   }
   // x for the kernel's gradient; y only for the activation's.
   bool backward_reads_output() const override { return spec_.activation != Activation::None; }
   Activation output_activation() const override { return spec_.activation; }
-  // The GEMM rounds y (a ReLU of rounded values is rounded); another activation comes after it. A
-  // native convolution (cuDNN) stores float32 sums: the layer rounds them itself.
-  bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
+  bool rounds_output(bool fold) const override { return conv_.rounds_output(fold); }
 
-  void forward(const LayerContext& c) const override {
-    const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
-    const Activation act = c.fold_activation ? Activation::None : spec_.activation;
-    const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
-    if (native(*c.be)) {
-      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
-      if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, c.y, c.y);
-      if (act != fused) c.be->activation_forward(act, positions, F, c.y);
-      return;
-    }
-    const float* columns = c.x;
-    if (!pointwise()) {
-      c.be->im2col(g_, c.rows, c.x, c.workspace);
-      columns = c.workspace;
-    }
-    Epilogue ep{bias(c.w), fused};
-    ep.rounding = c.rounding;
-    c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
-    if (act != fused) c.be->activation_forward(act, positions, F, c.y);
-  }
-
-  void backward(const LayerContext& c) const override {
-    const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
-    if (!c.fold_activation && spec_.activation != Activation::None) {
-      c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
-      if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
-        c.be->round_to(c.rounding, positions * F, c.dy, c.dy);
-    }
-    if (native(*c.be)) {
-      c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
-      if (c.dw && c.rounding != backend::Rounding::None)
-        c.be->round_to(c.rounding, patch * F + (spec_.use_bias ? F : 0), c.dw, c.dw);
-      return;
-    }
-    const float* columns = c.x;
-    if (c.dw && !pointwise()) {
-      c.be->im2col(g_, c.rows, c.x, c.workspace);  // what forward multiplied
-      columns = c.workspace;
-    }
-    if (c.dw) {
-      Epilogue with_bias_grad;
-      with_bias_grad.bias_grad = bias(c.dw);  // fused into the GEMM where the backend can
-      with_bias_grad.rounding = c.rounding;
-      c.be->gemm(Trans::Yes, Trans::No, patch, F, positions, columns, patch, c.dy, F, 0.0f, c.dw, F, with_bias_grad);
-    }
-    if (!c.dx) return;
-    Epilogue dx_ep;
-    dx_ep.rounding = c.rounding;
-    if (pointwise()) {
-      c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.dx, patch, dx_ep);
-      return;
-    }
-    // The columns are no longer needed: their gradient takes their place, then folds back onto dx
-    // (which the plan rounds: Keras rounds the whole input gradient once, so these stay float32).
-    dx_ep.keep_float32 = true;
-    c.be->gemm(Trans::No, Trans::Yes, positions, patch, F, c.dy, F, c.w, F, 0.0f, c.workspace, patch, dx_ep);
-    c.be->col2im(g_, c.rows, c.workspace, c.dx);
-  }
+  void forward(const LayerContext& c) const override { conv_.forward(c); }
+  void backward(const LayerContext& c) const override { conv_.backward(c); }
 
   // Keras's kernel [kh, kw, in, filters] becomes ONNX's [filters, in, kh, kw]; "same" padding puts the
   // odd pixel at the bottom and right, as Keras (TensorFlow) does.
@@ -169,18 +108,8 @@ class Conv2dLayer final : public Layer {
   }
 
  private:
-  // The bias (or its gradient) after the kernel in a slice of parameters; null without one.
-  template <class T>
-  T* bias(T* params) const {
-    return spec_.use_bias ? params + g_.patch() * spec_.filters : nullptr;
-  }
-  bool pointwise() const { return g_.k_h == 1 && g_.k_w == 1 && g_.stride_h == 1 && g_.stride_w == 1; }
-  // Whether be runs this convolution natively both ways (the im2col path's columns serve both, so the
-  // two go together).
-  bool native(const backend::Backend& be) const {
-    return be.supports({backend::Op::conv2d_forward, g_}) && be.supports({backend::Op::conv2d_backward, g_});
-  }
   Window2d g_;
+  WindowedConv conv_;
 };
 
 }  // namespace

@@ -11,6 +11,13 @@ std::pair<int64_t, int64_t> size_pair_from_json(const json::Value& v, const std:
   return {a[0].as_int(what), a[1].as_int(what)};
 }
 
+int64_t size_from_json(const json::Value& v, const std::string& what) {
+  if (v.type() == json::Value::Type::Number) return v.as_int(what);
+  const json::Value::Array& a = v.as_array(what);
+  require(a.size() == 1, Status::InvalidArgument, what + " needs 1 value");
+  return a[0].as_int(what);
+}
+
 Padding padding_from_name(const std::string& name, const std::string& what) {
   if (name == "valid") return Padding::Valid;
   if (name == "same") return Padding::Same;

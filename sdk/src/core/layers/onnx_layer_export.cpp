@@ -56,6 +56,20 @@ std::string OnnxLayerExport::constant_ints(const std::string& suffix, const std:
   return name;
 }
 
+std::string OnnxLayerExport::input_sequence(size_t k) {
+  const Shape& s = input_shape(k);
+  require(s.size() == 2, Status::Internal, "ONNX export: layer \"" + name_ + "\" reads a sequence of rank 2");
+  const std::string out = name_ + "/sequence";
+  node("Reshape", {input_plain(k), constant_ints("sequence_shape", {3}, {-1, s[0], s[1]})}, {out});
+  return out;
+}
+
+std::string OnnxLayerExport::input_ncl(size_t k) {
+  const std::string out = name_ + "/ncl";
+  node("Transpose", {input_sequence(k)}, {out}, {OnnxAttribute::ints("perm", {0, 2, 1})});
+  return out;
+}
+
 void OnnxLayerExport::node(const std::string& op_type, const std::vector<std::string>& inputs,
                            const std::vector<std::string>& outputs, const std::vector<OnnxAttribute>& attributes) {
   values_.graph().add_node(op_type, inputs, outputs, attributes);

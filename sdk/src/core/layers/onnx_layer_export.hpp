@@ -62,6 +62,11 @@ class OnnxLayerExport {
   std::string input_plain(size_t k = 0) { return values_.plain(input(k)); }
   std::string input_nchw(size_t k = 0) { return values_.nchw(input(k)); }
   bool input_prefers_nchw(size_t k = 0) const { return values_.prefers_nchw(input(k)); }
+  // Input k, a sequence [N, steps, C], as [N, C, steps] for ONNX's 1-D Conv and pooling. It is reshaped
+  // to its declared shape first: OpenCV feeds a rank-3 input with a trailing unit axis.
+  std::string input_ncl(size_t k = 0);
+  // Input k, a sequence, as its declared [N, steps, C] (the same reshape).
+  std::string input_sequence(size_t k = 0);
   // Input k in the layout an element-wise node keeps (nchw_layout says which).
   std::string input_as(size_t k, bool nchw_layout) { return nchw_layout ? input_nchw(k) : input_plain(k); }
   // The layer's parameters, in its params() order.

@@ -1,6 +1,7 @@
 #include "core/model/keras_config.hpp"
 
 #include <cmath>
+#include <iterator>
 
 #include "core/layers/layer_registry.hpp"
 #include "kx/error.hpp"
@@ -48,8 +49,10 @@ bool all_ones(const Value& v) {
   return true;
 }
 
-// Refuses a layer setting kx would otherwise ignore while Keras trains with it.
-void check_layer_settings(const Value& config, const std::string& what) {
+// Refuses a layer setting kx would otherwise ignore while Keras trains with it. The layers that read
+// their dilation_rate themselves (and refuse what they cannot do) are let through with it.
+void check_layer_settings(const Value& config, const std::string& cls, const std::string& what) {
+  const bool reads_dilation = cls == "Conv1D" || cls == "SeparableConv2D" || cls == "Conv2DTranspose";
   for (const auto& entry : config.as_object(what)) {
     // Named references, not structured bindings: clang before 16 (Debian 12's 14, the fuzz build's)
     // cannot capture bindings in the lambdas below.
@@ -66,7 +69,7 @@ void check_layer_settings(const Value& config, const std::string& what) {
     } else if (key == "data_format") {
       if (!v.is_null() && v.as_string(what + " data_format") != "channels_last") refuse();
     } else if (key == "dilation_rate") {
-      if (!all_ones(v)) refuse();
+      if (!reads_dilation && !all_ones(v)) refuse();
     } else if (key == "groups") {
       if (v.as_number(what + " groups") != 1) refuse();
     } else if (key == "lora_rank") {
@@ -103,7 +106,7 @@ void check_layer(const Value& layer) {
   require(cls == "InputLayer" || find_layer_entry(cls) != nullptr, Status::Unsupported,
           "layer class " + cls + " (" + what + ") is not supported by kx");
   require(config != nullptr, Status::InvalidArgument, what + " has no config");
-  check_layer_settings(*config, what);
+  check_layer_settings(*config, cls, what);
 }
 
 const Value& layers_of(const Value& model) {
@@ -175,9 +178,15 @@ double number_or(const Value& config, const std::string& key, double fallback, c
 void read_optimizer(const Value& opt, CompileOptions& o) {
   if (is_string(&opt)) {
     const std::string& n = opt.as_string("optimizer");
-    require(n == "adam" || n == "sgd", Status::Unsupported, "optimizer " + n + " is not supported (Adam or SGD)");
-    o.optimizer.kind = n == "adam" ? OptimizerKind::Adam : OptimizerKind::Sgd;
-    return;
+    const std::pair<const char*, OptimizerKind> names[] = {
+        {"adam", OptimizerKind::Adam}, {"sgd", OptimizerKind::Sgd}, {"adamw", OptimizerKind::AdamW},
+        {"rmsprop", OptimizerKind::RmsProp}};
+    for (const auto& [name, kind] : names)
+      if (n == name) {
+        o.optimizer.kind = kind;
+        return;
+      }
+    fail(Status::Unsupported, "optimizer " + n + " is not supported (Adam, AdamW, RMSprop or SGD)");
   }
   const std::string cls = opt.at("class_name", "optimizer").as_string("optimizer class_name");
   const Value& c = opt.at("config", "optimizer " + cls);
@@ -187,9 +196,13 @@ void read_optimizer(const Value& opt, CompileOptions& o) {
     o.loss_scale_growth_steps = static_cast<int64_t>(number_or(c, "dynamic_growth_steps", 2000, cls));
     return;
   }
-  require(cls == "Adam" || cls == "SGD", Status::Unsupported, "optimizer " + cls + " is not supported (Adam or SGD)");
+  require(cls == "Adam" || cls == "SGD" || cls == "AdamW" || cls == "RMSprop", Status::Unsupported,
+          "optimizer " + cls + " is not supported (Adam, AdamW, RMSprop or SGD)");
   const std::string what = "optimizer " + cls;
-  o.optimizer.kind = cls == "Adam" ? OptimizerKind::Adam : OptimizerKind::Sgd;
+  o.optimizer.kind = cls == "Adam"    ? OptimizerKind::Adam
+                     : cls == "AdamW" ? OptimizerKind::AdamW
+                     : cls == "SGD"   ? OptimizerKind::Sgd
+                                      : OptimizerKind::RmsProp;
   const Value* lr = c.find("learning_rate");
   if (is_null(lr)) lr = c.find("lr");  // Keras 2
   if (!is_null(lr)) {
@@ -203,7 +216,16 @@ void read_optimizer(const Value& opt, CompileOptions& o) {
   o.optimizer.momentum = number_or(c, "momentum", 0, what);
   if (const Value* ema = c.find("use_ema"); !is_null(ema)) o.optimizer.use_ema = ema->as_bool("use_ema");
   o.optimizer.ema_momentum = number_or(c, "ema_momentum", o.optimizer.ema_momentum, what);
-  for (const char* key : {"weight_decay", "decay"}) require_value(c, key, 0, what);
+  // AdamW's decoupled weight decay (Keras gives every optimizer one; kx, AdamW's only).
+  if (o.optimizer.kind == OptimizerKind::AdamW)
+    o.optimizer.weight_decay = number_or(c, "weight_decay", o.optimizer.weight_decay, what);
+  else
+    require_value(c, "weight_decay", 0, what);
+  require_value(c, "decay", 0, what);
+  if (o.optimizer.kind == OptimizerKind::RmsProp) {
+    o.optimizer.rho = number_or(c, "rho", o.optimizer.rho, what);
+    if (const Value* centered = c.find("centered"); !is_null(centered)) o.optimizer.centered = centered->as_bool("centered");
+  }
   for (const char* key : {"amsgrad", "nesterov"}) require_value(c, key, 0, what);
   for (const char* key : {"clipnorm", "clipvalue", "global_clipnorm", "ema_overwrite_frequency", "loss_scale_factor"})
     require_absent(c, key, what);
@@ -212,13 +234,16 @@ void read_optimizer(const Value& opt, CompileOptions& o) {
 
 LossKind loss_kind(const std::string& name) {
   if (name == "mse" || name == "MeanSquaredError" || name == "mean_squared_error") return LossKind::MeanSquaredError;
+  if (name == "mae" || name == "MeanAbsoluteError" || name == "mean_absolute_error") return LossKind::MeanAbsoluteError;
+  if (name == "Huber" || name == "huber" || name == "huber_loss") return LossKind::Huber;
   if (name == "SparseCategoricalCrossentropy") return LossKind::SparseCategoricalCrossentropy;
   if (name == "CategoricalCrossentropy") return LossKind::CategoricalCrossentropy;
   if (name == "BinaryCrossentropy") return LossKind::BinaryCrossentropy;
   for (int k = 0; k < kLossKindCount; ++k)
     if (name == loss_name(static_cast<LossKind>(k))) return static_cast<LossKind>(k);
   fail(Status::Unsupported, "loss " + name + " is not supported (sparse_categorical_crossentropy, "
-                            "categorical_crossentropy, binary_crossentropy, mean_squared_error)");
+                            "categorical_crossentropy, binary_crossentropy, mean_squared_error, mean_absolute_error, "
+                            "huber)");
 }
 
 void read_loss(const Value& loss, CompileOptions& o) {
@@ -237,6 +262,8 @@ void read_loss(const Value& loss, CompileOptions& o) {
   o.loss.kind = loss_kind(cls);
   const std::string what = "loss " + cls;
   if (const Value* fl = c.find("from_logits"); !is_null(fl)) o.loss.from_logits = fl->as_bool("from_logits");
+  if (const Value* delta = c.find("delta"); !is_null(delta) && o.loss.kind == LossKind::Huber)
+    o.loss.huber_delta = delta->as_number("Huber delta");
   require_value(c, "label_smoothing", 0, what);
   require_value(c, "axis", -1, what);
   require_absent(c, "ignore_class", what);
@@ -347,11 +374,16 @@ Value keras_model_config(const Value& kx_model, const std::string& dtype_policy,
 }
 
 Value keras_compile_config(const CompileOptions& o, const OptimizerConfig& r) {
-  const bool adam = r.kind == OptimizerKind::Adam;
+  const bool adam = r.adam_family();
+  static constexpr const char* kNames[] = {"adam", "SGD", "adamw", "rmsprop"};       // by OptimizerKind
+  static constexpr const char* kOptimizers[] = {"Adam", "SGD", "AdamW", "RMSprop"};  // Keras's classes
   Value oc{Value::Object{}};
-  oc.set("name", adam ? "adam" : "SGD");
+  oc.set("name", kNames[static_cast<int>(r.kind)]);
   oc.set("learning_rate", *r.learning_rate);
-  oc.set("weight_decay", nullptr);
+  if (r.kind == OptimizerKind::AdamW)
+    oc.set("weight_decay", r.weight_decay);
+  else
+    oc.set("weight_decay", nullptr);
   oc.set("clipnorm", nullptr);
   oc.set("global_clipnorm", nullptr);
   oc.set("clipvalue", nullptr);
@@ -365,21 +397,30 @@ Value keras_compile_config(const CompileOptions& o, const OptimizerConfig& r) {
     oc.set("beta_2", r.beta2);
     oc.set("epsilon", r.epsilon);
     oc.set("amsgrad", false);
+  } else if (r.kind == OptimizerKind::RmsProp) {
+    oc.set("rho", r.rho);
+    oc.set("momentum", r.momentum);
+    oc.set("epsilon", r.epsilon);
+    oc.set("centered", r.centered);
   } else {
     oc.set("momentum", r.momentum);
     oc.set("nesterov", false);
   }
   Value opt{Value::Object{}};
   opt.set("module", "keras.optimizers");
-  opt.set("class_name", adam ? "Adam" : "SGD");
+  opt.set("class_name", kOptimizers[static_cast<int>(r.kind)]);
   opt.set("config", std::move(oc));
   opt.set("registered_name", nullptr);
   static constexpr const char* kClasses[] = {"SparseCategoricalCrossentropy", "CategoricalCrossentropy",
-                                             "BinaryCrossentropy", "MeanSquaredError"};
+                                             "BinaryCrossentropy", "MeanSquaredError", "MeanAbsoluteError", "Huber"};
+  static_assert(static_cast<int>(std::size(kClasses)) == kLossKindCount, "a Keras class name per loss");
+  const bool regression = o.loss.kind == LossKind::MeanSquaredError || o.loss.kind == LossKind::MeanAbsoluteError ||
+                          o.loss.kind == LossKind::Huber;
   Value lc{Value::Object{}};
   lc.set("name", loss_name(o.loss.kind));
   lc.set("reduction", "sum_over_batch_size");
-  if (o.loss.kind != LossKind::MeanSquaredError) lc.set("from_logits", o.loss.from_logits);
+  if (!regression) lc.set("from_logits", o.loss.from_logits);
+  if (o.loss.kind == LossKind::Huber) lc.set("delta", o.loss.huber_delta);
   Value loss{Value::Object{}};
   loss.set("module", "keras.losses");
   loss.set("class_name", kClasses[static_cast<int>(o.loss.kind)]);

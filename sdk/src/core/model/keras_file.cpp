@@ -21,6 +21,32 @@ namespace kx {
 
 namespace {
 
+// The model's optimizer slots in the order Keras 3 keeps its optimizer variables: Adam's (AdamW's) m
+// and v, SGD's momentum, RMSprop's velocity, momentum and average gradient (those it has).
+std::vector<backend::DeviceBuffer Replica::*> keras_slot_order(const OptimizerConfig& o) {
+  std::vector<backend::DeviceBuffer Replica::*> order;
+  if (o.kind == OptimizerKind::RmsProp) {
+    order.push_back(&Replica::slot_v);
+    if (o.uses_slot_m()) order.push_back(&Replica::slot_m);
+    if (o.uses_slot_a()) order.push_back(&Replica::slot_a);
+    return order;
+  }
+  if (o.uses_slot_m()) order.push_back(&Replica::slot_m);
+  if (o.uses_slot_v()) order.push_back(&Replica::slot_v);
+  return order;
+}
+
+// Keras 3's name of the optimizer variables' group.
+const char* keras_optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::Sgd: return "SGD";
+    case OptimizerKind::AdamW: return "adamw";
+    case OptimizerKind::RmsProp: return "rmsprop";
+  }
+  return "?";
+}
+
 constexpr const char* kWeightsEntry = "model.weights.h5";
 
 // The model's layers in Keras's order, as Keras's weight files know them.
@@ -162,14 +188,15 @@ Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path)
 
   CompileOptions options = *co;
   const OptimizerConfig resolved = as_corrupt(path, [&] { return options.optimizer.resolved(); });
-  const bool adam = resolved.kind == OptimizerKind::Adam;
-  const int slots = adam ? 2 : resolved.momentum != 0 ? 1 : 0;
+  const std::vector<backend::DeviceBuffer Replica::*> order = keras_slot_order(resolved);
+  const int slots = static_cast<int>(order.size());
   const std::vector<WeightInfo> trained = trained_weights(layers);
   // Keras's optimizer variables, when the file has them for this optimizer: training continues from
   // them (EMA state is not read: such a model starts its optimizer afresh).
   const std::optional<core::KerasOptimizerPaths> state =
-      resolved.use_ema ? std::nullopt : core::keras_optimizer_paths(f, trained.size(), slots);
-  std::vector<std::vector<float>> slot_values(2, std::vector<float>(impl.initial_params.size(), 0.0f));
+      resolved.use_ema ? std::nullopt
+                       : core::keras_optimizer_paths(f, trained.size(), slots, resolved.kind == OptimizerKind::RmsProp);
+  std::vector<std::vector<float>> slot_values(order.size(), std::vector<float>(impl.initial_params.size(), 0.0f));
   double steps = 0;
   if (state) {
     steps = f.read_scalar(state->iterations);
@@ -186,10 +213,11 @@ Model Model::Impl::load_keras(const Strategy& strategy, const std::string& path)
   }
   as_corrupt(path, [&] { m.compile(options); });
   if (state) {
-    for (Replica& r : impl.replicas) {
-      if (r.slot_m.bytes() > 0) r.be->to_device(slot_values[0].data(), r.slot_m.bytes(), r.slot_m.data());
-      if (r.slot_v.bytes() > 0) r.be->to_device(slot_values[1].data(), r.slot_v.bytes(), r.slot_v.data());
-    }
+    for (Replica& r : impl.replicas)
+      for (size_t j = 0; j < order.size(); ++j) {
+        backend::DeviceBuffer& slot = r.*order[j];
+        r.be->to_device(slot_values[j].data(), slot.bytes(), slot.data());
+      }
     impl.optimizer_steps = static_cast<int64_t>(steps);
   }
   return m;
@@ -235,19 +263,26 @@ void Model::Impl::save_keras(const std::string& path) const {
       f.write(groups[k] + "/" + core::keras3_weight_path(layers[k], i), w.shape, params.data() + w.offset);
     }
   }
-  // The optimizer: iterations, learning rate, then each trained weight's slots (Adam: m, v).
-  const bool adam = optimizer.kind == OptimizerKind::Adam;
+  // The optimizer: iterations, learning rate, then the trained weights' slots in Keras's order (Adam:
+  // m, v of each weight; RMSprop: every velocity, then every momentum, then every average gradient).
   f.create_group("optimizer/vars");
-  f.set_string("optimizer/vars", "name", adam ? "adam" : "SGD");
+  f.set_string("optimizer/vars", "name", keras_optimizer_name(optimizer.kind));
   f.write_scalar_int64("optimizer/vars/0", optimizer_steps);
   f.write_scalar_float("optimizer/vars/1", static_cast<float>(learning_rate));
-  std::vector<const std::vector<float>*> slots;
-  const std::vector<float> m = host_slot(&Replica::slot_m), v = host_slot(&Replica::slot_v);
-  if (!m.empty()) slots.push_back(&m);
-  if (!v.empty()) slots.push_back(&v);
+  std::vector<std::vector<float>> slots;
+  for (backend::DeviceBuffer Replica::*slot : keras_slot_order(optimizer)) slots.push_back(host_slot(slot));
+  const std::vector<WeightInfo> trained = trained_weights(layers);
   int index = 2;
-  for (const WeightInfo& w : trained_weights(layers))
-    for (const std::vector<float>* s : slots) f.write("optimizer/vars/" + std::to_string(index++), w.shape, s->data() + w.offset);
+  const auto write_slot = [&](const std::vector<float>& s, const WeightInfo& w) {
+    f.write("optimizer/vars/" + std::to_string(index++), w.shape, s.data() + w.offset);
+  };
+  if (optimizer.kind == OptimizerKind::RmsProp) {
+    for (const std::vector<float>& s : slots)
+      for (const WeightInfo& w : trained) write_slot(s, w);
+  } else {
+    for (const WeightInfo& w : trained)
+      for (const std::vector<float>& s : slots) write_slot(s, w);
+  }
 
   json::Value config = core::keras_model_config(kx_model, precision_name(options.precision), net.keras_layer_order());
   config.set("compile_config", core::keras_compile_config(options, optimizer));

@@ -66,7 +66,8 @@ std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5Tree& f,
   return paths;
 }
 
-std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots) {
+std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots,
+                                                         bool by_slot) {
   KerasOptimizerPaths out;
   out.slots.assign(static_cast<size_t>(slots), std::vector<std::string>(trained));
   const size_t s = static_cast<size_t>(slots);
@@ -77,7 +78,7 @@ std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, 
     out.iterations = var(0);
     out.learning_rate = var(1);
     for (size_t i = 0; i < trained; ++i)
-      for (size_t j = 0; j < s; ++j) out.slots[j][i] = var(2 + i * s + j);
+      for (size_t j = 0; j < s; ++j) out.slots[j][i] = var(by_slot ? 2 + j * trained + i : 2 + i * s + j);
     return out;
   }
   if (!f.is_group("optimizer_weights")) return std::nullopt;
@@ -87,7 +88,7 @@ std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, 
     out.iterations = var(0);
     out.learning_rate = var(1);
     for (size_t i = 0; i < trained; ++i)
-      for (size_t j = 0; j < s; ++j) out.slots[j][i] = var(2 + i * s + j);
+      for (size_t j = 0; j < s; ++j) out.slots[j][i] = var(by_slot ? 2 + j * trained + i : 2 + i * s + j);
     return out;
   }
   if (names.size() == 1 + s * trained) {  // Keras 2: iterations, then every weight's first slot, ...

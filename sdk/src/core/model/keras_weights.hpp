@@ -48,6 +48,10 @@ struct KerasOptimizerPaths {
   std::string learning_rate;            // "" when absent (Keras 2 files)
   std::vector<std::vector<std::string>> slots;  // slots[j][i]: slot j of trained weight i
 };
-std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots);
+// Keras 3 lists the slots weight by weight (Adam: m, v of each) when an optimizer adds them in one
+// call, and slot by slot (RMSprop: every velocity, then every momentum) when it adds each in its own:
+// by_slot says which.
+std::optional<KerasOptimizerPaths> keras_optimizer_paths(const io::Hdf5Tree& f, size_t trained, int slots,
+                                                         bool by_slot = false);
 
 }  // namespace kx::core

@@ -127,7 +127,10 @@ void Model::Impl::compile(const CompileOptions& o) {
   // Keras computes cross-entropy from the logits under a softmax/sigmoid output: fold it in.
   net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
+  require(std::isfinite(o.loss.huber_delta) && o.loss.huber_delta > 0, Status::InvalidArgument,
+          "Huber's delta must be positive and finite");
   loss_spec.kind = lk;
+  loss_spec.huber_delta = static_cast<float>(o.loss.huber_delta);
   loss_spec.logits = o.loss.from_logits || net.fold_output_activation;
   loss_spec.accuracy = choose_accuracy(lk, classes, sparse ? 1 : classes);
   loss_positions = loss_spec.accuracy == AccuracyKind::Binary ? 1 : outputs / classes;
@@ -139,8 +142,6 @@ void Model::Impl::compile(const CompileOptions& o) {
   // CPU replicas share the machine's cores between them.
   const int cores = strategy.num_threads() > 0 ? strategy.num_threads() : backend::cpu_core_count();
   const int threads = std::max(1, cores / n);
-  const bool adam = resolved.kind == OptimizerKind::Adam;
-  const bool momentum = resolved.kind == OptimizerKind::Sgd && resolved.momentum != 0;
   const size_t bytes = static_cast<size_t>(net.num_params) * sizeof(float);
   const StepGraphs graphs = strategy.effective_step_graphs();
   std::vector<Replica> built(static_cast<size_t>(n));
@@ -156,8 +157,9 @@ void Model::Impl::compile(const CompileOptions& o) {
     r.step_values = r.be->allocate(sizeof(backend::StepValues));  // written before each step
     r.params = r.be->allocate(bytes);
     r.grads = r.be->allocate(bytes);
-    if (adam || momentum) r.slot_m = r.be->allocate(bytes);
-    if (adam) r.slot_v = r.be->allocate(bytes);
+    if (resolved.uses_slot_m()) r.slot_m = r.be->allocate(bytes);
+    if (resolved.uses_slot_v()) r.slot_v = r.be->allocate(bytes);
+    if (resolved.uses_slot_a()) r.slot_a = r.be->allocate(bytes);
     if (resolved.use_ema) r.slot_ema = r.be->allocate(bytes);
     if (o.precision != Precision::Float32) r.rounded_params = r.be->allocate(bytes);
     if (o.precision == Precision::MixedFloat16) r.loss_scale = r.be->allocate(sizeof(backend::LossScaleState));

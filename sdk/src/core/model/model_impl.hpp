@@ -29,7 +29,7 @@ struct DataOrder;
 // step boundary: they start from replica 0's weights and apply the same summed gradient.
 struct Replica {
   std::unique_ptr<backend::Backend> be;  // declared first: destroyed after the memory it owns
-  backend::DeviceBuffer params, grads, slot_m, slot_v, slot_ema;
+  backend::DeviceBuffer params, grads, slot_m, slot_v, slot_a, slot_ema;
   backend::DeviceBuffer step_values;  // backend::StepValues of the step being taken
   // Mixed precision: the parameters rounded to the 16-bit type once per step (and per evaluate or
   // predict), which layers that autocast their weights read; and with float16, Keras's dynamic loss
@@ -42,6 +42,7 @@ struct Replica {
   const uint64_t* step_seed() const { return &step_values.data<backend::StepValues>()->seed; }
   const float* learning_rate() const { return &step_values.data<backend::StepValues>()->learning_rate; }
   const float* one() const { return &step_values.data<backend::StepValues>()->one; }
+  const float* base_learning_rate() const { return &step_values.data<backend::StepValues>()->base_learning_rate; }
   backend::LossScaleState* loss_scale_state() const { return loss_scale.data<backend::LossScaleState>(); }
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -23,12 +24,18 @@ namespace {
 constexpr const char* kFormat = "kx/1";
 constexpr const char* kEmaPrefix = "optimizer/ema/";  // the moving average of use_ema
 
-const char* optimizer_name(OptimizerKind k) { return k == OptimizerKind::Adam ? "adam" : "sgd"; }
+constexpr const char* kOptimizerNames[] = {"adam", "sgd", "adamw", "rmsprop"};  // by OptimizerKind
+const char* optimizer_name(OptimizerKind k) { return kOptimizerNames[static_cast<int>(k)]; }
 
-// The tensor-name prefix of the first optimizer slot: Adam's first moment or SGD's momentum.
-std::string first_slot_prefix(OptimizerKind k) {
-  return k == OptimizerKind::Adam ? "optimizer/m/" : "optimizer/momentum/";
+// The tensor-name prefixes of the optimizer slots: Adam's (AdamW's) first moment or the momentum; Adam's
+// second moment or RMSprop's velocity; RMSprop's average gradient.
+std::string slot_m_prefix(OptimizerKind k) {
+  return k == OptimizerKind::Adam || k == OptimizerKind::AdamW ? "optimizer/m/" : "optimizer/momentum/";
 }
+std::string slot_v_prefix(OptimizerKind k) {
+  return k == OptimizerKind::RmsProp ? "optimizer/velocity/" : "optimizer/v/";
+}
+constexpr const char* kSlotAPrefix = "optimizer/average_gradient/";
 
 // Throws Corrupt unless f is a file of the format this kx writes.
 void check_format(const io::SafetensorsFile& f) {
@@ -96,6 +103,12 @@ json::Value Model::Impl::compile_config() const {
   opt.set("beta_2", optimizer.beta2);
   opt.set("epsilon", optimizer.epsilon);
   opt.set("momentum", optimizer.momentum);
+  // Absent for the other optimizers, so that their files from before these existed compare equal.
+  if (optimizer.kind == OptimizerKind::AdamW) opt.set("weight_decay", optimizer.weight_decay);
+  if (optimizer.kind == OptimizerKind::RmsProp) {
+    opt.set("rho", optimizer.rho);
+    opt.set("centered", optimizer.centered);
+  }
   if (optimizer.use_ema) {  // absent otherwise, so files from before EMA existed still compare equal
     opt.set("use_ema", true);
     opt.set("ema_momentum", optimizer.ema_momentum);
@@ -103,6 +116,7 @@ json::Value Model::Impl::compile_config() const {
   json::Value loss{json::Value::Object{}};
   loss.set("name", loss_name(options.loss.kind));
   loss.set("from_logits", options.loss.from_logits);
+  if (options.loss.kind == LossKind::Huber) loss.set("delta", options.loss.huber_delta);
   json::Value metrics{json::Value::Array{}};
   json::Value root{json::Value::Object{}};
   root.set("optimizer", std::move(opt));
@@ -124,8 +138,10 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
   CompileOptions o;
   const json::Value& opt = c.at("optimizer", "compile config");
   const std::string& name = opt.at("name", "optimizer").as_string("optimizer name");
-  require(name == "adam" || name == "sgd", Status::InvalidArgument, "unknown optimizer \"" + name + "\"");
-  o.optimizer.kind = name == "adam" ? OptimizerKind::Adam : OptimizerKind::Sgd;
+  bool known_optimizer = false;
+  for (int k = 0; k < static_cast<int>(std::size(kOptimizerNames)); ++k)
+    if (name == kOptimizerNames[k]) o.optimizer.kind = static_cast<OptimizerKind>(k), known_optimizer = true;
+  require(known_optimizer, Status::InvalidArgument, "unknown optimizer \"" + name + "\"");
   o.optimizer.learning_rate = opt.at("learning_rate", "optimizer").as_number("learning_rate");
   o.optimizer.beta1 = opt.at("beta_1", "optimizer").as_number("beta_1");
   o.optimizer.beta2 = opt.at("beta_2", "optimizer").as_number("beta_2");
@@ -133,6 +149,9 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
   o.optimizer.momentum = opt.at("momentum", "optimizer").as_number("momentum");
   if (const json::Value* ema = opt.find("use_ema")) o.optimizer.use_ema = ema->as_bool("use_ema");
   if (const json::Value* m = opt.find("ema_momentum")) o.optimizer.ema_momentum = m->as_number("ema_momentum");
+  if (const json::Value* wd = opt.find("weight_decay")) o.optimizer.weight_decay = wd->as_number("weight_decay");
+  if (const json::Value* rho = opt.find("rho")) o.optimizer.rho = rho->as_number("rho");
+  if (const json::Value* centered = opt.find("centered")) o.optimizer.centered = centered->as_bool("centered");
   const json::Value& loss = c.at("loss", "compile config");
   const std::string& lname = loss.at("name", "loss").as_string("loss name");
   bool known = false;
@@ -140,6 +159,7 @@ CompileOptions Model::Impl::compile_options_from(const json::Value& c) {
     if (lname == loss_name(static_cast<LossKind>(k))) o.loss.kind = static_cast<LossKind>(k), known = true;
   require(known, Status::InvalidArgument, "unknown loss \"" + lname + "\"");
   o.loss.from_logits = loss.at("from_logits", "loss").as_bool("from_logits");
+  if (const json::Value* delta = loss.find("delta")) o.loss.huber_delta = delta->as_number("Huber delta");
   if (const json::Value* policy = c.find("dtype_policy")) {
     const std::string& name = policy->as_string("dtype_policy");
     bool known = false;
@@ -172,7 +192,8 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
                                 bool finite_only) const {
   require_compiled("save");
   const std::vector<float> params = host_params(), slot_m = host_slot(&Replica::slot_m),
-                           slot_v = host_slot(&Replica::slot_v), slot_ema = host_slot(&Replica::slot_ema);
+                           slot_v = host_slot(&Replica::slot_v), slot_a = host_slot(&Replica::slot_a),
+                           slot_ema = host_slot(&Replica::slot_ema);
   std::vector<io::TensorToWrite> tensors;
   const std::vector<WeightInfo> names = named_params();
   for (const WeightInfo& p : names) tensors.push_back({p.name, p.shape, params.data() + p.offset});
@@ -183,8 +204,9 @@ std::string Model::Impl::encode(const core::TrainPosition* position, const core:
     for (const WeightInfo& p : names)
       if (p.trainable) tensors.push_back({prefix + p.name, p.shape, slot.data() + p.offset});
   };
-  add_slots(slot_m, first_slot_prefix(optimizer.kind));
-  add_slots(slot_v, "optimizer/v/");
+  add_slots(slot_m, slot_m_prefix(optimizer.kind));
+  add_slots(slot_v, slot_v_prefix(optimizer.kind));
+  add_slots(slot_a, kSlotAPrefix);
   add_slots(slot_ema, kEmaPrefix);
   if (finite_only)
     for (const io::TensorToWrite& t : tensors) {
@@ -231,7 +253,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   const size_t n = static_cast<size_t>(net.num_params);
   const auto floats = [](const backend::DeviceBuffer& b) { return static_cast<size_t>(b.floats()); };
   FloatBuffer params(n), m(floats(replicas.front().slot_m)), v(floats(replicas.front().slot_v)),
-      ema(floats(replicas.front().slot_ema));
+      a(floats(replicas.front().slot_a)), ema(floats(replicas.front().slot_ema));
   const auto read = [&](const std::string& name, const Shape& shape, float* out) {
     const io::TensorEntry* e = f.find(name);
     require(e != nullptr, Status::Corrupt, f.source() + ": tensor \"" + name + "\" is missing");
@@ -244,8 +266,9 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
     read(p.name, p.shape, params.data() + p.offset);
     // Files of kx 0.1 also hold (always zero) slots of untrained state: not needed, not read.
     if (!p.trainable) continue;
-    if (!m.empty()) read(first_slot_prefix(optimizer.kind) + p.name, p.shape, m.data() + p.offset);
-    if (!v.empty()) read("optimizer/v/" + p.name, p.shape, v.data() + p.offset);
+    if (!m.empty()) read(slot_m_prefix(optimizer.kind) + p.name, p.shape, m.data() + p.offset);
+    if (!v.empty()) read(slot_v_prefix(optimizer.kind) + p.name, p.shape, v.data() + p.offset);
+    if (!a.empty()) read(kSlotAPrefix + p.name, p.shape, a.data() + p.offset);
     if (!ema.empty()) read(kEmaPrefix + p.name, p.shape, ema.data() + p.offset);
   }
   const int64_t steps = core::meta_int(f, "optimizer_steps", 0, core::kMaxCount);
@@ -264,6 +287,7 @@ void Model::Impl::restore(const io::SafetensorsFile& f) {
   for (Replica& r : replicas) {
     r.be->to_device(m.data(), r.slot_m.bytes(), r.slot_m.data());
     r.be->to_device(v.data(), r.slot_v.bytes(), r.slot_v.data());
+    r.be->to_device(a.data(), r.slot_a.bytes(), r.slot_a.data());
     r.be->to_device(ema.data(), r.slot_ema.bytes(), r.slot_ema.data());
   }
   optimizer_steps = steps;
@@ -316,8 +340,7 @@ Model Model::Impl::load_file(const Strategy& strategy, const io::SafetensorsFile
     Model m = from_json(strategy, f.meta("model_config"));
     const CompileOptions co = compile_options_from(meta_json(f, "compile_config"));
     // The tensors must be exactly what the config describes, before anything that size is allocated.
-    const bool adam = co.optimizer.kind == OptimizerKind::Adam;
-    const int64_t slots = (adam ? 2 : co.optimizer.momentum != 0 ? 1 : 0) + (co.optimizer.use_ema ? 1 : 0);
+    const int64_t slots = co.optimizer.slot_count() + (co.optimizer.use_ema ? 1 : 0);
     int64_t bytes = 0, trained = 0;
     for (const io::TensorEntry& e : f.tensors()) bytes += e.end - e.begin;
     for (const WeightInfo& p : m.impl_->named_params())

@@ -69,12 +69,13 @@ std::string Model::Impl::summary(int line_length) const {
   const int64_t trainable = net.num_trainable_params();
   const int64_t frozen = net.num_params - trainable;
   // Keras counts the optimizer's variables once it is built (by the first fit): the iteration count,
-  // the learning rate, and a slot per trained value for each moment (Adam's two, SGD's momentum) and
+  // the learning rate, and a slot per trained value for each moment (Adam's two, SGD's momentum,
+  // RMSprop's velocity, momentum and average gradient) and
   // for the moving average (use_ema).
   int64_t slots = 0;
   const bool optimizer_built = compiled && optimizer_steps > 0;
   if (optimizer_built) {
-    slots = optimizer.kind == OptimizerKind::Adam ? 2 : (optimizer.momentum != 0 ? 1 : 0);
+    slots = optimizer.slot_count();
     if (optimizer.use_ema) ++slots;
   }
   const int64_t optimizer_params = optimizer_built ? 2 + slots * trainable : 0;

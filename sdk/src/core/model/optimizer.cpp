@@ -12,13 +12,13 @@ namespace kx {
 OptimizerConfig OptimizerConfig::resolved() const {
   OptimizerConfig r = *this;
   const int k = static_cast<int>(kind);
-  require(k == 0 || k == 1, Status::InvalidArgument, "unknown optimizer " + std::to_string(k));
+  require(k >= 0 && k <= 3, Status::InvalidArgument, "unknown optimizer " + std::to_string(k));
   auto check = [](double v, const char* name, bool below_one) {
     require(std::isfinite(v) && v >= 0 && (!below_one || v < 1), Status::InvalidArgument,
             std::string(name) + (below_one ? " must be in [0, 1)" : " must be finite and >= 0") + ", got " +
                 std::to_string(v));
   };
-  if (!r.learning_rate) r.learning_rate = kind == OptimizerKind::Adam ? 1e-3 : 1e-2;
+  if (!r.learning_rate) r.learning_rate = kind == OptimizerKind::Sgd ? 1e-2 : 1e-3;
   check(*r.learning_rate, "learning_rate", false);
   check(beta1, "beta1", true);
   check(beta2, "beta2", true);
@@ -29,7 +29,13 @@ OptimizerConfig OptimizerConfig::resolved() const {
   check(epsilon, "epsilon", false);
   check(momentum, "momentum", true);
   check(ema_momentum, "ema_momentum", true);
+  check(weight_decay, "weight_decay", false);
+  check(rho, "rho", true);
   return r;
 }
+
+bool OptimizerConfig::uses_slot_m() const { return adam_family() || momentum != 0; }
+bool OptimizerConfig::uses_slot_v() const { return adam_family() || kind == OptimizerKind::RmsProp; }
+bool OptimizerConfig::uses_slot_a() const { return kind == OptimizerKind::RmsProp && centered; }
 
 }  // namespace kx

@@ -21,7 +21,7 @@ TrainingMemory Model::Impl::training_memory(int64_t batch) const {
   auto bytes = [](const backend::DeviceBuffer& b) { return static_cast<int64_t>(b.bytes()); };
   m.weights = bytes(r.params) + bytes(r.rounded_params) + bytes(r.loss_scale);
   m.weight_gradients = bytes(r.grads);
-  m.optimizer_slots = bytes(r.slot_m) + bytes(r.slot_v) + bytes(r.slot_ema);
+  m.optimizer_slots = bytes(r.slot_m) + bytes(r.slot_v) + bytes(r.slot_a) + bytes(r.slot_ema);
   const core::ArenaLayout layout =
       core::plan_step_arena(*r.be, net, m.rows, !config::test_hooks().no_arena_reuse);
   constexpr int64_t f = sizeof(float);

@@ -99,7 +99,7 @@ void Model::Impl::align_workers_at_start(const core::FitStart& start) {
                 " at " + all[w] + ", the chief at " + all[0] + " (is the checkpoint directory shared?)");
   // ... and from the chief's weights and optimizer state, as replicas start from replica 0's.
   const bool chief = strategy.worker_index() == 0;
-  for (const backend::DeviceBuffer Replica::*buffer : {&Replica::params, &Replica::slot_m, &Replica::slot_v, &Replica::slot_ema}) {
+  for (const backend::DeviceBuffer Replica::*buffer : {&Replica::params, &Replica::slot_m, &Replica::slot_v, &Replica::slot_a, &Replica::slot_ema}) {
     const size_t floats = static_cast<size_t>((replicas.front().*buffer).floats());
     if (floats == 0) continue;
     std::vector<float> values = chief ? host_slot(buffer) : std::vector<float>(floats);

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backend/adam_math.hpp"
+#include "backend/optimizer_math.hpp"
 #include "core/model/model_impl.hpp"
 
 namespace kx::core {
@@ -53,12 +54,10 @@ backend::StepValues StepRunner::step_values(const Model::Impl& m, int64_t t) con
   backend::StepValues v;
   v.seed = mix_seed(m.options.seed, static_cast<uint64_t>(t - 1));
   const OptimizerConfig& o = m.optimizer;
-  if (o.kind == OptimizerKind::Adam) {
-    // The learning rate is a float32 variable in Keras; schedules set it in double here.
-    v.learning_rate = backend::adam_rate(static_cast<float>(m.learning_rate), o.beta1, o.beta2, t);
-  } else {
-    v.learning_rate = static_cast<float>(m.learning_rate);
-  }
+  // The learning rate is a float32 variable in Keras; schedules set it in double here.
+  v.base_learning_rate = static_cast<float>(m.learning_rate);
+  v.learning_rate = o.adam_family() ? backend::adam_rate(v.base_learning_rate, o.beta1, o.beta2, t)
+                                    : v.base_learning_rate;
   return v;
 }
 
@@ -181,11 +180,23 @@ void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
     unscale = &ls->grad_factor;
     applied = &ls->applied;
   }
+  const auto slot = [](const backend::DeviceBuffer& b, int64_t first) { return b.empty() ? nullptr : b.data() + first; };
   if (o.kind == OptimizerKind::Adam) {
     for (const ArenaSpan& s : trained_spans_)
       r.be->adam_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
                         r.learning_rate(), backend::adam_one_minus(o.beta1), backend::adam_one_minus(o.beta2),
                         static_cast<float>(o.epsilon), unscale);
+  } else if (o.kind == OptimizerKind::AdamW) {
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->adamw_update(s.count, p + s.first, g + s.first, r.slot_m.data() + s.first, r.slot_v.data() + s.first,
+                         r.learning_rate(), r.base_learning_rate(), static_cast<float>(o.weight_decay),
+                         backend::adam_one_minus(o.beta1), backend::adam_one_minus(o.beta2),
+                         static_cast<float>(o.epsilon), unscale);
+  } else if (o.kind == OptimizerKind::RmsProp) {
+    const backend::RmsPropConstants c = backend::rmsprop_constants(o.rho, o.momentum, o.epsilon);
+    for (const ArenaSpan& s : trained_spans_)
+      r.be->rmsprop_update(s.count, p + s.first, g + s.first, r.slot_v.data() + s.first, slot(r.slot_m, s.first),
+                           slot(r.slot_a, s.first), r.learning_rate(), c, unscale);
   } else {
     for (const ArenaSpan& s : trained_spans_)
       r.be->sgd_update(s.count, p + s.first, g + s.first, r.slot_m.empty() ? nullptr : r.slot_m.data() + s.first,

@@ -141,6 +141,9 @@ class WorkerDesk {
 Status Model::Impl::fit_as_ps_chief(Dataset& train, const core::SampleWeights& weights, const FitOptions& o,
                                     const Callbacks* cb, History* history, int64_t steps, int64_t pass_steps) {
   require(!optimizer.use_ema, Status::Unsupported, "use_ema with the parameter-server strategy");
+  // The ps tasks' shards update with Adam or SGD only.
+  require(optimizer.kind == OptimizerKind::Adam || optimizer.kind == OptimizerKind::Sgd, Status::Unsupported,
+          "the parameter-server strategy trains with Adam or SGD, not AdamW or RMSprop");
   PsCluster& c = *strategy.parameter_servers();
   PsChiefSession session(*this, cb, history, train, o, steps, o.verbose);
   learning_rate = optimizer.learning_rate.value_or(0);

@@ -34,6 +34,9 @@ void wait_while_held(const std::string& hold) {
 Status Model::Impl::fit_as_ps_worker(Dataset& train, const core::SampleWeights& weights, int64_t steps,
                                      int64_t pass_steps, History* history) {
   require(!optimizer.use_ema, Status::Unsupported, "use_ema with the parameter-server strategy");
+  // The ps tasks' shards update with Adam or SGD only.
+  require(optimizer.kind == OptimizerKind::Adam || optimizer.kind == OptimizerKind::Sgd, Status::Unsupported,
+          "the parameter-server strategy trains with Adam or SGD, not AdamW or RMSprop");
   distribute::PsCluster& c = *strategy.parameter_servers();
   stage_dataset(train, weights);
   take_loss_sums();  // nothing left over from a call that failed

@@ -79,6 +79,8 @@ ShardState ShardState::decode(const std::vector<char>& bytes) {
   require(r.get<uint32_t>() == kMagic, Status::InvalidArgument, "not a shard's state (another kx build?)");
   ShardState s;
   s.optimizer = static_cast<OptimizerKind>(r.get<int32_t>());
+  require(s.optimizer == OptimizerKind::Adam || s.optimizer == OptimizerKind::Sgd, Status::InvalidArgument,
+          "a shard's optimizer is neither Adam nor SGD");
   s.beta1 = r.get<double>();
   s.beta2 = r.get<double>();
   s.epsilon = r.get<double>();
