@@ -60,6 +60,9 @@ static const layer_case kLayerCases[] = {
     {"Reshape", {6}, 1, "{\"class_name\": \"Reshape\", \"config\": {\"target_shape\": [2, -1]}}", 0},
     {"LeakyReLU", {2, 3}, 2, "{\"class_name\": \"LeakyReLU\", \"config\": {\"negative_slope\": 0.1}}", 0},
     {"GlobalMaxPooling2D", {4, 3, 2}, 3, "{\"class_name\": \"GlobalMaxPooling2D\", \"config\": {}}", 0},
+    {"Multiply", {4}, 1, "{\"class_name\": \"Multiply\", \"config\": {}}", 1},
+    {"TensorOperation", {4}, 1,
+     "{\"class_name\": \"TensorOperation\", \"config\": {\"operation\": \"Multiply\", \"arguments\": [null, 2.0]}}", 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -64,7 +64,18 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "ReLU", "config": {"name": "r6", "max_value": 6.0, "negative_slope": 0.1}})", {"mix"});
   m.add_layer(R"({"class_name": "LeakyReLU", "config": {"name": "leaky", "negative_slope": 0.2}})", {"r6"});
   m.add_layer(R"({"class_name": "Rescaling", "config": {"name": "scaled", "scale": 0.5, "offset": 0.1}})", {"leaky"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled"});
+  // Squeeze-and-excite with Keras's activations whose gradients read the kept pre-activation (swish in
+  // a depthwise convolution) or x (hard_sigmoid), the broadcast Multiply and an operation on tensors.
+  m.add_layer(R"({"class_name": "DepthwiseConv2D", "config": {"name": "dw_swish", "kernel_size": 3, "padding": "same",
+              "activation": "swish"}})",
+              {"r1"});
+  m.add_layer(R"({"class_name": "GlobalAveragePooling2D", "config": {"name": "squeeze", "keepdims": true}})", {"dw_swish"});
+  m.add_layer(R"({"class_name": "Activation", "config": {"name": "gate", "activation": "hard_sigmoid"}})", {"squeeze"});
+  m.add_layer(R"({"class_name": "Multiply", "config": {"name": "excite"}})", {"dw_swish", "gate"});
+  m.add_layer(R"({"class_name": "TensorOperation", "config": {"name": "flip", "operation": "Subtract",
+              "arguments": [1.0, null]}})",
+              {"excite"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled", "flip"});
   m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
   m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});
@@ -72,7 +83,8 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "Dropout", "config": {"name": "drop", "rate": 0.25}})", {"cat"});
   m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat"}})", {"drop"});
   m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"flat"});
-  m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}})", {"hidden"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "gelu", "units": 8, "activation": "gelu"}})", {"hidden"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 4, "activation": "softmax"}})", {"gelu"});
   return m;
 }
 

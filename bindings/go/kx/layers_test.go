@@ -37,6 +37,8 @@ var layerCases = map[string]layerCase{
 	"Reshape":                {[]int64{6}, NewLayer("Reshape", Config{"target_shape": []int{2, -1}}), false},
 	"LeakyReLU":              {[]int64{2, 3}, NewLayer("LeakyReLU", Config{"negative_slope": 0.1}), false},
 	"GlobalMaxPooling2D":     {[]int64{4, 3, 2}, NewLayer("GlobalMaxPooling2D", nil), false},
+	"Multiply":               {[]int64{4}, NewLayer("Multiply", nil), true},
+	"TensorOperation":        {[]int64{4}, NewLayer("TensorOperation", Config{"operation": "Multiply", "arguments": []any{nil, 2.0}}), false},
 }
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {

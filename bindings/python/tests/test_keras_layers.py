@@ -45,7 +45,21 @@ def layer_cases():
         "LeakyReLU 0.1": ((6, 6, 3), layers.LeakyReLU(negative_slope=0.1), 1.0),
         "GlobalMaxPooling2D": ((5, 4, 3), layers.GlobalMaxPooling2D(), 1.0),
         "GlobalMaxPooling2D keepdims": ((5, 4, 3), layers.GlobalMaxPooling2D(keepdims=True), 1.0),
+        **activation_cases(),
     }
+
+
+# Keras's activation strings, as an Activation layer and in the layers that take `activation=`; the
+# input scale spreads the values over the kinks (0, +-3, 6).
+def activation_cases():
+    cases = {}
+    for name in ("relu6", "swish", "silu", "hard_swish", "hard_silu", "hard_sigmoid", "gelu", "elu", "leaky_relu",
+                 "softplus"):
+        cases[f"Activation {name}"] = ((5, 5, 3), layers.Activation(name), 4.0)
+    for name in ("swish", "hard_swish", "gelu", "relu6"):
+        cases[f"Conv2D {name}"] = ((6, 6, 3), layers.Conv2D(4, 3, padding="same", activation=name), 3.0)
+        cases[f"DepthwiseConv2D {name}"] = ((6, 6, 3), layers.DepthwiseConv2D(3, activation=name), 3.0)
+    return cases
 
 
 def wrapped(shape, layer):
@@ -83,29 +97,71 @@ class KerasLayers(unittest.TestCase):
         model.save(path)
         return path
 
+    def check_against_keras(self, name, theirs, shape, scale):
+        """theirs (compiled with SGD(1.0) and mse) saved as .keras and opened in kx: the same forward and
+        the same gradients (one step of rate 1: the weights' change). Returns kx's model."""
+        rng = np.random.default_rng(4)
+        x = (rng.normal(size=(8,) + shape) * scale).astype(np.float32)
+        y = rng.normal(size=(8,) + tuple(theirs.output_shape[1:])).astype(np.float32)
+        ours = kx.models.load_model(self.save(theirs, name))
+        want = theirs.predict(x, verbose=0)
+        got = ours.predict(x).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: forward")
+        before = keras_weights(theirs)
+        theirs.train_on_batch(x, y)
+        ours.train_on_batch(x, y)
+        steps = [(w0 - g.reshape(w0.shape), w0 - w1) for w0, w1, g in zip(before, keras_weights(theirs),
+                                                                          ours.get_weights())]
+        print(f"{name}: forward {max_relative(got, want):.1e}, gradients "
+              f"{max(max_relative(a, b) for a, b in steps):.1e} (max relative difference)")
+        for w0, w1, got in zip(before, keras_weights(theirs), ours.get_weights()):
+            # Rate 1: the change is the gradient.
+            np.testing.assert_allclose(w0 - got.reshape(w0.shape), w0 - w1, rtol=RTOL, atol=ATOL,
+                                       err_msg=f"{name}: gradient")
+        return ours, x
+
     def test_each_layer_gives_keras_forward_and_gradients(self):
         for name, (shape, layer, scale) in layer_cases().items():
             with self.subTest(layer=name):
                 keras.utils.set_random_seed(3)
-                theirs = wrapped(shape, layer)
-                rng = np.random.default_rng(4)
-                x = (rng.normal(size=(8,) + shape) * scale).astype(np.float32)
-                y = rng.normal(size=(8, 3)).astype(np.float32)
-                ours = kx.models.load_model(self.save(theirs, name))
-                want = theirs.predict(x, verbose=0)
-                got = ours.predict(x).reshape(want.shape)
-                np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: forward")
-                before = keras_weights(theirs)
-                theirs.train_on_batch(x, y)
-                ours.train_on_batch(x, y)
-                steps = [(w0 - g.reshape(w0.shape), w0 - w1) for w0, w1, g in zip(before, keras_weights(theirs),
-                                                                                  ours.get_weights())]
-                print(f"{name}: forward {max_relative(got, want):.1e}, gradients "
-                      f"{max(max_relative(a, b) for a, b in steps):.1e} (max relative difference)")
-                for w0, w1, got in zip(before, keras_weights(theirs), ours.get_weights()):
-                    # Rate 1: the change is the gradient.
-                    np.testing.assert_allclose(w0 - got.reshape(w0.shape), w0 - w1, rtol=RTOL, atol=ATOL,
-                                               err_msg=f"{name}: gradient")
+                self.check_against_keras(name, wrapped(shape, layer), shape, scale)
+
+    def test_dense_activations_give_keras_forward_and_gradients(self):
+        for act in ("swish", "hard_swish", "hard_sigmoid", "gelu", "elu", "leaky_relu", "softplus", "relu6"):
+            with self.subTest(activation=act):
+                keras.utils.set_random_seed(3)
+                i = keras.Input((6,))
+                o = layers.Dense(3, name="after")(layers.Dense(5, activation=act)(i))
+                m = keras.Model(i, o)
+                m.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+                self.check_against_keras(f"Dense {act}", m, (6,), 3.0)
+
+    def test_operation_nodes_give_keras_forward_and_gradients_and_save_back(self):
+        # MobileNetV3's hard_sigmoid and hard_swish as Keras writes them (x + 3.0, * (1.0 / 6.0), x * h),
+        # squeeze-and-excite's broadcast products (the Multiply layer and the * operation), constants on
+        # either side, a division by a tensor, a negation and keras.ops.gelu's tanh form.
+        keras.utils.set_random_seed(3)
+        i = keras.Input((6, 6, 3))
+        x = layers.Conv2D(4, 1, name="before")(i)
+        h = layers.ReLU(6.0)(x + 3.0) * (1.0 / 6.0)
+        y = x * h
+        s = layers.GlobalAveragePooling2D(keepdims=True)(y)
+        s = layers.Conv2D(4, 1)(s)
+        s = layers.Activation("hard_sigmoid")(s)
+        z = layers.Multiply()([y, s])
+        w = z * s
+        v = -((1.0 - w) / 6 - x)
+        v = 2.0 / (v * v + 1.0) + keras.ops.gelu(v, approximate=True)
+        o = layers.Dense(3, name="after")(layers.Flatten()(v))
+        theirs = keras.Model(i, o)
+        theirs.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+        ours, x_in = self.check_against_keras("operations", theirs, (6, 6, 3), 2.0)
+        # kx writes the operations back as Keras's nodes: Keras opens kx's file and predicts as kx does.
+        out = os.path.join(self.dir.name, "operations_from_kx.keras")
+        ours.save(out)
+        again = keras.models.load_model(out)
+        want = ours.predict(x_in).reshape(-1, 3)
+        np.testing.assert_allclose(again.predict(x_in, verbose=0), want, rtol=RTOL, atol=ATOL)
 
     @staticmethod
     def mobilenet(shape, alpha, policy="float32"):

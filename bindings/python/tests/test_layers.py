@@ -35,6 +35,8 @@ LAYER_CASES = {
     "Reshape": ((6,), dict(target_shape=(2, -1)), False),
     "LeakyReLU": ((2, 3), dict(negative_slope=0.1), False),
     "GlobalMaxPooling2D": ((4, 3, 2), {}, False),
+    "Multiply": ((4,), {}, True),
+    "TensorOperation": ((4,), dict(operation="Multiply", arguments=[None, 2.0]), False),
 }
 
 

@@ -28,4 +28,6 @@
   X(Reshape, "Reshape", "reshape", read_no_config, make_reshape_layer)                                         \
   X(LeakyReLU, "LeakyReLU", "leaky_re_lu", read_no_config, make_leaky_relu_layer)                              \
   X(GlobalMaxPooling2D, "GlobalMaxPooling2D", "global_max_pooling2d", read_no_config,                          \
-    make_global_max_pooling2d_layer)
+    make_global_max_pooling2d_layer)                                                                           \
+  X(Multiply, "Multiply", "multiply", read_no_config, make_multiply_layer)                                     \
+  X(TensorOperation, "TensorOperation", "tensor_operation", read_no_config, make_tensor_operation_layer)

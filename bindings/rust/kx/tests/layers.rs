@@ -1,6 +1,6 @@
 //! The Keras-shaped front: any layer kx lists, by class name and settings, in Sequential and
 //! functional models. Each listed class has a case here.
-use kx::{layer_classes, CompileOptions, Layer, Loss, Model, Strategy};
+use kx::{layer_classes, CompileOptions, Layer, Loss, Model, Strategy, Value};
 
 /// (input shape, the layer, whether it reads the input twice) for a class.
 fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
@@ -25,6 +25,12 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "Reshape" => (vec![6], l.set("target_shape", vec![2, -1]), false),
         "LeakyReLU" => (vec![2, 3], l.set("negative_slope", 0.1), false),
         "GlobalMaxPooling2D" => (vec![4, 3, 2], l, false),
+        "Multiply" => (vec![4], l, true),
+        "TensorOperation" => (
+            vec![4],
+            l.set("operation", "Multiply").set("arguments", Value::List(vec![Value::Null, Value::Number(2.0)])),
+            false,
+        ),
         _ => return None,
     })
 }

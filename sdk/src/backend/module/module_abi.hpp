@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 12;
+inline constexpr int32_t kInterfaceVersion = 13;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -206,6 +206,9 @@ constexpr layout::Text layout_text() {
             KX_FIELD(Window2d, k_h), KX_FIELD(Window2d, k_w), KX_FIELD(Window2d, stride_h),
             KX_FIELD(Window2d, stride_w), KX_FIELD(Window2d, pad_top), KX_FIELD(Window2d, pad_left),
             KX_FIELD(Window2d, out_h), KX_FIELD(Window2d, out_w));
+  KX_LAYOUT(BinaryShape, KX_FIELD(BinaryShape, op), KX_FIELD(BinaryShape, rank), KX_FIELD(BinaryShape, scalar_operand),
+            KX_FIELD(BinaryShape, scalar), KX_FIELD(BinaryShape, dims), KX_FIELD(BinaryShape, a_dims),
+            KX_FIELD(BinaryShape, b_dims));
   KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one));
   KX_LAYOUT(LossSums, KX_FIELD(LossSums, loss), KX_FIELD(LossSums, correct), KX_FIELD(LossSums, weight));
   KX_LAYOUT(OpQuery, KX_FIELD(OpQuery, op), KX_FIELD(OpQuery, window));
@@ -216,6 +219,7 @@ constexpr layout::Text layout_text() {
   KX_LAYOUT(Trans);
   KX_LAYOUT(Activation);
   KX_LAYOUT(Rounding);
+  KX_LAYOUT(BinaryOp);
   KX_LAYOUT(LossKind);
   KX_LAYOUT(AccuracyKind);
   KX_LAYOUT(CpuGemm);

@@ -5,6 +5,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
@@ -61,8 +62,14 @@ class Conv2dLayer final : public Layer {
     if (pointwise() || native(be)) return 0;
     return checked_product({rows, g_.out_h, g_.out_w, g_.patch()}, "Conv2D layer \"" + name() + "\"'s columns");
   }
-  // x for the kernel's gradient; y only for the activation's.
-  bool backward_reads_output() const override { return spec_.activation != Activation::None; }
+  // The pre-activation values, for an activation whose gradient needs them.
+  int64_t scratch_per_sample() const override {
+    return keeps_linear_output(spec_.activation) ? g_.out_h * g_.out_w * spec_.filters : 0;
+  }
+  // x for the kernel's gradient; y only for the activation's (unless it reads the kept values).
+  bool backward_reads_output() const override {
+    return spec_.activation != Activation::None && !keeps_linear_output(spec_.activation);
+  }
   Activation output_activation() const override { return spec_.activation; }
   // The GEMM rounds y (a ReLU of rounded values is rounded); another activation comes after it. A
   // native convolution (cuDNN) stores float32 sums: the layer rounds them itself.
@@ -72,10 +79,11 @@ class Conv2dLayer final : public Layer {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
     const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
+    float* z = linear_output(c, act);
     if (native(*c.be)) {
-      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
-      if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, c.y, c.y);
-      if (act != fused) c.be->activation_forward(act, positions, F, c.y);
+      c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, z);
+      if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, z, z);
+      if (act != fused) apply_activation(c, act, positions, F);
       return;
     }
     const float* columns = c.x;
@@ -85,17 +93,13 @@ class Conv2dLayer final : public Layer {
     }
     Epilogue ep{bias(c.w), fused};
     ep.rounding = c.rounding;
-    c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
-    if (act != fused) c.be->activation_forward(act, positions, F, c.y);
+    c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, z, F, ep);
+    if (act != fused) apply_activation(c, act, positions, F);
   }
 
   void backward(const LayerContext& c) const override {
     const int64_t F = spec_.filters, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
-    if (!c.fold_activation && spec_.activation != Activation::None) {
-      c.be->activation_backward(spec_.activation, positions, F, c.y, c.dy, c.dy);
-      if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
-        c.be->round_to(c.rounding, positions * F, c.dy, c.dy);
-    }
+    activation_gradient(c, spec_.activation, positions, F);
     if (native(*c.be)) {
       c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
       if (c.dw && c.rounding != backend::Rounding::None)
