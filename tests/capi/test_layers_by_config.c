@@ -75,6 +75,9 @@ static const layer_case kLayerCases[] = {
      "{\"class_name\": \"Conv2DTranspose\", \"config\": {\"filters\": 2, \"kernel_size\": 3, \"strides\": 2}}", 0},
     {"UpSampling2D", {3, 3, 2}, 3,
      "{\"class_name\": \"UpSampling2D\", \"config\": {\"interpolation\": \"bilinear\"}}", 0},
+    {"Multiply", {4}, 1, "{\"class_name\": \"Multiply\", \"config\": {}}", 1},
+    {"TensorOperation", {4}, 1,
+     "{\"class_name\": \"TensorOperation\", \"config\": {\"operation\": \"Multiply\", \"arguments\": [null, 2.0]}}", 0},
 };
 /* The layers without an ONNX form: their export is KX_E_UNSUPPORTED. */
 static const char* const kNotExportable[] = {"MultiHeadAttention"};

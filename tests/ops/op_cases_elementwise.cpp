@@ -1,6 +1,7 @@
 // The cases of the elementwise kernels, the optimizers' updates, rounding and the loss scale.
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -78,6 +79,131 @@ OpCall setup_relu_general_backward(OpIo& io) {
     const float* dy = io.in(io.random(count(n)));
     float* dx = io.out("dx slope " + std::to_string(r.slope) + " max " + std::to_string(r.max_value), count(n));
     calls.push_back([=](Backend& be) { be.relu_general_backward(n, r.slope, r.max_value, r.threshold, x, dy, dx); });
+  }
+  return in_order(std::move(calls));
+}
+
+namespace {
+
+// Every element-wise activation (all but softmax).
+std::vector<Activation> pointwise_activations() {
+  std::vector<Activation> out;
+  for (int a = 0; a < kActivationCount; ++a)
+    if (static_cast<Activation>(a) != Activation::Softmax) out.push_back(static_cast<Activation>(a));
+  return out;
+}
+
+// Random values, and the kinks and switches of the formulas: 0, relu6's 6, hard_sigmoid's -3 and 3,
+// softplus's thresholds near +-13.94.
+std::vector<float> activation_inputs(OpIo& io, int64_t n) {
+  std::vector<float> v = io.random(count(n), -8.0f, 8.0f);
+  const float special[] = {0.0f, 6.0f, -3.0f, 3.0f, -6.0f, 13.9f, 14.0f, -13.9f, -14.0f, 20.0f, -20.0f, -1e-3f};
+  for (size_t i = 0; i < std::size(special); ++i) v[i * 7] = special[i];
+  return v;
+}
+
+}  // namespace
+
+// Each activation into its own y, and one over its x (allowed to alias).
+OpCall setup_pointwise_activation_forward(OpIo& io) {
+  const int64_t n = 150;
+  std::vector<OpCall> calls;
+  for (Activation act : pointwise_activations()) {
+    const float* x = io.in(activation_inputs(io, n));
+    float* y = io.out(std::string("y ") + activation_name(act), count(n));
+    calls.push_back([=](Backend& be) { be.pointwise_activation_forward(act, n, x, y); });
+  }
+  float* in_place = io.inout("y over x gelu", activation_inputs(io, n));
+  calls.push_back([=](Backend& be) { be.pointwise_activation_forward(Activation::Gelu, n, in_place, in_place); });
+  return in_order(std::move(calls));
+}
+
+OpCall setup_pointwise_activation_backward(OpIo& io) {
+  const int64_t n = 150;
+  std::vector<OpCall> calls;
+  for (Activation act : pointwise_activations()) {
+    const float* x = io.in(activation_inputs(io, n));
+    const float* dy = io.in(io.random(count(n)));
+    float* dx = io.out(std::string("dx ") + activation_name(act), count(n));
+    calls.push_back([=](Backend& be) { be.pointwise_activation_backward(act, n, x, dy, dx); });
+  }
+  const float* x = io.in(activation_inputs(io, n));
+  float* in_place = io.inout("dx over dy hard_silu", io.random(count(n)));
+  calls.push_back([=](Backend& be) { be.pointwise_activation_backward(Activation::HardSilu, n, x, in_place, in_place); });
+  return in_order(std::move(calls));
+}
+
+namespace {
+
+// Squeeze-and-excite's (H, W, C) * (1, 1, C), broadcasting both ways, equal shapes, and a scalar on
+// either side.
+struct BinaryCase {
+  backend::BinaryOp op;
+  std::vector<int64_t> dims, a_dims, b_dims;
+  int32_t scalar_operand;
+};
+const BinaryCase kBinaryCases[] = {
+    {backend::BinaryOp::Multiply, {4, 5, 3}, {4, 5, 3}, {1, 1, 3}, -1},
+    {backend::BinaryOp::Add, {2, 4, 3}, {2, 1, 3}, {1, 4, 3}, -1},
+    {backend::BinaryOp::Subtract, {6}, {6}, {6}, -1},
+    {backend::BinaryOp::Divide, {3, 4}, {3, 4}, {3, 1}, -1},
+    {backend::BinaryOp::Subtract, {3, 4}, {1, 1}, {3, 4}, 0},
+    {backend::BinaryOp::Divide, {3, 4}, {3, 4}, {1, 1}, 1},
+};
+
+backend::BinaryShape binary_shape(const BinaryCase& c) {
+  backend::BinaryShape s;
+  s.op = c.op;
+  s.rank = static_cast<int32_t>(c.dims.size());
+  s.scalar_operand = c.scalar_operand;
+  s.scalar = 1.75f;
+  for (size_t k = 0; k < c.dims.size(); ++k) {
+    s.dims[k] = c.dims[k];
+    s.a_dims[k] = c.a_dims[k];
+    s.b_dims[k] = c.b_dims[k];
+  }
+  return s;
+}
+
+int64_t product(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+
+}  // namespace
+
+OpCall setup_binary_forward(OpIo& io) {
+  const int64_t rows = 3;
+  std::vector<OpCall> calls;
+  int k = 0;
+  for (const BinaryCase& c : kBinaryCases) {
+    const backend::BinaryShape s = binary_shape(c);
+    // Divisors away from zero.
+    const float* a = c.scalar_operand == 0 ? nullptr : io.in(io.random(count(rows * product(c.a_dims)), 0.5f, 2.0f));
+    const float* b = c.scalar_operand == 1 ? nullptr : io.in(io.random(count(rows * product(c.b_dims)), 0.5f, 2.0f));
+    float* out = io.out("out of case " + std::to_string(k++), count(rows * product(c.dims)));
+    calls.push_back([=](Backend& be) { be.binary_forward(s, rows, a, b, out); });
+  }
+  return in_order(std::move(calls));
+}
+
+OpCall setup_binary_backward(OpIo& io) {
+  const int64_t rows = 3;
+  std::vector<OpCall> calls;
+  int k = 0;
+  for (const BinaryCase& c : kBinaryCases) {
+    const backend::BinaryShape s = binary_shape(c);
+    const float* a = c.scalar_operand == 0 ? nullptr : io.in(io.random(count(rows * product(c.a_dims)), 0.5f, 2.0f));
+    const float* b = c.scalar_operand == 1 ? nullptr : io.in(io.random(count(rows * product(c.b_dims)), 0.5f, 2.0f));
+    const float* dy = io.in(io.random(count(rows * product(c.dims))));
+    for (int32_t which = 0; which < 2; ++which) {
+      if (which == c.scalar_operand) continue;
+      const std::string name = std::string(which == 0 ? "da" : "db") + " of case " + std::to_string(k);
+      float* d = io.out(name, count(rows * product(which == 0 ? c.a_dims : c.b_dims)));
+      calls.push_back([=](Backend& be) { be.binary_backward(s, rows, which, a, b, dy, d); });
+    }
+    ++k;
   }
   return in_order(std::move(calls));
 }

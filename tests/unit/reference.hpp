@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <numbers>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kx/error.hpp"
@@ -36,6 +38,25 @@ inline FloatBuffer to_buffer(const std::vector<float>& v) { return FloatBuffer(v
 inline Vec to_double(const float* p, size_t n) { return Vec(p, p + n); }
 
 // y[r, :] = act(x[r, :] W + b), all in double.
+// Keras 3's element-wise activations after softmax (relu6, silu, hard_silu, hard_sigmoid, gelu and its
+// tanh form, elu, leaky_relu, softplus) by their definitions, in float64.
+inline double keras_activation(Activation act, double x) {
+  const double hard_sigmoid = std::min(std::max(x + 3, 0.0), 6.0) / 6;
+  switch (act) {
+    case Activation::Relu6: return std::min(std::max(x, 0.0), 6.0);
+    case Activation::Silu: return x / (1 + std::exp(-x));
+    case Activation::HardSilu: return x * hard_sigmoid;
+    case Activation::HardSigmoid: return hard_sigmoid;
+    case Activation::Gelu: return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    case Activation::GeluTanh:
+      return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+    case Activation::Elu: return x < 0 ? std::expm1(x) : x;
+    case Activation::LeakyRelu: return x > 0 ? x : 0.2 * x;
+    case Activation::Softplus: return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    default: throw Error(Status::Internal, std::string("no element-wise reference for ") + activation_name(act));
+  }
+}
+
 inline Vec dense_forward(const Vec& x, const Vec& w, const Vec& b, int64_t rows, int64_t in, int64_t units,
                          Activation act) {
   Vec y(static_cast<size_t>(rows * units));
@@ -64,6 +85,9 @@ inline Vec dense_forward(const Vec& x, const Vec& w, const Vec& b, int64_t rows,
         for (int64_t u = 0; u < units; ++u) row[u] /= s;
         break;
       }
+      default:
+        for (int64_t u = 0; u < units; ++u) row[u] = keras_activation(act, row[u]);
+        break;
     }
   }
   return y;

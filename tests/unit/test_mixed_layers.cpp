@@ -430,6 +430,41 @@ TEST_P(MixedLayerTest, Dropout) {
   }
 }
 
+// Keras's activations after softmax, whose gradients come from the 16-bit x: dx is the float32
+// product rounded once.
+TEST_P(MixedLayerTest, KerasActivations) {
+  for (int a = static_cast<int>(Activation::Relu6); a < kActivationCount; ++a) {
+    const auto act = static_cast<Activation>(a);
+    SCOPED_TRACE(activation_name(act));
+    LayerSpec s = spec_of(LayerKind::Activation, "act");
+    s.activation = act;
+    auto layer = core::make_layer(s);
+    check_mixed(*layer, {{2, 4}}, 3, {}, r(), [&](const std::vector<Vec>& x, const Vec&) {
+      Vec y = x[0];
+      for (double& v : y) v = test::keras_activation(act, v);
+      return y;
+    });
+  }
+}
+
+// Squeeze-and-excite's broadcast product, and x * 2.5 + nothing else: a TensorOperation.
+TEST_P(MixedLayerTest, MultiplyAndTensorOperation) {
+  auto multiply = core::make_layer(spec_of(LayerKind::Multiply, "multiply"));
+  check_mixed(*multiply, {{3, 2}, {1, 2}}, 2, {}, r(), [](const std::vector<Vec>& x, const Vec&) {
+    Vec y(x[0].size());
+    for (size_t i = 0; i < y.size(); ++i) y[i] = x[0][i] * x[1][(i / 6) * 2 + i % 2];
+    return y;
+  });
+  LayerSpec op = spec_of(LayerKind::TensorOperation, "op");
+  op.config = R"({"operation": "Multiply", "arguments": [null, 2.5]})";
+  auto scaled = core::make_layer(op);
+  check_mixed(*scaled, {{5}}, 2, {}, r(), [](const std::vector<Vec>& x, const Vec&) {
+    Vec y = x[0];
+    for (double& v : y) v *= 2.5;
+    return y;
+  });
+}
+
 struct ActivationCase {
   Activation act;
   Rounding rounding;
@@ -507,7 +542,8 @@ TEST(MixedLayerModel, PredictStoresValuesOfTheTypeForEveryLayerKind) {
   norm.mean = {0.125f, -0.375f, 0.75f};
   norm.variance = {1.75f, 0.3125f, 2.875f};
   specs.push_back(norm);
-  for (Activation a : {Activation::Sigmoid, Activation::Tanh, Activation::Softmax}) {
+  for (Activation a : {Activation::Sigmoid, Activation::Tanh, Activation::Softmax, Activation::Silu, Activation::Gelu,
+                       Activation::Softplus}) {
     LayerSpec act = spec_of(LayerKind::Activation, "act");
     act.activation = a;
     specs.push_back(act);

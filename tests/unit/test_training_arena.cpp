@@ -72,7 +72,6 @@ Model every_reader(const Strategy& s) {
       "padding": "same"}})", {"r1"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "half", "pool_size": 2}})", {"r1"});
   m.add_layer(R"({"class_name": "UpSampling2D", "config": {"name": "up", "interpolation": "bilinear"}})", {"half"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled", "sep", "tr", "up"});
   m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq", "target_shape": [100, 6]}})", {"r1"});
   m.add_layer(R"({"class_name": "Conv1D", "config": {"name": "c1d", "filters": 4, "kernel_size": 3,
       "padding": "causal", "dilation_rate": 2, "activation": "tanh"}})", {"seq"});
@@ -80,6 +79,18 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "AveragePooling1D", "config": {"name": "ap1d", "pool_size": 3, "strides": 2}})",
               {"mp1d"});
   m.add_layer(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "gap1d"}})", {"ap1d"});
+  // Squeeze-and-excite with Keras's activations whose gradients read the kept pre-activation (swish in
+  // a depthwise convolution) or x (hard_sigmoid), the broadcast Multiply and an operation on tensors.
+  m.add_layer(R"({"class_name": "DepthwiseConv2D", "config": {"name": "dw_swish", "kernel_size": 3, "padding": "same",
+              "activation": "swish"}})",
+              {"r1"});
+  m.add_layer(R"({"class_name": "GlobalAveragePooling2D", "config": {"name": "squeeze", "keepdims": true}})", {"dw_swish"});
+  m.add_layer(R"({"class_name": "Activation", "config": {"name": "gate", "activation": "hard_sigmoid"}})", {"squeeze"});
+  m.add_layer(R"({"class_name": "Multiply", "config": {"name": "excite"}})", {"dw_swish", "gate"});
+  m.add_layer(R"({"class_name": "TensorOperation", "config": {"name": "flip", "operation": "Subtract",
+              "arguments": [1.0, null]}})",
+              {"excite"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled", "sep", "tr", "up", "flip"});
   m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
   m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});
@@ -90,7 +101,8 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "Dense", "config": {"name": "hidden", "units": 8, "activation": "relu"}})", {"both"});
   // Issue 35's: self-attention with dropout (its backward reads its inputs, and its scratch holds the
   // attention), a residual, layer normalisation (reads x) and Dense on a sequence.
-  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq_att", "target_shape": [4, 2]}})", {"hidden"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "gelu", "units": 8, "activation": "gelu"}})", {"hidden"});
+  m.add_layer(R"({"class_name": "Reshape", "config": {"name": "seq_att", "target_shape": [4, 2]}})", {"gelu"});
   m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2, "key_dim": 2,
                  "dropout": 0.1}, "kwargs": {"use_causal_mask": true}})",
               {"seq_att", "seq_att"});

@@ -46,6 +46,8 @@ var layerCases = map[string]layerCase{
 	"SeparableConv2D":        {[]int64{5, 5, 2}, NewLayer("SeparableConv2D", Config{"filters": 3, "kernel_size": 3, "padding": "same"}), false},
 	"Conv2DTranspose":        {[]int64{3, 3, 2}, NewLayer("Conv2DTranspose", Config{"filters": 2, "kernel_size": 3, "strides": 2}), false},
 	"UpSampling2D":           {[]int64{3, 3, 2}, NewLayer("UpSampling2D", Config{"interpolation": "bilinear"}), false},
+	"Multiply":               {[]int64{4}, NewLayer("Multiply", nil), true},
+	"TensorOperation":        {[]int64{4}, NewLayer("TensorOperation", Config{"operation": "Multiply", "arguments": []any{nil, 2.0}}), false},
 }
 
 // Layers without an ONNX form: their export fails with Unsupported.

@@ -912,6 +912,24 @@ class applications:  # noqa: N801 (keras.applications' spelling)
                             classifier_activation=classifier_activation)
 
     @staticmethod
+    def MobileNetV3Small(input_shape=(224, 224, 3), alpha=1.0, minimalistic=False, include_top=True,  # noqa: N802
+                         weights=None, classes=1000, pooling=None, dropout_rate=0.2,
+                         classifier_activation="softmax", include_preprocessing=True, strategy=None):
+        return _application("MobileNetV3Small", strategy, input_shape=input_shape, alpha=alpha,
+                            minimalistic=minimalistic, include_top=include_top, weights=weights, classes=classes,
+                            pooling=pooling, dropout_rate=dropout_rate, classifier_activation=classifier_activation,
+                            include_preprocessing=include_preprocessing)
+
+    @staticmethod
+    def MobileNetV3Large(input_shape=(224, 224, 3), alpha=1.0, minimalistic=False, include_top=True,  # noqa: N802
+                         weights=None, classes=1000, pooling=None, dropout_rate=0.2,
+                         classifier_activation="softmax", include_preprocessing=True, strategy=None):
+        return _application("MobileNetV3Large", strategy, input_shape=input_shape, alpha=alpha,
+                            minimalistic=minimalistic, include_top=include_top, weights=weights, classes=classes,
+                            pooling=pooling, dropout_rate=dropout_rate, classifier_activation=classifier_activation,
+                            include_preprocessing=include_preprocessing)
+
+    @staticmethod
     def ResNet50(include_top=True, weights=None, input_shape=(224, 224, 3), classes=1000, strategy=None):  # noqa: N802
         return _application("ResNet50", strategy, include_top=include_top, weights=weights, input_shape=input_shape,
                             classes=classes)

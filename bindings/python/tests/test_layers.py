@@ -44,6 +44,8 @@ LAYER_CASES = {
     "SeparableConv2D": ((5, 5, 2), dict(filters=3, kernel_size=3, padding="same"), False),
     "Conv2DTranspose": ((3, 3, 2), dict(filters=2, kernel_size=3, strides=2), False),
     "UpSampling2D": ((3, 3, 2), dict(interpolation="bilinear"), False),
+    "Multiply": ((4,), {}, True),
+    "TensorOperation": ((4,), dict(operation="Multiply", arguments=[None, 2.0]), False),
 }
 # Layers without an ONNX form: their export raises kx.Error (KX_E_UNSUPPORTED).
 NOT_EXPORTABLE = {"MultiHeadAttention"}

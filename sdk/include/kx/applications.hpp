@@ -32,7 +32,27 @@ struct MobileNetV2Options {
 // depthwise convolution and 1x1 projection, ReLU6 throughout. Uncompiled; throws InvalidArgument.
 Model mobilenet_v2(const Strategy& strategy, const MobileNetV2Options& options = {});
 
-// An application by Keras's class name ("ResNet50", "MobileNetV2") with its keyword arguments as a
+// keras.applications.MobileNetV3Small / MobileNetV3Large's settings (Keras's defaults).
+struct MobileNetV3Options {
+  bool large = false;                 // MobileNetV3Large, else MobileNetV3Small
+  double alpha = 1.0;                 // width: filters of every block scaled, rounded to multiples of 8
+  bool minimalistic = false;          // 3x3 kernels, relu, no squeeze-and-excite
+  Shape input_shape{224, 224, 3};     // (height, width, channels), at least 32x32
+  bool include_top = true;            // pooling, two 1x1 convolutions to `classes`, flatten, activation
+  std::string pooling;                // without the top: "" (the feature map), "avg" or "max"
+  int64_t classes = 1000;
+  double dropout_rate = 0.2;          // before the logits (0: no Dropout layer)
+  std::string classifier_activation = "softmax";
+  bool include_preprocessing = true;  // a Rescaling from [0, 255] to [-1, 1] first
+};
+
+// MobileNetV3 (Howard et al. 2019) with Keras's layers and names (conv, conv_bn, expanded_conv_depthwise,
+// expanded_conv_1_expand, ..., expanded_conv_3_squeeze_excite_mul, conv_1, conv_2, logits, predictions):
+// inverted residual blocks with hard_swish and squeeze-and-excite (hard_sigmoid as Keras writes it, two
+// operations on tensors around a ReLU6). Uncompiled; throws InvalidArgument.
+Model mobilenet_v3(const Strategy& strategy, const MobileNetV3Options& options = {});
+
+// An application by Keras's class name ("ResNet50", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large") with its keyword arguments as a
 // JSON object ({"alpha": 0.5, "input_shape": [96, 96, 3], "classes": 10}; absent keys take Keras's
 // defaults; "weights" may only be null). InvalidArgument names an unknown application or argument.
 Model application(const Strategy& strategy, const std::string& name, const std::string& options_json);

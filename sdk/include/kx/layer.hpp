@@ -8,15 +8,36 @@
 
 namespace kx {
 
-enum class Activation { None = 0, Relu = 1, Sigmoid = 2, Tanh = 3, Softmax = 4 };
+// Keras 3's activations by their names (activation_name): relu6, silu (alias swish), hard_silu (alias
+// hard_swish), hard_sigmoid (relu6(x + 3) / 6), gelu (the erf form, Keras's default), gelu with
+// approximate=True (the tanh form, which only the gelu op's config can ask for), elu (alpha 1),
+// leaky_relu (negative slope 0.2) and softplus.
+enum class Activation {
+  None = 0,
+  Relu = 1,
+  Sigmoid = 2,
+  Tanh = 3,
+  Softmax = 4,
+  Relu6 = 5,
+  Silu = 6,
+  HardSilu = 7,
+  HardSigmoid = 8,
+  Gelu = 9,
+  GeluTanh = 10,
+  Elu = 11,
+  LeakyRelu = 12,
+  Softplus = 13,
+};
 // How many activations there are: a new one goes last, and is named here.
-inline constexpr int kActivationCount = static_cast<int>(Activation::Softmax) + 1;
+inline constexpr int kActivationCount = static_cast<int>(Activation::Softplus) + 1;
 constexpr bool is_valid(Activation a) {
   return static_cast<int>(a) >= 0 && static_cast<int>(a) < kActivationCount;
 }
 
 const char* activation_name(Activation a);
-// "relu" -> Relu ...; throws InvalidArgument for an unknown name.
+// "relu" -> Relu ... (Keras's aliases too: "swish", "hard_swish"); throws InvalidArgument for an
+// unknown name. GeluTanh has no name in Keras: activation_name gives "gelu_approximate", which
+// activation_from_name refuses (the gelu op node with approximate=True is its only source).
 Activation activation_from_name(const std::string& name);
 
 // Every layer kx has, in the order of kx/layer_list.hpp (a new layer is a row there).

@@ -40,4 +40,6 @@
     make_global_average_pooling1d_layer)                                                                       \
   X(SeparableConv2D, "SeparableConv2D", "separable_conv2d", read_no_config, make_separable_conv2d_layer)       \
   X(Conv2DTranspose, "Conv2DTranspose", "conv2d_transpose", read_no_config, make_conv2d_transpose_layer)       \
-  X(UpSampling2D, "UpSampling2D", "up_sampling2d", read_no_config, make_up_sampling2d_layer)
+  X(UpSampling2D, "UpSampling2D", "up_sampling2d", read_no_config, make_up_sampling2d_layer)                   \
+  X(Multiply, "Multiply", "multiply", read_no_config, make_multiply_layer)                                     \
+  X(TensorOperation, "TensorOperation", "tensor_operation", read_no_config, make_tensor_operation_layer)

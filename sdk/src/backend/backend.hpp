@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "backend/backend_ops.hpp"
+#include "backend/binary_op_math.hpp"
 #include "backend/rounding_math.hpp"
 #include "kx/error.hpp"
 #include "kx/layer.hpp"

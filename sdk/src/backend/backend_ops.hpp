@@ -21,9 +21,10 @@
     (ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep))                                                         \
   /* The GEMMs of g (backend.hpp's BatchedGemm): attention's products, per sample and head. */                    \
   X(gemm_batched, (const BatchedGemm& g, const float* A, const float* B, float* C), (g, A, B, C))                \
-  /* In place over rows x cols (softmax over each row). */                                                       \
+  /* In place over rows x cols (softmax over each row); every activation. */                                     \
   X(activation_forward, (Activation act, int64_t rows, int64_t cols, float* y), (act, rows, cols, y))            \
-  /* dz = dL/dz from the activation's output y and dy = dL/dy; dz may alias dy. */                               \
+  /* dz = dL/dz from the activation's output y and dy = dL/dy; dz may alias dy. Only the activations up          \
+     to softmax: the others' gradients need their input (pointwise_activation_backward). */                      \
   X(activation_backward,                                                                                         \
     (Activation act, int64_t rows, int64_t cols, const float* y, const float* dy, float* dz),                    \
     (act, rows, cols, y, dy, dz))                                                                                \
@@ -133,6 +134,22 @@
     (int64_t n, float negative_slope, float max_value, float threshold, const float* x, const float* dy,         \
      float* dx),                                                                                                 \
     (n, negative_slope, max_value, threshold, x, dy, dx))                                                        \
+  /* y[i] = act(x[i]), act element-wise (pointwise_activation_math.hpp; softmax is refused); y may               \
+     alias x. */                                                                                                 \
+  X(pointwise_activation_forward, (Activation act, int64_t n, const float* x, float* y), (act, n, x, y))         \
+  /* dx[i] = dy[i] times act's derivative at x[i] (the activation's input); dx may alias dy. */                  \
+  X(pointwise_activation_backward, (Activation act, int64_t n, const float* x, const float* dy, float* dx),      \
+    (act, n, x, dy, dx))                                                                                         \
+  /* out[r, p] = a op b of sample r with NumPy's broadcasting, or of a tensor and s.scalar                       \
+     (binary_op_math.hpp); out may not alias a or b. */                                                          \
+  X(binary_forward, (const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out),            \
+    (s, rows, a, b, out))                                                                                        \
+  /* d (overwritten) = dL/d(operand `which`: 0 for a, 1 for b) from dy, summed over the axes it is               \
+     broadcast along; a and b are read only where the operation's derivative needs them. */                      \
+  X(binary_backward,                                                                                             \
+    (const BinaryShape& s, int64_t rows, int32_t which, const float* a, const float* b, const float* dy,          \
+     float* d),                                                                                                  \
+    (s, rows, which, a, b, dy, d))                                                                               \
   /* y[i] = x[i] * scale + offset, rounded after each operation (Keras's Rescaling); y may alias x. */           \
   X(scale_shift, (int64_t n, float scale, float offset, const float* x, float* y), (n, scale, offset, x, y))     \
   /* out[i] = a[i] * b[i] */                                                                                     \

@@ -1,6 +1,6 @@
 //! The Keras-shaped front: any layer kx lists, by class name and settings, in Sequential and
 //! functional models. Each listed class has a case here.
-use kx::{layer_classes, CompileOptions, Layer, Loss, Model, Strategy};
+use kx::{layer_classes, CompileOptions, Layer, Loss, Model, Strategy, Value};
 
 /// (input shape, the layer, whether it reads the input twice) for a class.
 fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
@@ -34,6 +34,12 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "SeparableConv2D" => (vec![5, 5, 2], l.set("filters", 3).set("kernel_size", 3).set("padding", "same"), false),
         "Conv2DTranspose" => (vec![3, 3, 2], l.set("filters", 2).set("kernel_size", 3).set("strides", 2), false),
         "UpSampling2D" => (vec![3, 3, 2], l.set("interpolation", "bilinear"), false),
+        "Multiply" => (vec![4], l, true),
+        "TensorOperation" => (
+            vec![4],
+            l.set("operation", "Multiply").set("arguments", Value::List(vec![Value::Null, Value::Number(2.0)])),
+            false,
+        ),
         _ => return None,
     })
 }

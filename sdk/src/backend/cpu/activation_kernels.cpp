@@ -4,6 +4,7 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
+#include "backend/pointwise_activation_math.hpp"
 #include "backend/seed_mix.hpp"
 
 namespace kx::backend::cpu {
@@ -64,6 +65,47 @@ KX_CLONES void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n,
     const float u = dropout_uniform(seed, static_cast<uint64_t>(first + i));
     mask[i] = u >= rate ? keep_scale : 0.0f;
     y[i] = x[i] * mask[i];
+  }
+}
+
+namespace {
+
+// One loop per activation, so that none tests which activation it is per element.
+template <Activation A>
+inline void forward_span(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = pointwise_activation(A, x[i]);
+}
+template <Activation A>
+inline void backward_span(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = pointwise_activation_backward(A, x[i], dy[i]);
+}
+
+#define KX_EACH_POINTWISE_ACTIVATION(X) \
+  X(None) X(Relu) X(Sigmoid) X(Tanh) X(Relu6) X(Silu) X(HardSilu) X(HardSigmoid) X(Gelu) X(GeluTanh) X(Elu) \
+  X(LeakyRelu) X(Softplus)
+
+}  // namespace
+
+KX_CLONES void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
+  switch (act) {
+#define KX_FORWARD_CASE(a) \
+  case Activation::a: return forward_span<Activation::a>(n, x, y);
+    KX_EACH_POINTWISE_ACTIVATION(KX_FORWARD_CASE)
+#undef KX_FORWARD_CASE
+    case Activation::Softmax: break;
+  }
+}
+
+KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
+                                                  float* dx) {
+  switch (act) {
+#define KX_BACKWARD_CASE(a) \
+  case Activation::a: return backward_span<Activation::a>(n, x, dy, dx);
+    KX_EACH_POINTWISE_ACTIVATION(KX_BACKWARD_CASE)
+#undef KX_BACKWARD_CASE
+    case Activation::Softmax: break;
   }
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kx/layer.hpp"
+
 namespace kx::backend::cpu {
 
 // dz = y > 0 ? dy : 0 (dz may be dy).
@@ -15,5 +17,9 @@ void relu_general_backward_span(int64_t n, float slope, float max_value, float t
                                 const float* dy, float* dx);
 // Inverted dropout of elements first .. first + n of a counter-based stream keyed by seed.
 void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask, float* y);
+
+// y = act(x) and dx = dy * act'(x), act element-wise (pointwise_activation_math.hpp); y may be x, dx dy.
+void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y);
+void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy, float* dx);
 
 }  // namespace kx::backend::cpu

@@ -124,6 +124,17 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
         for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(y[i]);
         return;
+      case Activation::Relu6:
+      case Activation::Silu:
+      case Activation::HardSilu:
+      case Activation::HardSigmoid:
+      case Activation::Gelu:
+      case Activation::GeluTanh:
+      case Activation::Elu:
+      case Activation::LeakyRelu:
+      case Activation::Softplus:
+        pointwise_activation_forward(act, n, y, y);
+        return;
       case Activation::Softmax:
 #pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
         for (int64_t r = 0; r < rows; ++r) {
@@ -156,6 +167,9 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
         for (int64_t i = 0; i < n; ++i) dz[i] = tanh_backward(y[i], dy[i]);
         return;
+      default:
+        fail(Status::Internal, std::string("the gradient of ") + activation_name(act) +
+                                   " needs its input: pointwise_activation_backward");
       case Activation::Softmax:
 #pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
         for (int64_t r = 0; r < rows; ++r) {
@@ -274,6 +288,25 @@ class CpuBackend final : public Backend {
       relu_general_backward_span(e - b, slope, max_value, threshold, x + b, dy + b, dx + b);
     });
   }
+  void pointwise_activation_forward(Activation act, int64_t n, const float* x, float* y) override {
+    require_pointwise(act);
+    for_spans(n, [&](int64_t b, int64_t e) { pointwise_activation_span(act, e - b, x + b, y + b); });
+  }
+  void pointwise_activation_backward(Activation act, int64_t n, const float* x, const float* dy, float* dx) override {
+    require_pointwise(act);
+    for_spans(n, [&](int64_t b, int64_t e) { pointwise_activation_backward_span(act, e - b, x + b, dy + b, dx + b); });
+  }
+  void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out) override {
+    const int64_t size = binary::size_of(s.dims, s.rank), n = rows * size;
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
+    for (int64_t i = 0; i < n; ++i) out[i] = binary::forward_at(s, a, b, i / size, i % size);
+  }
+  void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const float* a, const float* b,
+                       const float* dy, float* d) override {
+    const int64_t size = binary::size_of(which == 0 ? s.a_dims : s.b_dims, s.rank), n = rows * size;
+#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements / 64)
+    for (int64_t i = 0; i < n; ++i) d[i] = binary::gradient_at(s, which, a, b, dy, i / size, i % size);
+  }
   void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + offset;
@@ -387,6 +420,10 @@ class CpuBackend final : public Backend {
  private:
   static constexpr size_t kAlignment = 64;
 
+  static void require_pointwise(Activation act) {
+    require(is_valid(act) && act != Activation::Softmax, Status::Internal,
+            "pointwise activation kernels take element-wise activations, not " + std::to_string(static_cast<int>(act)));
+  }
   // fn(begin, end) over one span per thread, in whole cache lines so no two threads write the same
   // line; a single span below the parallel threshold.
   template <class Fn>

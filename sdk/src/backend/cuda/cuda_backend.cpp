@@ -17,6 +17,7 @@
 #include "backend/cuda/cudnn_conv.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/lt_gemm.hpp"
+#include "backend/pointwise_activation_math.hpp"
 #include "backend/module/module_export.hpp"
 
 namespace kx::backend::cuda {
@@ -111,6 +112,9 @@ class CudaBackend final : public Backend {
   }
   void activation_backward(Activation act, int64_t rows, int64_t cols, const float* y, const float* dy,
                            float* dz) override {
+    require(!activation_grad_reads_input(act), Status::Internal,
+            "the gradient of activation " + std::to_string(static_cast<int>(act)) +
+                " needs its input: pointwise_activation_backward");
     use_device();
     cuda::activation_backward(stream_, act, rows, cols, y, dy, dz);
     launched("activation gradient");
@@ -267,6 +271,29 @@ class CudaBackend final : public Backend {
     use_device();
     cuda::relu_general_backward(stream_, n, slope, max_value, threshold, x, dy, dx);
     launched("ReLU gradient");
+  }
+  void pointwise_activation_forward(Activation act, int64_t n, const float* x, float* y) override {
+    require(is_valid(act) && act != Activation::Softmax, Status::Internal, "softmax is not element-wise");
+    use_device();
+    cuda::pointwise_activation_forward(stream_, act, n, x, y);
+    launched("activation");
+  }
+  void pointwise_activation_backward(Activation act, int64_t n, const float* x, const float* dy, float* dx) override {
+    require(is_valid(act) && act != Activation::Softmax, Status::Internal, "softmax is not element-wise");
+    use_device();
+    cuda::pointwise_activation_backward(stream_, act, n, x, dy, dx);
+    launched("activation gradient");
+  }
+  void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out) override {
+    use_device();
+    cuda::binary_forward(stream_, s, rows, a, b, out);
+    launched("element-wise operation");
+  }
+  void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const float* a, const float* b,
+                       const float* dy, float* d) override {
+    use_device();
+    cuda::binary_backward(stream_, s, rows, which, a, b, dy, d);
+    launched("element-wise operation gradient");
   }
   void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
     use_device();

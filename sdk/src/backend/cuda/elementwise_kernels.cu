@@ -3,10 +3,12 @@
 #include <cmath>
 
 #include "backend/activation_math.hpp"
+#include "backend/binary_op_math.hpp"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/loss_math.hpp"
 #include "backend/optimizer_math.hpp"
+#include "backend/pointwise_activation_math.hpp"
 #include "backend/seed_mix.hpp"
 
 namespace kx::backend::cuda {
@@ -98,6 +100,30 @@ __global__ void relu_general_backward_kernel(int64_t n, float slope, float max_v
                                              const float* dy, float* dx) {
   KX_GRID_STRIDE(i, n) dx[i] = backend::relu_general_backward(x[i], dy[i], slope, max_value, threshold);
 }
+// One kernel per activation (a template), so that none tests which activation it is per element.
+template <Activation A>
+__global__ void pointwise_activation_kernel(int64_t n, const float* x, float* y) {
+  KX_GRID_STRIDE(i, n) y[i] = pointwise_activation(A, x[i]);
+}
+template <Activation A>
+__global__ void pointwise_activation_backward_kernel(int64_t n, const float* x, const float* dy, float* dx) {
+  KX_GRID_STRIDE(i, n) dx[i] = backend::pointwise_activation_backward(A, x[i], dy[i]);
+}
+
+__global__ void binary_forward_kernel(BinaryShape shape, int64_t size, int64_t n, const float* a, const float* b,
+                                      float* out) {
+  KX_GRID_STRIDE(i, n) out[i] = binary::forward_at(shape, a, b, i / size, i % size);
+}
+// One thread per element of the operand: its broadcast positions summed in the CPU's order.
+__global__ void binary_backward_kernel(BinaryShape shape, int32_t which, int64_t size, int64_t n, const float* a,
+                                       const float* b, const float* dy, float* d) {
+  KX_GRID_STRIDE(i, n) d[i] = binary::gradient_at(shape, which, a, b, dy, i / size, i % size);
+}
+
+#define KX_EACH_POINTWISE_ACTIVATION(X) \
+  X(None) X(Relu) X(Sigmoid) X(Tanh) X(Relu6) X(Silu) X(HardSilu) X(HardSigmoid) X(Gelu) X(GeluTanh) X(Elu) \
+  X(LeakyRelu) X(Softplus)
+
 __global__ void scale_shift_kernel(int64_t n, float scale, float offset, const float* x, float* y) {
   KX_GRID_STRIDE(i, n) y[i] = add_rn(mul_rn(x[i], scale), offset);
 }
@@ -207,6 +233,7 @@ void activation_forward(cudaStream_t s, Activation act, int64_t rows, int64_t co
     case Activation::Sigmoid: sigmoid_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y); return;
     case Activation::Tanh: tanh_kernel<<<blocks_for(n), kThreads, 0, s>>>(n, y); return;
     case Activation::Softmax: softmax_kernel<<<warp_blocks(rows), kThreads, 0, s>>>(rows, cols, y); return;
+    default: pointwise_activation_forward(s, act, n, y, y); return;  // the activations after softmax
   }
 }
 
@@ -224,7 +251,44 @@ void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t c
     case Activation::Softmax:
       softmax_backward_kernel<<<warp_blocks(rows), kThreads, 0, s>>>(rows, cols, y, dy, dz);
       return;
+    default: return;  // the activations after softmax need their input: refused by the caller
   }
+}
+
+void pointwise_activation_forward(cudaStream_t s, Activation act, int64_t n, const float* x, float* y) {
+  if (n == 0) return;
+  switch (act) {
+#define KX_FORWARD_CASE(a) \
+  case Activation::a: pointwise_activation_kernel<Activation::a><<<blocks_for(n), kThreads, 0, s>>>(n, x, y); return;
+    KX_EACH_POINTWISE_ACTIVATION(KX_FORWARD_CASE)
+#undef KX_FORWARD_CASE
+    case Activation::Softmax: return;  // refused by the caller
+  }
+}
+
+void pointwise_activation_backward(cudaStream_t s, Activation act, int64_t n, const float* x, const float* dy,
+                                   float* dx) {
+  if (n == 0) return;
+  switch (act) {
+#define KX_BACKWARD_CASE(a)                                                                                 \
+  case Activation::a:                                                                                      \
+    pointwise_activation_backward_kernel<Activation::a><<<blocks_for(n), kThreads, 0, s>>>(n, x, dy, dx); \
+    return;
+    KX_EACH_POINTWISE_ACTIVATION(KX_BACKWARD_CASE)
+#undef KX_BACKWARD_CASE
+    case Activation::Softmax: return;  // refused by the caller
+  }
+}
+
+void binary_forward(cudaStream_t s, const BinaryShape& shape, int64_t rows, const float* a, const float* b,
+                    float* out) {
+  const int64_t size = binary::size_of(shape.dims, shape.rank), n = rows * size;
+  if (n) binary_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(shape, size, n, a, b, out);
+}
+void binary_backward(cudaStream_t s, const BinaryShape& shape, int64_t rows, int32_t which, const float* a,
+                     const float* b, const float* dy, float* d) {
+  const int64_t size = binary::size_of(which == 0 ? shape.a_dims : shape.b_dims, shape.rank), n = rows * size;
+  if (n) binary_backward_kernel<<<blocks_for(n), kThreads, 0, s>>>(shape, which, size, n, a, b, dy, d);
 }
 
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu) {

@@ -67,6 +67,15 @@ void relu_general_forward(cudaStream_t s, int64_t n, float slope, float max_valu
                           float* y);
 void relu_general_backward(cudaStream_t s, int64_t n, float slope, float max_value, float threshold, const float* x,
                            const float* dy, float* dx);
+// y = act(x), dx = dy * act'(x) for an element-wise activation (not softmax).
+void pointwise_activation_forward(cudaStream_t s, Activation act, int64_t n, const float* x, float* y);
+void pointwise_activation_backward(cudaStream_t s, Activation act, int64_t n, const float* x, const float* dy,
+                                   float* dx);
+// out = a op b with broadcasting; d = the gradient of operand `which` (binary_op_math.hpp).
+void binary_forward(cudaStream_t s, const BinaryShape& shape, int64_t rows, const float* a, const float* b,
+                    float* out);
+void binary_backward(cudaStream_t s, const BinaryShape& shape, int64_t rows, int32_t which, const float* a,
+                     const float* b, const float* dy, float* d);
 void scale_shift(cudaStream_t s, int64_t n, float scale, float offset, const float* x, float* y);
 void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* out);
 void bias_add(cudaStream_t s, int64_t rows, int64_t cols, const float* bias, float* y);

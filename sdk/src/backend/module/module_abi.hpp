@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 15;
+inline constexpr int32_t kInterfaceVersion = 16;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -218,6 +218,9 @@ constexpr layout::Text layout_text() {
             KX_FIELD(Upsample2d, size_h), KX_FIELD(Upsample2d, size_w), KX_FIELD(Upsample2d, interpolation));
   KX_LAYOUT(RmsPropConstants, KX_FIELD(RmsPropConstants, rho), KX_FIELD(RmsPropConstants, one_minus_rho),
             KX_FIELD(RmsPropConstants, momentum), KX_FIELD(RmsPropConstants, epsilon));
+  KX_LAYOUT(BinaryShape, KX_FIELD(BinaryShape, op), KX_FIELD(BinaryShape, rank), KX_FIELD(BinaryShape, scalar_operand),
+            KX_FIELD(BinaryShape, scalar), KX_FIELD(BinaryShape, dims), KX_FIELD(BinaryShape, a_dims),
+            KX_FIELD(BinaryShape, b_dims));
   KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one),
             KX_FIELD(StepValues, base_learning_rate));
   KX_LAYOUT(LossSums, KX_FIELD(LossSums, loss), KX_FIELD(LossSums, correct), KX_FIELD(LossSums, weight));
@@ -230,6 +233,7 @@ constexpr layout::Text layout_text() {
   KX_LAYOUT(Activation);
   KX_LAYOUT(Rounding);
   KX_LAYOUT(Interpolation);
+  KX_LAYOUT(BinaryOp);
   KX_LAYOUT(LossKind);
   KX_LAYOUT(AccuracyKind);
   KX_LAYOUT(CpuGemm);

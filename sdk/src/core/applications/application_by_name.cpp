@@ -57,7 +57,28 @@ Model application(const Strategy& strategy, const std::string& name, const std::
       o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
     return mobilenet_v2(strategy, o);
   }
-  fail(Status::InvalidArgument, "unknown application \"" + name + "\" (ResNet50, MobileNetV2)");
+  if (name == "MobileNetV3Small" || name == "MobileNetV3Large") {
+    require_known(options,
+                  {"alpha", "minimalistic", "include_top", "weights", "input_shape", "pooling", "classes", "dropout_rate",
+                   "classifier_activation", "include_preprocessing"},
+                  name);
+    MobileNetV3Options o;
+    o.large = name == "MobileNetV3Large";
+    if (const Value* v = options.find("alpha")) o.alpha = v->as_number(name + " alpha");
+    if (const Value* v = options.find("minimalistic")) o.minimalistic = v->as_bool(name + " minimalistic");
+    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
+    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
+    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
+    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
+    if (const Value* v = options.find("dropout_rate")) o.dropout_rate = v->as_number(name + " dropout_rate");
+    if (const Value* v = options.find("classifier_activation"))
+      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+    if (const Value* v = options.find("include_preprocessing"))
+      o.include_preprocessing = v->as_bool(name + " include_preprocessing");
+    return mobilenet_v3(strategy, o);
+  }
+  fail(Status::InvalidArgument,
+       "unknown application \"" + name + "\" (ResNet50, MobileNetV2, MobileNetV3Small, MobileNetV3Large)");
 }
 
 }  // namespace kx::applications

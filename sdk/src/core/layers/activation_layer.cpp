@@ -1,5 +1,6 @@
 // Activation: an activation function as a layer of its own (y = act(x)).
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
@@ -20,14 +21,23 @@ class ActivationLayer final : public Layer {
   bool rounds_input_grads(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
 
   void forward(const LayerContext& c) const override {
+    if (!c.fold_activation && keeps_linear_output(spec_.activation)) {
+      c.be->pointwise_activation_forward(spec_.activation, c.rows * size_, c.x, c.y);
+      return;
+    }
     c.be->copy(c.rows * size_, c.x, c.y);
     if (!c.fold_activation) c.be->activation_forward(spec_.activation, c.rows * size_ / cols_, cols_, c.y);
   }
-  bool backward_reads_input() const override { return false; }  // the gradient comes from y
+  // The gradient comes from y, or for swish, gelu ... from x.
+  bool backward_reads_input() const override { return keeps_linear_output(spec_.activation); }
+  bool backward_reads_output() const override { return !keeps_linear_output(spec_.activation); }
   void backward(const LayerContext& c) const override {
     if (!c.dx) return;
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;
-    c.be->activation_backward(act, c.rows * size_ / cols_, cols_, c.y, c.dy, c.dx);
+    if (keeps_linear_output(act))
+      c.be->pointwise_activation_backward(act, c.rows * size_, c.x, c.dy, c.dx);
+    else
+      c.be->activation_backward(act, c.rows * size_ / cols_, cols_, c.y, c.dy, c.dx);
   }
   // "linear" returns its input's value: the layer's output is that value (as Dropout's).
   void export_onnx(OnnxLayerExport& e) const override {

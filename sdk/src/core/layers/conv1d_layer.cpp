@@ -6,6 +6,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "core/layers/windowed_conv.hpp"
 #include "kx/error.hpp"
@@ -107,7 +108,15 @@ class Conv1dLayer final : public Layer {
   int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
     return conv_.workspace_floats_on(be, rows, "Conv1D layer \"" + name() + "\"");
   }
-  bool backward_reads_output() const override { return s_.activation != Activation::None; }
+  // The pre-activation values, for an activation whose gradient needs them.
+  int64_t scratch_per_sample() const override {
+    const backend::Window2d& g = conv_.window();
+    return keeps_linear_output(s_.activation) ? g.out_h * g.out_w * s_.filters : 0;
+  }
+  // x for the kernel's gradient; y only for the activation's (unless it reads the kept values).
+  bool backward_reads_output() const override {
+    return s_.activation != Activation::None && !keeps_linear_output(s_.activation);
+  }
   Activation output_activation() const override { return s_.activation; }
   bool rounds_output(bool fold) const override { return conv_.rounds_output(fold); }
 

@@ -5,6 +5,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "core/layers/windowed_conv.hpp"
 #include "kx/error.hpp"
@@ -58,8 +59,14 @@ class Conv2dLayer final : public Layer {
   int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
     return conv_.workspace_floats_on(be, rows, "Conv2D layer \"" + name() + "\"");
   }
-  // x for the kernel's gradient; y only for the activation's.
-  bool backward_reads_output() const override { return spec_.activation != Activation::None; }
+  // The pre-activation values, for an activation whose gradient needs them.
+  int64_t scratch_per_sample() const override {
+    return keeps_linear_output(spec_.activation) ? g_.out_h * g_.out_w * spec_.filters : 0;
+  }
+  // x for the kernel's gradient; y only for the activation's (unless it reads the kept values).
+  bool backward_reads_output() const override {
+    return spec_.activation != Activation::None && !keeps_linear_output(spec_.activation);
+  }
   Activation output_activation() const override { return spec_.activation; }
   bool rounds_output(bool fold) const override { return conv_.rounds_output(fold); }
 

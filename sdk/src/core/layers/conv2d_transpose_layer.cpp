@@ -9,6 +9,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
@@ -45,6 +46,12 @@ TransposeSettings read_settings(const LayerSpec& spec) {
     s.output_padding = size_pair_from_json(*v, what + " output_padding");
   if (const json::Value* v = config.find("use_bias")) s.use_bias = v->as_bool(what + " use_bias");
   if (const json::Value* v = config.find("activation")) s.activation = activation_from_json(*v, what + " activation");
+  // Its activation is differentiated from the output: those whose gradient needs their input (swish,
+  // gelu, ...) come as a layer of their own.
+  if (keeps_linear_output(s.activation))
+    throw Error(Status::Unsupported, what + ": activation \"" + activation_name(s.activation) +
+                                         "\" inside Conv2DTranspose is not supported; add Activation(\"" +
+                                         activation_name(s.activation) + "\") after it");
   if (const json::Value* v = config.find("data_format"); v && !v->is_null())
     require(v->as_string(what + " data_format") == "channels_last", Status::Unsupported,
             what + ": only data_format \"channels_last\" is supported");

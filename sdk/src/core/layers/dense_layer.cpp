@@ -3,6 +3,7 @@
 // axis, every position alike (Keras's Dense on a sequence [steps, features] -> [steps, units]).
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
@@ -46,20 +47,22 @@ class DenseLayer final : public Layer {
     const float* bias = spec_.use_bias ? c.w + in_ * units : nullptr;
     Epilogue ep{bias, act == Activation::Relu ? Activation::Relu : Activation::None};
     ep.rounding = c.rounding;
-    c.be->gemm(Trans::No, Trans::No, rows, units, in_, c.x, in_, kernel, units, 0.0f, c.y, units, ep);
-    if (act != Activation::None && act != Activation::Relu) c.be->activation_forward(act, rows, units, c.y);
+    c.be->gemm(Trans::No, Trans::No, rows, units, in_, c.x, in_, kernel, units, 0.0f, linear_output(c, act), units,
+               ep);
+    if (act != Activation::Relu) apply_activation(c, act, rows, units);
   }
 
-  // x for the kernel's gradient; y only for the activation's.
-  bool backward_reads_output() const override { return spec_.activation != Activation::None; }
+  // The pre-activation values, for an activation whose gradient needs them.
+  int64_t scratch_per_sample() const override {
+    return keeps_linear_output(spec_.activation) ? positions_ * spec_.units : 0;
+  }
+  // x for the kernel's gradient; y only for the activation's (unless it reads the kept values).
+  bool backward_reads_output() const override {
+    return spec_.activation != Activation::None && !keeps_linear_output(spec_.activation);
+  }
   void backward(const LayerContext& c) const override {
     const int64_t units = spec_.units, rows = c.rows * positions_;
-    if (!c.fold_activation && spec_.activation != Activation::None) {
-      c.be->activation_backward(spec_.activation, rows, units, c.y, c.dy, c.dy);
-      // The gradient of a sigmoid, tanh or softmax is a 16-bit tensor too.
-      if (c.rounding != backend::Rounding::None && !piecewise_linear(spec_.activation))
-        c.be->round_to(c.rounding, rows * units, c.dy, c.dy);
-    }
+    activation_gradient(c, spec_.activation, rows, units);
     if (c.dw) {
       float* dkernel = c.dw;
       Epilogue with_bias_grad;

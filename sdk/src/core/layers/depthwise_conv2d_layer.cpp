@@ -8,6 +8,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
 
@@ -93,21 +94,25 @@ class DepthwiseConv2dLayer final : public Layer {
   }
   Activation output_activation() const override { return s_.activation; }
 
+  // The pre-activation values, for an activation whose gradient needs them.
+  int64_t scratch_per_sample() const override { return keeps_linear_output(s_.activation) ? out_size() : 0; }
+  // x and the weights for the gradients; y only for the activation's (unless it reads the kept values).
+  bool backward_reads_output() const override {
+    return s_.activation != Activation::None && !keeps_linear_output(s_.activation);
+  }
+
   void forward(const LayerContext& c) const override {
-    c.be->depthwise_conv2d_forward(g_, s_.multiplier, c.rows, c.x, c.w, bias(c.w), c.y);
     const Activation act = c.fold_activation ? Activation::None : s_.activation;
+    float* z = linear_output(c, act);
+    c.be->depthwise_conv2d_forward(g_, s_.multiplier, c.rows, c.x, c.w, bias(c.w), z);
     if (act == Activation::None) return;
-    if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, c.rows * out_size(), c.y, c.y);
-    c.be->activation_forward(act, c.rows * g_.out_h * g_.out_w, outputs(), c.y);
+    if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, c.rows * out_size(), z, z);
+    apply_activation(c, act, c.rows * g_.out_h * g_.out_w, outputs());
   }
 
   void backward(const LayerContext& c) const override {
     const int64_t positions = c.rows * g_.out_h * g_.out_w;
-    if (!c.fold_activation && s_.activation != Activation::None) {
-      c.be->activation_backward(s_.activation, positions, outputs(), c.y, c.dy, c.dy);
-      if (c.rounding != backend::Rounding::None && !piecewise_linear(s_.activation))
-        c.be->round_to(c.rounding, positions * outputs(), c.dy, c.dy);
-    }
+    activation_gradient(c, s_.activation, positions, outputs());
     c.be->depthwise_conv2d_backward(g_, s_.multiplier, c.rows, c.x, c.w, c.dy, c.dx, c.dw);
     if (!c.dw) return;
     if (s_.use_bias) c.be->bias_grad(positions, outputs(), c.dy, bias(c.dw));

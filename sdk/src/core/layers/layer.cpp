@@ -1,6 +1,7 @@
 #include "core/layers/layer.hpp"
 
 #include "core/layers/layer_registry.hpp"
+#include "core/layers/tensor_operation.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -33,6 +34,7 @@ json::Value Layer::to_json() const {
 }
 
 LayerSpec layer_spec_from_json(const json::Value& v) {
+  if (is_keras_operation_node(v)) return operation_spec_from_keras(v);  // x * 2.0 in a Keras 3 config
   const std::string cls = v.at("class_name", "layer").as_string("layer class_name");
   const json::Value& config = v.at("config", "layer \"" + cls + "\"");
   config.as_object("config of layer \"" + cls + "\"");
@@ -65,6 +67,15 @@ const char* activation_name(Activation a) {
     case Activation::Sigmoid: return "sigmoid";
     case Activation::Tanh: return "tanh";
     case Activation::Softmax: return "softmax";
+    case Activation::Relu6: return "relu6";
+    case Activation::Silu: return "silu";
+    case Activation::HardSilu: return "hard_silu";
+    case Activation::HardSigmoid: return "hard_sigmoid";
+    case Activation::Gelu: return "gelu";
+    case Activation::GeluTanh: return "gelu_approximate";
+    case Activation::Elu: return "elu";
+    case Activation::LeakyRelu: return "leaky_relu";
+    case Activation::Softplus: return "softplus";
   }
   return "?";
 }
@@ -75,6 +86,12 @@ Activation activation_from_name(const std::string& name) {
   if (name == "sigmoid") return Activation::Sigmoid;
   if (name == "tanh") return Activation::Tanh;
   if (name == "softmax") return Activation::Softmax;
+  if (name == "swish") return Activation::Silu;  // Keras's aliases
+  if (name == "hard_swish") return Activation::HardSilu;
+  // GeluTanh is no Keras activation name: only the gelu op (approximate=True) makes it.
+  for (int a = static_cast<int>(Activation::Relu6); a < kActivationCount; ++a)
+    if (a != static_cast<int>(Activation::GeluTanh) && name == activation_name(static_cast<Activation>(a)))
+      return static_cast<Activation>(a);
   fail(Status::InvalidArgument, "unknown activation \"" + name + "\"");
 }
 

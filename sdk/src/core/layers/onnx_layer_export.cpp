@@ -75,26 +75,6 @@ void OnnxLayerExport::node(const std::string& op_type, const std::vector<std::st
   values_.graph().add_node(op_type, inputs, outputs, attributes);
 }
 
-std::string OnnxLayerExport::activation(Activation act, const std::string& x, const std::string& out, int64_t axis) {
-  switch (act) {
-    case Activation::None:
-      return x;
-    case Activation::Relu:
-      node("Relu", {x}, {out});
-      return out;
-    case Activation::Sigmoid:
-      node("Sigmoid", {x}, {out});
-      return out;
-    case Activation::Tanh:
-      node("Tanh", {x}, {out});
-      return out;
-    case Activation::Softmax:
-      node("Softmax", {x}, {out}, {OnnxAttribute::integer("axis", axis)});
-      return out;
-  }
-  not_exportable("an unknown activation");
-}
-
 // ONNX's BatchNormalization (inference form) where the normalised axis is ONNX's axis 1 (images as
 // NCHW, vectors), else the same as x * scale + shift, broadcast along the last axis.
 void OnnxLayerExport::normalize(const std::vector<float>& gamma, const std::vector<float>& beta,

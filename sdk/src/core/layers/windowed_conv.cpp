@@ -1,6 +1,7 @@
 #include "core/layers/windowed_conv.hpp"
 
 #include "core/checked_size.hpp"
+#include "core/layers/layer_activation.hpp"
 
 namespace kx::core {
 
@@ -20,11 +21,12 @@ void WindowedConv::forward(const LayerContext& c) const {
   const int64_t F = filters_, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
   const Activation act = c.fold_activation ? Activation::None : activation_;
   const Activation fused = act == Activation::Relu ? Activation::Relu : Activation::None;
+  float* z = linear_output(c, act);
   if (native(*c.be)) {
     // A native convolution (cuDNN) stores float32 sums: the layer rounds them itself.
-    c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, c.y);
-    if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, c.y, c.y);
-    if (act != fused) c.be->activation_forward(act, positions, F, c.y);
+    c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, z);
+    if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, z, z);
+    if (act != fused) apply_activation(c, act, positions, F);
     return;
   }
   const float* columns = c.x;
@@ -34,17 +36,13 @@ void WindowedConv::forward(const LayerContext& c) const {
   }
   Epilogue ep{bias(c.w), fused};
   ep.rounding = c.rounding;
-  c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, c.y, F, ep);
-  if (act != fused) c.be->activation_forward(act, positions, F, c.y);
+  c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, z, F, ep);
+  if (act != fused) apply_activation(c, act, positions, F);
 }
 
 void WindowedConv::backward(const LayerContext& c) const {
   const int64_t F = filters_, positions = c.rows * g_.out_h * g_.out_w, patch = g_.patch();
-  if (!c.fold_activation && activation_ != Activation::None) {
-    c.be->activation_backward(activation_, positions, F, c.y, c.dy, c.dy);
-    if (c.rounding != backend::Rounding::None && !piecewise_linear(activation_))
-      c.be->round_to(c.rounding, positions * F, c.dy, c.dy);
-  }
+  activation_gradient(c, activation_, positions, F);
   if (native(*c.be)) {
     c.be->conv2d_backward(g_, F, c.rows, c.x, c.w, c.dy, c.dx, c.dw, c.dw ? bias(c.dw) : nullptr);
     if (c.dw && c.rounding != backend::Rounding::None)

@@ -4,6 +4,7 @@
 #include <iterator>
 
 #include "core/layers/layer_registry.hpp"
+#include "core/layers/tensor_operation.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -77,19 +78,17 @@ void check_layer_settings(const Value& config, const std::string& cls, const std
     } else if (key == "renorm" || key == "synchronized" || key == "sparse" || key == "ragged") {
       if (v.as_bool(what + " " + key)) refuse();
     } else if (key == "activation") {
-      // kx's activations; anything else (gelu, swish, a serialized function) cannot be trained here.
+      // kx's activations by Keras's names; anything else (mish, a serialized function) cannot be trained here.
       if (v.type() != Value::Type::String && !v.is_null()) refuse();
       if (v.type() == Value::Type::String) {
-        const std::string& a = v.as_string(what);
-        if (a != "linear" && a != "relu" && a != "sigmoid" && a != "tanh" && a != "softmax") refuse();
+        try {
+          (void)activation_from_name(v.as_string(what));
+        } catch (const Error&) {
+          refuse();
+        }
       }
     }
   }
-}
-
-bool is_op(const Value& layer) {
-  const Value* module = layer.find("module");
-  return is_string(module) && module->as_string("module").rfind("keras.src.ops", 0) == 0;
 }
 
 // One layer of a Keras model config, checked: Unsupported for what kx lacks.
@@ -99,10 +98,10 @@ void check_layer(const Value& layer) {
   const Value* name = config ? config->find("name") : nullptr;
   if (!is_string(name)) name = layer.find("name");
   const std::string what = cls + " \"" + (is_string(name) ? name->as_string("name") : std::string("?")) + "\"";
-  if (is_op(layer))
-    fail(Status::Unsupported, "op " + cls + " (" + layer.at("module", what).as_string("module") + ", node \"" +
-                                  (is_string(name) ? name->as_string("name") : std::string("?")) +
-                                  "\") is not supported: kx trains layers, not operations on tensors");
+  if (is_keras_operation_node(layer)) {
+    (void)operation_spec_from_keras(layer);  // Unsupported naming what kx lacks
+    return;
+  }
   require(cls == "InputLayer" || find_layer_entry(cls) != nullptr, Status::Unsupported,
           "layer class " + cls + " (" + what + ") is not supported by kx");
   require(config != nullptr, Status::InvalidArgument, what + " has no config");
@@ -332,7 +331,8 @@ Value flat_ref(const Value& refs) {
 
 }  // namespace
 
-Value keras_model_config(const Value& kx_model, const std::string& dtype_policy, const std::vector<int>& keras_order) {
+Value keras_model_config(const Value& kx_model, const std::string& dtype_policy, const std::vector<int>& keras_order,
+                         const std::map<std::string, Shape>& output_shapes) {
   const std::string cls = kx_model.at("class_name", "model").as_string("class_name");
   const Value& config = kx_model.at("config", "model");
   const Value::Array& layers = config.at("layers", "model").as_array("layers");
@@ -343,6 +343,10 @@ Value keras_model_config(const Value& kx_model, const std::string& dtype_policy,
   Value::Array out_layers;
   for (size_t i : order) {
     const Value& l = layers.at(i);
+    if (l.at("class_name", "layer").as_string("class_name") == "TensorOperation") {  // Keras's operation node
+      out_layers.push_back(keras_operation_node(l, output_shapes));
+      continue;
+    }
     const bool input = l.at("class_name", "layer").as_string("class_name") == "InputLayer";
     Value layer{Value::Object{}};
     layer.set("module", "keras.layers");

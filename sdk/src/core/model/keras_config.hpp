@@ -3,6 +3,7 @@
 // config holds that kx cannot train is Unsupported naming the layer class, the op or the attribute,
 // so a model is never loaded as something other than what Keras would train.
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,9 +24,10 @@ std::optional<CompileOptions> compile_options_from_keras(const json::Value& conf
 
 // kx's model JSON (Model::to_json) as Keras 3 writes a model's config: every object with the module
 // Keras imports it from.
-// keras_order: the layers (indices after the input) in the order Keras lists them.
+// keras_order: the layers (indices after the input) in the order Keras lists them; output_shapes:
+// every layer's (and the input's) output shape per sample, by name (operation nodes write them).
 json::Value keras_model_config(const json::Value& kx_model, const std::string& dtype_policy,
-                               const std::vector<int>& keras_order);
+                               const std::vector<int>& keras_order, const std::map<std::string, Shape>& output_shapes);
 // Keras 3's compile_config for these options.
 json::Value keras_compile_config(const CompileOptions& options, const OptimizerConfig& resolved);
 

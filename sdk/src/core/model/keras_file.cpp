@@ -2,6 +2,7 @@
 // model as a .keras file Keras opens, and Keras weight files for load_weights.
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -56,6 +57,7 @@ std::vector<core::KerasLayerWeights> keras_layers(const Model::Impl& m) {
   if (!m.net.is_chain()) out.push_back({m.net.input_name, "input_layer", {}, true});
   for (const int i : m.net.keras_layer_order()) {
     const core::Layer& l = *m.net.layers[static_cast<size_t>(i)];
+    if (l.spec().kind == LayerKind::TensorOperation) continue;  // an operation: not among Keras's layers
     std::vector<std::string> file_paths;
     for (const core::ParamSpec& p : l.params()) file_paths.push_back(p.keras_file_path);
     out.push_back({l.name(), core::layer_entry(l.spec().kind).name_stem, m.tensors_of({i}), l.trainable(),
@@ -284,7 +286,10 @@ void Model::Impl::save_keras(const std::string& path) const {
       for (const std::vector<float>& s : slots) write_slot(s, w);
   }
 
-  json::Value config = core::keras_model_config(kx_model, precision_name(options.precision), net.keras_layer_order());
+  std::map<std::string, Shape> output_shapes{{net.input_name, net.shapes.front()}};
+  for (size_t i = 0; i < net.layers.size(); ++i) output_shapes.emplace(net.layers[i]->name(), net.shapes[i + 1]);
+  json::Value config = core::keras_model_config(kx_model, precision_name(options.precision), net.keras_layer_order(),
+                                                output_shapes);
   config.set("compile_config", core::keras_compile_config(options, optimizer));
   char date[32] = "";
   const std::time_t now = std::time(nullptr);

@@ -15,6 +15,9 @@ int Network::layer_index(const std::string& name) const {
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
     if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i) || layers[i]->inputs_as_arguments()) return false;
+  // Keras's Sequential models hold layers only: operations on tensors make a model functional.
+  for (const auto& l : layers)
+    if (l->spec().kind == LayerKind::TensorOperation) return false;
   return true;
 }
 
