@@ -16,8 +16,10 @@ void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t c
 // y[r, c] += bias[c] and/or relu, for a GEMM whose epilogue cuBLASLt could not fuse.
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu);
 void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db);
-// x[r, c] = factor * x[r, c] over rows x cols with leading dimension ld: a GEMM's beta C when K = 0.
-void scale_rows(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float factor, float* x);
+// A GEMM with K = 0 over rows x cols with leading dimension ld: beta C, bias and ReLU as the CPU stores
+// them (bitwise).
+void empty_sum_gemm(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float beta, const float* bias, bool relu,
+                    float* x);
 
 // Per-row losses into partials[block] (loss, correct, weight: kLossSumCount doubles), then added in block
 // order to sums[0..2].
