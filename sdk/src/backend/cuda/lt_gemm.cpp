@@ -22,7 +22,8 @@ cublasOperation_t op(Trans t) { return t == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP
 
 }  // namespace
 
-LtGemm::LtGemm(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+LtGemm::LtGemm(void* workspace, size_t workspace_bytes, double* column_scratch)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes), column_scratch_(column_scratch) {
   check(cublasLtCreate(&handle_), "cublasLtCreate");
 }
 
@@ -159,7 +160,7 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
       check(cudaGetLastError(), "GEMM with the bias gradient");
       return;
     }
-    bias_grad(stream, K, N, B, ep.bias_grad);
+    bias_grad(stream, K, N, B, ep.bias_grad, column_scratch_);
     run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, Epilogue{});
     return;
   }
