@@ -72,7 +72,7 @@ step() {
   [ "$status" = "ok" ]
 }
 
-say "kx GPU checks, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "kx GPU checks, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
 say "budget ${budget} s; report $report"
 
 # Preflight: what the run needs, each missing piece named.
@@ -154,6 +154,15 @@ step "CUDA tests" 170 ctest --test-dir build-gpu -j 2 -R '^Cuda(Module|Kernels|T
   --output-on-failure
 step "CUDA training tests, data streamed" 60 env KX_DATA_STREAMING=always \
   ctest --test-dir build-gpu -R '^CudaTraining' --timeout 120 --output-on-failure
+
+# Out-of-bounds and uninitialised device memory, under NVIDIA's memory checker (where the image has it):
+# the kernel tests, whose sizes keep it short.
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [ -x "$sanitizer" ]; then
+  step "CUDA kernel tests under compute-sanitizer memcheck" 60 env KX_CUDA_MODULE="$root/build-gpu/libkx_cuda.so" \
+    "$sanitizer" --tool memcheck --error-exitcode 1 ./build-gpu/tests/kx_cuda_tests --gtest_filter='CudaKernels.*' \
+    --gtest_brief=1
+fi
 
 wait_limit=$(left)
 [ "$wait_limit" -gt 120 ] && wait_limit=120

@@ -1,7 +1,7 @@
 // Column sums of a rows x cols matrix in double, in an order fixed by (rows, cols) alone, so that they
 // repeat bitwise from run to run and from GPU to GPU. The rows are cut into chunks; a block of 32
 // columns x 8 row groups sums one chunk (each thread every 8th row of it, then the 8 partials in
-// order), and a second kernel adds the chunks' sums in chunk order. A matrix of few columns and many
+// order), and a second kernel adds the chunks' sums in a fixed order. A matrix of few columns and many
 // rows (a batch normalisation over a batch of images) so keeps the whole GPU busy, where one block
 // per 32 columns would leave it nearly idle. A matrix with enough columns to fill the GPU is summed in
 // one chunk, by one kernel.
@@ -74,16 +74,20 @@ __global__ void chunk_column_sums_kernel(int64_t rows, int64_t cols, ColumnChunk
     for (int k = 0; k < K; ++k) partials[(k * chunks.count + blockIdx.y) * cols + c] = s[k];
 }
 
+// A warp per column: lane l adds chunks l, l + 32, ... in order, then the lanes' sums are added in a
+// fixed butterfly. (A thread per column would leave most of the GPU idle over a long serial loop.)
 template <int K, class Finish>
 __global__ void add_chunk_sums_kernel(int64_t cols, int64_t chunks, const double* partials, Finish finish) {
-  KX_GRID_STRIDE(c, cols) {
-    double s[K];
-    for (int k = 0; k < K; ++k) {
-      s[k] = 0;
-      for (int64_t j = 0; j < chunks; ++j) s[k] += partials[(k * chunks + j) * cols + c];
-    }
-    finish(c, s);
+  const int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y;
+  if (c >= cols) return;  // the whole warp leaves together
+  double s[K];
+  for (int k = 0; k < K; ++k) {
+    double acc = 0;
+    for (int64_t j = threadIdx.x; j < chunks; j += 32) acc += partials[(k * chunks + j) * cols + c];
+    for (int o = 16; o > 0; o /= 2) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    s[k] = acc;
   }
+  if (threadIdx.x == 0) finish(c, s);
 }
 
 inline dim3 column_threads() { return dim3(32, kColumnRowGroups); }
@@ -101,7 +105,9 @@ void column_sums(cudaStream_t s, int64_t rows, int64_t cols, const Term& term, c
   }
   chunk_column_sums_kernel<K><<<dim3(column_blocks, static_cast<unsigned>(chunks.count)), column_threads(), 0, s>>>(
       rows, cols, chunks, term, scratch);
-  add_chunk_sums_kernel<K><<<blocks_for(cols), kThreads, 0, s>>>(cols, chunks.count, scratch, finish);
+  constexpr int kColumnsPerBlock = 8;
+  add_chunk_sums_kernel<K><<<static_cast<unsigned>((cols + kColumnsPerBlock - 1) / kColumnsPerBlock),
+                             dim3(32, kColumnsPerBlock), 0, s>>>(cols, chunks.count, scratch, finish);
 }
 
 }  // namespace kx::backend::cuda

@@ -4,6 +4,7 @@
 // the same bits). The apply step, given the same mean and variance, is the CPU's bits.
 #include <cmath>
 
+#include "backend/cuda/column_map.cuh"
 #include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
@@ -65,17 +66,28 @@ __global__ void column_moments_kernel(int64_t rows, int64_t cols, const float* x
   }
 }
 
-__global__ void batch_norm_apply_kernel(int64_t rows, int64_t cols, const float* x, const float* mean,
-                                        const float* var, float epsilon, const float* gamma, const float* beta,
-                                        float* y) {
-  KX_GRID_STRIDE(i, rows * cols) {
-    const int64_t c = i % cols;
+struct ScaleShift {
+  float scale, shift;
+};
+
+// y = x * scale + shift per column, with scale and shift formed in double as the CPU forms them.
+struct BatchNormApply {
+  const float* x;
+  int64_t cols;
+  const float* mean;
+  const float* var;
+  float epsilon;
+  const float* gamma;
+  const float* beta;
+  float* y;
+  __device__ ScaleShift column(int64_t c) const {
     const double s = (gamma ? gamma[c] : 1.0) / sqrt(static_cast<double>(var[c]) + epsilon);
-    const float scale = static_cast<float>(s);
-    const float shift = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
-    y[i] = __fadd_rn(__fmul_rn(x[i], scale), shift);
+    return {static_cast<float>(s), static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s)};
   }
-}
+  __device__ void operator()(int64_t r, int64_t c, const ScaleShift& v) const {
+    y[r * cols + c] = __fadd_rn(__fmul_rn(x[r * cols + c], v.scale), v.shift);
+  }
+};
 
 // dbeta = sum dy, dgamma = sum dy * xhat, each term as the CPU forms it.
 struct BatchNormParamTerms {
@@ -102,19 +114,35 @@ struct StoreSumsAsFloat {  // sums[0] into first, sums[1] into second, where giv
   }
 };
 
-__global__ void batch_norm_input_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
-                                             const float* mean, const float* var, float epsilon, const float* gamma,
-                                             const float* dgamma, const float* dbeta, float* dx) {
-  const double n = static_cast<double>(rows);
-  KX_GRID_STRIDE(i, rows * cols) {
-    const int64_t c = i % cols;
+struct InputGradCoefficients {
+  float k, a, b;
+};
+
+// dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), as dx = k dy + a x + b per column,
+// the coefficients formed in double as the CPU forms them.
+struct BatchNormInputGrad {
+  const float* x;
+  const float* dy;
+  int64_t rows, cols;
+  const float* mean;
+  const float* var;
+  float epsilon;
+  const float* gamma;
+  const float* dgamma;
+  const float* dbeta;
+  float* dx;
+  __device__ InputGradCoefficients column(int64_t c) const {
+    const double n = static_cast<double>(rows);
     const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + epsilon);
     const double gi = gamma[c] * invstd, mean_dy = dbeta[c] / n, mean_dyx = dgamma[c] / n;
-    const float k = static_cast<float>(gi), a = static_cast<float>(-gi * mean_dyx * invstd);
-    const float b = static_cast<float>(-gi * mean_dy + gi * mean_dyx * invstd * mean[c]);
-    dx[i] = __fadd_rn(__fadd_rn(__fmul_rn(k, dy[i]), __fmul_rn(a, x[i])), b);
+    return {static_cast<float>(gi), static_cast<float>(-gi * mean_dyx * invstd),
+            static_cast<float>(-gi * mean_dy + gi * mean_dyx * invstd * mean[c])};
   }
-}
+  __device__ void operator()(int64_t r, int64_t c, const InputGradCoefficients& v) const {
+    const int64_t i = r * cols + c;
+    dx[i] = __fadd_rn(__fadd_rn(__fmul_rn(v.k, dy[i]), __fmul_rn(v.a, x[i])), v.b);
+  }
+};
 
 constexpr int kRowThreads = 256;
 
@@ -202,9 +230,7 @@ void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, 
 
 void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
                       float epsilon, const float* gamma, const float* beta, float* y) {
-  if (rows * cols > 0)
-    batch_norm_apply_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, mean, var, epsilon, gamma,
-                                                                         beta, y);
+  column_map(s, rows, cols, BatchNormApply{x, cols, mean, var, epsilon, gamma, beta, y});
 }
 
 void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
@@ -213,9 +239,7 @@ void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
   if (rows * cols == 0) return;
   column_sums<2>(s, rows, cols, BatchNormParamTerms{x, dy, cols, mean, var, epsilon}, StoreSumsAsFloat{dbeta, dgamma},
                  scratch);
-  if (dx)
-    batch_norm_input_grad_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
-                                                                             gamma, dgamma, dbeta, dx);
+  if (dx) column_map(s, rows, cols, BatchNormInputGrad{x, dy, rows, cols, mean, var, epsilon, gamma, dgamma, dbeta, dx});
 }
 
 void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
