@@ -1,12 +1,12 @@
 """One peer measurement for bench/peers/compare.py: trains one workload with TensorFlow/Keras or
 PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
 
-    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50
+    peer_train.py --framework keras|torch --config xla|graph|eager|compile --workload mlp|cnn|resnet50|lstm
                   --batch B [--steps N] [--warmup W] [--threads T]
 
 The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN, and
 ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
-64x64x3 with 10 classes; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
+64x64x3 with 10 classes, and LSTM(128) over 50 steps of 40 features then Dense(10, softmax); Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
 
 Each framework in its best documented CPU setup: Keras on TensorFlow (oneDNN on, as TensorFlow's
@@ -23,7 +23,7 @@ import numpy as np
 
 
 def data(workload, batch):
-    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3)}[workload]
+    shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "lstm": (50, 40)}[workload]
     rng = np.random.default_rng(7)
     n = 32 * batch
     x = rng.random((n,) + shape, dtype=np.float32)
@@ -53,6 +53,8 @@ def run_keras(a):
                                   layers.MaxPooling2D(2), layers.Conv2D(64, 3, activation="relu"),
                                   layers.MaxPooling2D(2), layers.Flatten(), layers.Dropout(0.5),
                                   layers.Dense(10, activation="softmax")])
+    elif a.workload == "lstm":
+        model = keras.Sequential([keras.Input((50, 40)), layers.LSTM(128), layers.Dense(10, activation="softmax")])
     else:
         model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
     model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7), loss="sparse_categorical_crossentropy",
@@ -100,6 +102,22 @@ def torch_resnet50(nn):
     return nn.Sequential(*mods)
 
 
+def TorchLstm(nn):
+    """LSTM(128) over [batch, 50, 40] (batch first), its last step's h, then Linear(128, 10)."""
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(40, 128, batch_first=True)
+            self.out = nn.Linear(128, 10)
+
+        def forward(self, x):
+            y, _ = self.lstm(x)
+            return self.out(y[:, -1])
+
+    return Model()
+
+
 def run_torch(a):
     import torch
 
@@ -111,6 +129,8 @@ def run_torch(a):
     elif a.workload == "cnn":
         model = nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
+    elif a.workload == "lstm":
+        model = TorchLstm(nn)
     else:
         model = torch_resnet50(nn)
     x, y = data(a.workload, a.batch)
@@ -151,7 +171,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--framework", choices=["keras", "torch"], required=True)
     p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
-    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "lstm"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

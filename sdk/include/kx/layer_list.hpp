@@ -28,4 +28,8 @@
   X(Reshape, "Reshape", "reshape", read_no_config, make_reshape_layer)                                         \
   X(LeakyReLU, "LeakyReLU", "leaky_re_lu", read_no_config, make_leaky_relu_layer)                              \
   X(GlobalMaxPooling2D, "GlobalMaxPooling2D", "global_max_pooling2d", read_no_config,                          \
-    make_global_max_pooling2d_layer)
+    make_global_max_pooling2d_layer)                                                                           \
+  X(Embedding, "Embedding", "embedding", read_no_config, make_embedding_layer)                                 \
+  X(LSTM, "LSTM", "lstm", read_no_config, make_lstm_layer)                                                     \
+  X(GRU, "GRU", "gru", read_no_config, make_gru_layer)                                                         \
+  X(Bidirectional, "Bidirectional", "bidirectional", read_no_config, make_bidirectional_layer)

@@ -63,6 +63,9 @@ struct WeightInfo {
   Shape shape;         // Keras's shape: Dense kernel [in, units], Conv2D kernel [kh, kw, in, filters]
   int64_t offset = 0;  // of its first value in get_weights()' flat vector
   bool trainable = true;  // false for state such as moving statistics
+  // Its place under the layer's group in Keras's weight files: "" for vars/<index in the layer>; a
+  // recurrent layer's weights are its cell's ("cell/vars/0").
+  std::string keras_path{};
 };
 
 // What load_weights did.

@@ -228,7 +228,9 @@ void Model::Impl::save_keras(const std::string& path) const {
     f.set_string(vars, "name", layers[k].name);
     for (size_t i = 0; i < layers[k].weights.size(); ++i) {
       const WeightInfo& w = layers[k].weights[i];
-      f.write(vars + "/" + std::to_string(i), w.shape, params.data() + w.offset);
+      // A recurrent layer's weights are its cell's (cell/vars/i), as Keras nests them.
+      f.write(w.keras_path.empty() ? vars + "/" + std::to_string(i) : groups[k] + "/" + w.keras_path, w.shape,
+              params.data() + w.offset);
     }
   }
   // The optimizer: iterations, learning rate, then each trained weight's slots (Adam: m, v).

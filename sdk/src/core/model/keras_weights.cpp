@@ -61,7 +61,10 @@ std::vector<std::vector<std::string>> keras_weight_paths(const io::Hdf5Tree& f,
       if (it == by_name.end()) continue;
       group = it->second;
     }
-    for (size_t i = 0; i < p.size(); ++i) p[i] = group + "/vars/" + std::to_string(i);
+    for (size_t i = 0; i < p.size(); ++i) {
+      const std::string& inside = layers[k].weights[i].keras_path;
+      p[i] = group + "/" + (inside.empty() ? "vars/" + std::to_string(i) : inside);
+    }
   }
   return paths;
 }

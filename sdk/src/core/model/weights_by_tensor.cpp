@@ -12,7 +12,7 @@ std::vector<WeightInfo> Model::Impl::tensors_of(const std::vector<int>& layers) 
     const auto i = static_cast<size_t>(layer);
     int64_t offset = net.param_offset[i];
     for (const core::ParamSpec& p : net.layers[i]->params()) {
-      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset, p.trainable});
+      out.push_back({net.layers[i]->name() + "/" + p.name, p.shape, offset, p.trainable, p.keras_path});
       offset += num_elements(p.shape);
     }
   }
