@@ -72,7 +72,7 @@ step() {
   [ "$status" = "ok" ]
 }
 
-say "kx GPU checks, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+say "kx GPU checks, $(date -u '+%Y-%m-%d %H:%M:%S UTC'), commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
 say "budget ${budget} s; report $report"
 
 # Preflight: what the run needs, each missing piece named.
@@ -155,6 +155,15 @@ step "CUDA tests" 170 ctest --test-dir build-gpu -j 2 -R '^Cuda(Module|Kernels|T
 step "CUDA training tests, data streamed" 60 env KX_DATA_STREAMING=always \
   ctest --test-dir build-gpu -R '^CudaTraining' --timeout 120 --output-on-failure
 
+# Out-of-bounds and uninitialised device memory, under NVIDIA's memory checker (where the image has it):
+# the kernel tests, whose sizes keep it short.
+sanitizer=/usr/local/cuda/bin/compute-sanitizer
+if [ -x "$sanitizer" ]; then
+  step "CUDA kernel tests under compute-sanitizer memcheck" 60 env KX_CUDA_MODULE="$root/build-gpu/libkx_cuda.so" \
+    "$sanitizer" --tool memcheck --error-exitcode 1 ./build-gpu/tests/kx_cuda_tests --gtest_filter='CudaKernels.*' \
+    --gtest_brief=1
+fi
+
 wait_limit=$(left)
 [ "$wait_limit" -gt 120 ] && wait_limit=120
 step "build (the other suites)" "$wait_limit" bash -c "while kill -0 $background 2>/dev/null; do sleep 1; done; \
@@ -171,7 +180,7 @@ step "bench_gpu" 120 ./build-gpu/bench/bench_gpu --steps "$steps" --no-peers
 step "PyTorch peers (bench/torch_gpu.py)" 120 python3 bench/torch_gpu.py --steps "$steps" \
   --cases mlp:32,mlp:256,mlp:2048,wide:8192,cnn:64,resnet50:64
 step "bench_gpu mlp, steps kernel by kernel" 40 env KX_STEP_GRAPHS=0 ./build-gpu/bench/bench_gpu --cases mlp \
-  --steps "$steps"
+  --steps "$steps" --no-peers
 step "bench_mirrored cuda:0,cuda:0" 60 ./build-gpu/bench/bench_mirrored --data "$KX_FASHION_MNIST_DIR" \
   --devices cuda:0,cuda:0 --steps "$steps"
 if [ "$gpus" -ge 2 ]; then

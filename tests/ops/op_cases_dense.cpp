@@ -166,10 +166,11 @@ OpCall setup_activation_backward(OpIo& io) {
   return in_order(std::move(calls));
 }
 
-// Past 512 rows the CPU sums chunks of rows and then the chunks.
+// Past 512 rows the CPU sums chunks of rows and then the chunks; from 32 columns on the GPU gives a
+// thread to each column (column_map.cuh), and past 512 rows it sums chunks of rows (column_sums.cuh).
 OpCall setup_bias_add(OpIo& io) {
   std::vector<OpCall> calls;
-  for (const Shape s : {Shape{3, 5}, Shape{600, 9}}) {
+  for (const Shape s : {Shape{3, 5}, Shape{600, 9}, Shape{300, 70}}) {
     const float* bias = io.in(io.random(count(s.cols)));
     float* y = io.inout("y " + s.text(), io.random(count(s.rows * s.cols)));
     calls.push_back([=](Backend& be) { be.bias_add(s.rows, s.cols, bias, y); });
@@ -179,7 +180,7 @@ OpCall setup_bias_add(OpIo& io) {
 
 OpCall setup_bias_grad(OpIo& io) {
   std::vector<OpCall> calls;
-  for (const Shape s : {Shape{3, 5}, Shape{600, 9}}) {
+  for (const Shape s : {Shape{3, 5}, Shape{600, 9}, Shape{1000, 40}}) {
     const float* dz = io.in(io.random(count(s.rows * s.cols)));
     float* db = io.out("db " + s.text(), count(s.cols));
     calls.push_back([=](Backend& be) { be.bias_grad(s.rows, s.cols, dz, db); });
@@ -224,7 +225,7 @@ OpCall setup_loss(OpIo& io) {
 
 OpCall setup_column_moments(OpIo& io) {
   std::vector<OpCall> calls;
-  for (const Shape s : {Shape{40, 6}, Shape{700, 3}}) {
+  for (const Shape s : {Shape{40, 6}, Shape{700, 3}, Shape{1000, 40}}) {
     const float* x = io.in(io.random(count(s.rows * s.cols), -2.0f, 3.0f));
     float* mean = io.out("mean " + s.text(), count(s.cols));
     float* var = io.out("var " + s.text(), count(s.cols));
@@ -233,43 +234,45 @@ OpCall setup_column_moments(OpIo& io) {
   return in_order(std::move(calls));
 }
 
-// With gamma and beta, and with neither (1 and 0).
+// With gamma and beta, and with neither (1 and 0); narrow and wide (see setup_bias_add).
 OpCall setup_batch_norm_apply(OpIo& io) {
-  const int64_t rows = 20, cols = 5;
   std::vector<OpCall> calls;
-  for (bool affine : {true, false}) {
-    const float* x = io.in(io.random(count(rows * cols), -2.0f, 2.0f));
-    const float* mean = io.in(io.random(count(cols)));
-    const float* var = io.in(io.random(count(cols), 0.1f, 2.0f));
-    const float* gamma = affine ? io.in(io.random(count(cols), 0.5f, 1.5f)) : nullptr;
-    const float* beta = affine ? io.in(io.random(count(cols))) : nullptr;
-    float* y = io.out(affine ? "y" : "y without gamma and beta", count(rows * cols));
-    calls.push_back([=](Backend& be) { be.batch_norm_apply(rows, cols, x, mean, var, 1e-3f, gamma, beta, y); });
-  }
+  for (const Shape s : {Shape{20, 5}, Shape{300, 40}})
+    for (bool affine : {true, false}) {
+      const int64_t rows = s.rows, cols = s.cols;
+      const float* x = io.in(io.random(count(rows * cols), -2.0f, 2.0f));
+      const float* mean = io.in(io.random(count(cols)));
+      const float* var = io.in(io.random(count(cols), 0.1f, 2.0f));
+      const float* gamma = affine ? io.in(io.random(count(cols), 0.5f, 1.5f)) : nullptr;
+      const float* beta = affine ? io.in(io.random(count(cols))) : nullptr;
+      float* y = io.out((affine ? "y " : "y without gamma and beta ") + s.text(), count(rows * cols));
+      calls.push_back([=](Backend& be) { be.batch_norm_apply(rows, cols, x, mean, var, 1e-3f, gamma, beta, y); });
+    }
   return in_order(std::move(calls));
 }
 
 // Training mode (mean and var the moments of x): with dx, and without it (the gradient of gamma and beta
 // alone).
 OpCall setup_batch_norm_backward(OpIo& io) {
-  const int64_t rows = 24, cols = 4;
   std::vector<OpCall> calls;
-  for (bool with_dx : {true, false}) {
-    const std::vector<float> xs = io.random(count(rows * cols), -2.0f, 2.0f);
-    std::vector<float> mean_of_x, var_of_x;
-    column_moments_of(xs, rows, cols, mean_of_x, var_of_x);
-    const float* x = io.in(xs);
-    const float* mean = io.in(mean_of_x);
-    const float* var = io.in(var_of_x);
-    const float* dy = io.in(io.random(count(rows * cols)));
-    const float* gamma = io.in(io.random(count(cols), 0.5f, 1.5f));
-    const std::string which = with_dx ? "" : " without dx";
-    float* dx = with_dx ? io.out("dx", count(rows * cols)) : nullptr;
-    float* dgamma = io.out("dgamma" + which, count(cols));
-    float* dbeta = io.out("dbeta" + which, count(cols));
-    calls.push_back(
-        [=](Backend& be) { be.batch_norm_backward(rows, cols, x, dy, mean, var, 1e-3f, gamma, dx, dgamma, dbeta); });
-  }
+  for (const Shape s : {Shape{24, 4}, Shape{1000, 40}})
+    for (bool with_dx : {true, false}) {
+      const int64_t rows = s.rows, cols = s.cols;
+      const std::vector<float> xs = io.random(count(rows * cols), -2.0f, 2.0f);
+      std::vector<float> mean_of_x, var_of_x;
+      column_moments_of(xs, rows, cols, mean_of_x, var_of_x);
+      const float* x = io.in(xs);
+      const float* mean = io.in(mean_of_x);
+      const float* var = io.in(var_of_x);
+      const float* dy = io.in(io.random(count(rows * cols)));
+      const float* gamma = io.in(io.random(count(cols), 0.5f, 1.5f));
+      const std::string which = (with_dx ? " " : " without dx ") + s.text();
+      float* dx = with_dx ? io.out("dx" + which, count(rows * cols)) : nullptr;
+      float* dgamma = io.out("dgamma" + which, count(cols));
+      float* dbeta = io.out("dbeta" + which, count(cols));
+      calls.push_back(
+          [=](Backend& be) { be.batch_norm_backward(rows, cols, x, dy, mean, var, 1e-3f, gamma, dx, dgamma, dbeta); });
+    }
   return in_order(std::move(calls));
 }
 

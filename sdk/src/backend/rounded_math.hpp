@@ -46,12 +46,4 @@ KX_HOST_DEVICE inline float mul_rn(float a, float b) {
 #endif
 }
 
-KX_HOST_DEVICE inline float div_rn(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fdiv_rn(a, b);
-#else
-  return a / b;
-#endif
-}
-
 }  // namespace kx::backend

@@ -37,7 +37,8 @@ class CudaBackend final : public Backend {
     workspace_ = allocate(kWorkspaceBytes);
     sums_ = allocate(kLossSumCount * sizeof(double));
     partials_ = allocate(kLossSumCount * sizeof(double) * kLossMaxBlocks);
-    gemm_ = std::make_unique<LtGemm>(workspace_.data<void>(), kWorkspaceBytes);
+    column_scratch_ = allocate(kColumnScratchDoubles * sizeof(double));
+    gemm_ = std::make_unique<LtGemm>(workspace_.data<void>(), kWorkspaceBytes, column_scratch_.data<double>());
     if (options.cudnn) conv_ = CudnnConv::create(*this, device_, stream_);
     set_tf32(options.tf32);
   }
@@ -126,7 +127,7 @@ class CudaBackend final : public Backend {
   }
   void bias_grad(int64_t rows, int64_t cols, const float* dz, float* db) override {
     use_device();
-    cuda::bias_grad(stream_, rows, cols, dz, db);
+    cuda::bias_grad(stream_, rows, cols, dz, db, column_scratch_.data<double>());
     launched("bias gradient");
   }
   void loss(const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y, int64_t y_cols,
@@ -221,7 +222,7 @@ class CudaBackend final : public Backend {
   }
   void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
     use_device();
-    cuda::column_moments(stream_, rows, cols, x, mean, var);
+    cuda::column_moments(stream_, rows, cols, x, mean, var, column_scratch_.data<double>());
     launched("batch normalisation statistics");
   }
   void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
@@ -234,7 +235,8 @@ class CudaBackend final : public Backend {
                            const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
                            float* dbeta) override {
     use_device();
-    cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta);
+    cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta,
+                              column_scratch_.data<double>());
     launched("batch normalisation gradient");
   }
   void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
@@ -246,7 +248,8 @@ class CudaBackend final : public Backend {
   void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
                            const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta) override {
     use_device();
-    cuda::layer_norm_backward(stream_, rows, cols, x, dy, mean, inv_std, gamma, dx, dgamma, dbeta);
+    cuda::layer_norm_backward(stream_, rows, cols, x, dy, mean, inv_std, gamma, dx, dgamma, dbeta,
+                              column_scratch_.data<double>());
     launched("layer normalisation gradient");
   }
   void causal_mask_add(int64_t count, int64_t rows, int64_t cols, float value, float* scores) override {
@@ -455,6 +458,7 @@ class CudaBackend final : public Backend {
   PinnedArray<double> host_sums_;
   cudaMemPool_t pool_ = nullptr;
   DeviceBuffer workspace_, sums_, partials_;
+  DeviceBuffer column_scratch_;  // the column sums' chunks (column_sums.cuh), one kernel at a time on stream_
   std::unique_ptr<LtGemm> gemm_;
   std::unique_ptr<CudnnConv> conv_;  // null without cuDNN: convolutions go through im2col and gemm
 };

@@ -238,7 +238,7 @@ void CudnnConv::backward(const Window2d& g, int64_t filters, int64_t rows, const
   float* scratch = (dw && p.native_filter) || (dx && p.native_data)
                        ? static_cast<float*>(kernel_.get(static_cast<size_t>(patch * filters) * sizeof(float)))
                        : nullptr;
-  if (db) bias_grad(stream_, positions, filters, dz, db);
+  if (db) be_.bias_grad(positions, filters, dz, db);  // on this stream, with the backend's scratch
   if (dw && p.native_filter) {
     void* ws = workspace_.get(p.filter_bytes);
     check(lib.backward_filter(h, &one, p.x, x, p.y, dz, p.filter_conv, p.filter_algo, ws, p.filter_bytes, &zero, p.w,

@@ -4,6 +4,7 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/binary_op_math.hpp"
+#include "backend/cuda/column_map.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/loss_math.hpp"
@@ -65,13 +66,17 @@ __global__ void softmax_backward_kernel(int64_t rows, int64_t cols, const float*
   for (int64_t j = lane; j < cols; j += 32) dzr[j] = yr[j] * (dyr[j] - dot);
 }
 
-__global__ void bias_relu_kernel(int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu) {
-  KX_GRID_STRIDE(i, rows * cols) {
-    const int64_t r = i / cols, c = i % cols;
-    float v = y[r * ld + c] + (bias ? bias[c] : 0.0f);
+struct BiasRelu {  // y[r, c] (+ bias[c]), then ReLU where asked
+  int64_t ld;
+  float* y;
+  const float* bias;
+  bool relu;
+  __device__ float column(int64_t c) const { return bias ? bias[c] : 0.0f; }
+  __device__ void operator()(int64_t r, int64_t c, float b) const {
+    const float v = y[r * ld + c] + b;
     y[r * ld + c] = relu ? backend::relu(v) : v;
   }
-}
+};
 
 // The draws of the CPU backend's dropout: the mask of element i depends on (key, i) only.
 __global__ void dropout_kernel(float rate, float keep_scale, const uint64_t* step_seed, uint64_t stream, int64_t first,
@@ -132,9 +137,13 @@ __global__ void multiply_kernel(int64_t n, const float* a, const float* b, float
   KX_GRID_STRIDE(i, n) out[i] = a[i] * b[i];
 }
 
-__global__ void bias_add_kernel(int64_t rows, int64_t cols, const float* bias, float* y) {
-  KX_GRID_STRIDE(i, rows * cols) y[i] = __fadd_rn(y[i], bias[i % cols]);
-}
+struct BiasAdd {
+  int64_t cols;
+  const float* bias;
+  float* y;
+  __device__ float column(int64_t c) const { return bias[c]; }
+  __device__ void operator()(int64_t r, int64_t c, float b) const { y[r * cols + c] = __fadd_rn(y[r * cols + c], b); }
+};
 
 __global__ void add_kernel(int64_t n, const float* a, const float* b, float* out) {
   KX_GRID_STRIDE(i, n) out[i] = __fadd_rn(a[i], b[i]);
@@ -293,7 +302,7 @@ void binary_backward(cudaStream_t s, const BinaryShape& shape, int64_t rows, int
 
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu) {
   if (rows * cols == 0) return;
-  bias_relu_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, ld, y, bias, relu);
+  column_map(s, rows, cols, BiasRelu{ld, y, bias, relu});
 }
 
 void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
@@ -324,7 +333,7 @@ void multiply(cudaStream_t s, int64_t n, const float* a, const float* b, float* 
 }
 
 void bias_add(cudaStream_t s, int64_t rows, int64_t cols, const float* bias, float* y) {
-  if (rows * cols > 0) bias_add_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, bias, y);
+  column_map(s, rows, cols, BiasAdd{cols, bias, y});
 }
 
 void add(cudaStream_t s, int64_t n, const float* a, const float* b, float* out) {

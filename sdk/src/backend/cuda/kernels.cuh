@@ -15,9 +15,19 @@ void activation_backward(cudaStream_t s, Activation act, int64_t rows, int64_t c
                          float* dz);
 // y[r, c] += bias[c] and/or relu, for a GEMM whose epilogue cuBLASLt could not fuse.
 void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y, const float* bias, bool relu);
-void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db);
-// x[r, c] = factor * x[r, c] over rows x cols with leading dimension ld: a GEMM's beta C when K = 0.
-void scale_rows(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float factor, float* x);
+// The column sums' scratch (column_sums.cuh), in doubles: up to kColumnMaxSums sums per column and
+// chunk of rows, then one double per column that a later pass reads (the mean, for the variance).
+inline constexpr int64_t kColumnMaxBlocks = 2048;  // of the first kernel: chunks x blocks of 32 columns
+inline constexpr int kColumnMaxSums = 2;
+inline constexpr int64_t kColumnPartialDoubles = kColumnMaxSums * kColumnMaxBlocks * 32;
+inline constexpr int64_t kColumnScratchDoubles = kColumnPartialDoubles + kColumnMaxBlocks * 32;
+// db[c] = the sum of dz's column c, in double in a fixed order (column_sums.cuh), rounded to float;
+// scratch holds kColumnScratchDoubles.
+void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db, double* scratch);
+// A GEMM with K = 0 over rows x cols with leading dimension ld: beta C, bias and ReLU as the CPU stores
+// them (bitwise).
+void empty_sum_gemm(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float beta, const float* bias, bool relu,
+                    float* x);
 
 // Per-row losses into partials[block] (loss, correct, weight: kLossSumCount doubles), then added in block
 // order to sums[0..2].
@@ -41,20 +51,22 @@ void avg_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const fl
 void upsample2d_forward(cudaStream_t s, const Upsample2d& u, int64_t rows, const float* x, float* y);
 void upsample2d_backward(cudaStream_t s, const Upsample2d& u, int64_t rows, const float* dy, float* dx);
 
-// Batch normalisation: per-column sums in double, in a fixed order.
-void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var);
+// Batch normalisation: per-column sums in double, in a fixed order (column_sums.cuh); scratch holds
+// kColumnScratchDoubles, as for bias_grad.
+void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var,
+                    double* scratch);
 void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
                       float epsilon, const float* gamma, const float* beta, float* y);
 void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
                          const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
-                         float* dgamma, float* dbeta);
+                         float* dgamma, float* dbeta, double* scratch);
 
 // Layer normalisation (normalization_kernels.cu): a block per row, its sums in double in a fixed order.
 void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
                         const float* beta, float* y, float* mean, float* inv_std);
 void layer_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
                          const float* mean, const float* inv_std, const float* gamma, float* dx, float* dgamma,
-                         float* dbeta);
+                         float* dbeta, double* scratch);
 // scores[b, i, j] += value where j > i (attention_kernels.cu).
 void causal_mask_add(cudaStream_t s, int64_t count, int64_t rows, int64_t cols, float value, float* scores);
 

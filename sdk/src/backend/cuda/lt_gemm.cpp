@@ -22,7 +22,8 @@ cublasOperation_t op(Trans t) { return t == Trans::Yes ? CUBLAS_OP_T : CUBLAS_OP
 
 }  // namespace
 
-LtGemm::LtGemm(void* workspace, size_t workspace_bytes) : workspace_(workspace), workspace_bytes_(workspace_bytes) {
+LtGemm::LtGemm(void* workspace, size_t workspace_bytes, double* column_scratch)
+    : workspace_(workspace), workspace_bytes_(workspace_bytes), column_scratch_(column_scratch) {
   check(cublasLtCreate(&handle_), "cublasLtCreate");
 }
 
@@ -159,35 +160,32 @@ void LtGemm::run(cudaStream_t stream, Trans ta, Trans tb, int64_t M, int64_t N, 
       check(cudaGetLastError(), "GEMM with the bias gradient");
       return;
     }
-    bias_grad(stream, K, N, B, ep.bias_grad);
+    bias_grad(stream, K, N, B, ep.bias_grad, column_scratch_);
     run(stream, ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, Epilogue{});
     return;
   }
   if (M <= 0 || N <= 0) return;
   const bool relu = ep.activation == Activation::Relu;
+  if (K <= 0) {  // an empty sum: beta C and the epilogue in one kernel, as the CPU computes them
+    empty_sum_gemm(stream, M, N, ldc, beta, ep.bias, relu, C);
+    check(cudaGetLastError(), "GEMM of an empty sum");
+    return;
+  }
   // cuBLASLt reads the bias in 16-byte vectors; a bias that is not aligned so is added afterwards.
   const bool fuse_bias = ep.bias && alignment(ep.bias) >= 16;
-  bool fuse = K > 0 && (fuse_bias || !ep.bias);
+  bool fuse = fuse_bias || !ep.bias;
   cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
   if (fuse) epilogue = fuse_bias ? (relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS)
                                  : (relu ? CUBLASLT_EPILOGUE_RELU : CUBLASLT_EPILOGUE_DEFAULT);
-  if (K <= 0) {  // an empty sum: C = beta C (as the CPU computes it), then the epilogue
-    if (beta == 0.0f)
-      check(cudaMemset2DAsync(C, ldc * sizeof(float), 0, N * sizeof(float), M, stream), "memset");
-    else if (beta != 1.0f)
-      scale_rows(stream, M, N, ldc, beta, C);
-  } else {
-    auto key = [&](cublasLtEpilogue_t e) {
-      return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C), 1, 0, 0, 0};
-    };
-    if (!matmul(stream, key(epilogue), A, B, beta, C, fuse_bias ? ep.bias : nullptr)) {
-      // No fused form: the plain product, then the epilogue as a kernel of its own.
-      if (epilogue == CUBLASLT_EPILOGUE_DEFAULT || !matmul(stream, key(CUBLASLT_EPILOGUE_DEFAULT), A, B, beta, C, nullptr))
-        fail(Status::Unsupported,
-              "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) + "x" +
-                  std::to_string(K) + " GEMM");
-      fuse = false;
-    }
+  auto key = [&](cublasLtEpilogue_t e) {
+    return Key{ta, tb, M, N, K, lda, ldb, ldc, e, tf32_, beta != 0.0f, alignment(A), alignment(B), alignment(C), 1, 0, 0, 0};
+  };
+  if (!matmul(stream, key(epilogue), A, B, beta, C, fuse_bias ? ep.bias : nullptr)) {
+    // No fused form: the plain product, then the epilogue as a kernel of its own.
+    if (epilogue == CUBLASLT_EPILOGUE_DEFAULT || !matmul(stream, key(CUBLASLT_EPILOGUE_DEFAULT), A, B, beta, C, nullptr))
+      fail(Status::Unsupported, "cuBLASLt has no algorithm for a " + std::to_string(M) + "x" + std::to_string(N) +
+                                    "x" + std::to_string(K) + " GEMM");
+    fuse = false;
   }
   if (!fuse && (ep.bias || relu)) bias_relu(stream, M, N, ldc, C, ep.bias, relu);
   check(cudaGetLastError(), "GEMM epilogue");

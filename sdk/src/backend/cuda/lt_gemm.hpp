@@ -15,7 +15,8 @@ namespace kx::backend::cuda {
 
 class LtGemm {
  public:
-  LtGemm(void* workspace, size_t workspace_bytes);
+  // column_scratch: kColumnScratchDoubles for the bias gradient that cuBLASLt does not fuse.
+  LtGemm(void* workspace, size_t workspace_bytes, double* column_scratch);
   ~LtGemm();
   LtGemm(const LtGemm&) = delete;
   LtGemm& operator=(const LtGemm&) = delete;
@@ -61,6 +62,7 @@ class LtGemm {
   cublasLtHandle_t handle_ = nullptr;
   void* workspace_;
   size_t workspace_bytes_;
+  double* column_scratch_;
   bool tf32_ = true;
   std::map<Key, Plan> plans_;
 };

@@ -1,10 +1,11 @@
-// Batch normalisation. Per-column sums run in double in a fixed order (each thread every 8th row of
-// its column, then the 8 partials in order), so results repeat bitwise from run to run. That order is
-// not the CPU's, so the moments and gradients agree with the CPU within a bound, not bitwise (the sums
-// are rounded to float from double, so most elements are the same bits). The apply step, given the
-// same mean and variance, is the CPU's bits.
+// Batch normalisation. Per-column sums run in double in a fixed order (column_sums.cuh), so results
+// repeat bitwise from run to run. That order is not the CPU's, so the moments and gradients agree with
+// the CPU within a bound, not bitwise (the sums are rounded to float from double, so most elements are
+// the same bits). The apply step, given the same mean and variance, is the CPU's bits.
 #include <cmath>
 
+#include "backend/cuda/column_map.cuh"
+#include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/layer_norm_math.hpp"
@@ -12,90 +13,136 @@
 namespace kx::backend::cuda {
 namespace {
 
-constexpr int kRowGroups = 8;
+struct ColumnValue {
+  const float* x;
+  int64_t cols;
+  __device__ void operator()(int64_t r, int64_t c, double* acc) const { acc[0] += x[r * cols + c]; }
+};
 
-// sums[k][c] for k < K of term(r, c, k) over every row: a block of 32 columns x 8 row groups.
-template <int K, class Term>
-__device__ void column_sums(int64_t rows, int64_t cols, Term term, double (&out)[K]) {
-  __shared__ double part[K][kRowGroups][33];
-  const int64_t c = blockIdx.x * 32 + threadIdx.x;
-  double acc[K] = {};
-  if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += kRowGroups) term(r, c, acc);
-  for (int k = 0; k < K; ++k) part[k][threadIdx.y][threadIdx.x] = acc[k];
-  __syncthreads();
-  for (int k = 0; k < K; ++k) {
-    double s = 0;
-    for (int g = 0; g < kRowGroups; ++g) s += part[k][g][threadIdx.x];
-    out[k] = s;
+struct SquaredDeviation {  // from the mean kept in double, as the CPU's second pass
+  const float* x;
+  int64_t cols;
+  const double* mean;
+  __device__ void operator()(int64_t r, int64_t c, double* acc) const {
+    const double d = x[r * cols + c] - mean[c];
+    acc[0] += d * d;
   }
-}
+};
 
+struct StoreMean {
+  int64_t rows;
+  double* mean_d;
+  float* mean;
+  __device__ void operator()(int64_t c, const double* s) const {
+    const double m = s[0] / static_cast<double>(rows);
+    mean_d[c] = m;
+    mean[c] = static_cast<float>(m);
+  }
+};
+
+struct StoreVariance {
+  int64_t rows;
+  float* var;
+  __device__ void operator()(int64_t c, const double* s) const { var[c] = static_cast<float>(s[0] / static_cast<double>(rows)); }
+};
+
+// The moments of matrices whose columns fill the GPU in one chunk: both passes in one kernel.
 __global__ void column_moments_kernel(int64_t rows, int64_t cols, const float* x, float* mean, float* var) {
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
   double s[1];
-  column_sums<1>(rows, cols, [&](int64_t r, int64_t col, double* acc) { acc[0] += x[r * cols + col]; }, s);
+  chunk_column_sums<1>(0, rows, cols, ColumnValue{x, cols}, s);
   const double m = s[0] / static_cast<double>(rows);
-  __syncthreads();  // the shared partials are reused by the second pass
   double q[1];
-  column_sums<1>(rows, cols,
-                 [&](int64_t r, int64_t col, double* acc) {
-                   const double d = x[r * cols + col] - m;
-                   acc[0] += d * d;
-                 },
-                 q);
+  chunk_column_sums<1>(
+      0, rows, cols,
+      [&](int64_t r, int64_t col, double* acc) {
+        const double d = x[r * cols + col] - m;
+        acc[0] += d * d;
+      },
+      q);
   if (threadIdx.y == 0 && c < cols) {
     mean[c] = static_cast<float>(m);
     var[c] = static_cast<float>(q[0] / static_cast<double>(rows));
   }
 }
 
-__global__ void batch_norm_apply_kernel(int64_t rows, int64_t cols, const float* x, const float* mean,
-                                        const float* var, float epsilon, const float* gamma, const float* beta,
-                                        float* y) {
-  KX_GRID_STRIDE(i, rows * cols) {
-    const int64_t c = i % cols;
+struct ScaleShift {
+  float scale, shift;
+};
+
+// y = x * scale + shift per column, with scale and shift formed in double as the CPU forms them.
+struct BatchNormApply {
+  const float* x;
+  int64_t cols;
+  const float* mean;
+  const float* var;
+  float epsilon;
+  const float* gamma;
+  const float* beta;
+  float* y;
+  __device__ ScaleShift column(int64_t c) const {
     const double s = (gamma ? gamma[c] : 1.0) / sqrt(static_cast<double>(var[c]) + epsilon);
-    const float scale = static_cast<float>(s);
-    const float shift = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
-    y[i] = __fadd_rn(__fmul_rn(x[i], scale), shift);
+    return {static_cast<float>(s), static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s)};
   }
-}
-
-__global__ void batch_norm_param_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
-                                             const float* mean, const float* var, float epsilon, float* dgamma,
-                                             float* dbeta) {
-  const int64_t c = blockIdx.x * 32 + threadIdx.x;
-  const double invstd = c < cols ? 1.0 / sqrt(static_cast<double>(var[c]) + epsilon) : 0.0;
-  const float m = c < cols ? mean[c] : 0.0f;
-  double s[2];
-  column_sums<2>(rows, cols,
-                 [&](int64_t r, int64_t col, double* acc) {
-                   const double g = dy[r * cols + col];
-                   acc[0] += g;
-                   // x - mean rounded to float, as the CPU computes it
-                   acc[1] += g * static_cast<double>(__fsub_rn(x[r * cols + col], m)) * invstd;
-                 },
-                 s);
-  if (threadIdx.y == 0 && c < cols) {
-    dbeta[c] = static_cast<float>(s[0]);
-    dgamma[c] = static_cast<float>(s[1]);
+  __device__ void operator()(int64_t r, int64_t c, const ScaleShift& v) const {
+    y[r * cols + c] = __fadd_rn(__fmul_rn(x[r * cols + c], v.scale), v.shift);
   }
-}
+};
 
-__global__ void batch_norm_input_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
-                                             const float* mean, const float* var, float epsilon, const float* gamma,
-                                             const float* dgamma, const float* dbeta, float* dx) {
-  const double n = static_cast<double>(rows);
-  KX_GRID_STRIDE(i, rows * cols) {
-    const int64_t c = i % cols;
+// dbeta = sum dy, dgamma = sum dy * xhat, each term as the CPU forms it.
+struct BatchNormParamTerms {
+  const float* x;
+  const float* dy;
+  int64_t cols;
+  const float* mean;
+  const float* var;
+  float epsilon;
+  __device__ void operator()(int64_t r, int64_t c, double* acc) const {
+    const double g = dy[r * cols + c];
+    acc[0] += g;
+    // x - mean rounded to float, as the CPU computes it
+    acc[1] += g * static_cast<double>(__fsub_rn(x[r * cols + c], mean[c])) * (1.0 / sqrt(static_cast<double>(var[c]) + epsilon));
+  }
+};
+
+struct StoreSumsAsFloat {  // sums[0] into first, sums[1] into second, where given
+  float* first;
+  float* second;
+  __device__ void operator()(int64_t c, const double* s) const {
+    if (first) first[c] = static_cast<float>(s[0]);
+    if (second) second[c] = static_cast<float>(s[1]);
+  }
+};
+
+struct InputGradCoefficients {
+  float k, a, b;
+};
+
+// dx = gamma * invstd * (dy - mean(dy) - xhat * mean(dy * xhat)), as dx = k dy + a x + b per column,
+// the coefficients formed in double as the CPU forms them.
+struct BatchNormInputGrad {
+  const float* x;
+  const float* dy;
+  int64_t rows, cols;
+  const float* mean;
+  const float* var;
+  float epsilon;
+  const float* gamma;
+  const float* dgamma;
+  const float* dbeta;
+  float* dx;
+  __device__ InputGradCoefficients column(int64_t c) const {
+    const double n = static_cast<double>(rows);
     const double invstd = 1.0 / sqrt(static_cast<double>(var[c]) + epsilon);
     const double gi = gamma[c] * invstd, mean_dy = dbeta[c] / n, mean_dyx = dgamma[c] / n;
-    const float k = static_cast<float>(gi), a = static_cast<float>(-gi * mean_dyx * invstd);
-    const float b = static_cast<float>(-gi * mean_dy + gi * mean_dyx * invstd * mean[c]);
-    dx[i] = __fadd_rn(__fadd_rn(__fmul_rn(k, dy[i]), __fmul_rn(a, x[i])), b);
+    return {static_cast<float>(gi), static_cast<float>(-gi * mean_dyx * invstd),
+            static_cast<float>(-gi * mean_dy + gi * mean_dyx * invstd * mean[c])};
   }
-}
+  __device__ void operator()(int64_t r, int64_t c, const InputGradCoefficients& v) const {
+    const int64_t i = r * cols + c;
+    dx[i] = __fadd_rn(__fadd_rn(__fmul_rn(v.k, dy[i]), __fmul_rn(v.a, x[i])), v.b);
+  }
+};
 
 constexpr int kRowThreads = 256;
 
@@ -136,22 +183,18 @@ __global__ void layer_norm_forward_kernel(int64_t cols, const float* x, float ep
   for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) y[r * cols + c] = layer_norm_value(xr[c], mf, inv, gamma, beta, c);
 }
 
-__global__ void layer_norm_param_grad_kernel(int64_t rows, int64_t cols, const float* x, const float* dy,
-                                             const float* mean, const float* inv_std, float* dgamma, float* dbeta) {
-  const int64_t c = blockIdx.x * 32 + threadIdx.x;
-  double s[2];
-  column_sums<2>(rows, cols,
-                 [&](int64_t r, int64_t col, double* acc) {
-                   const double g = dy[r * cols + col];
-                   acc[0] += g;
-                   acc[1] += g * (static_cast<double>(x[r * cols + col]) - mean[r]) * inv_std[r];
-                 },
-                 s);
-  if (threadIdx.y == 0 && c < cols) {
-    if (dbeta) dbeta[c] = static_cast<float>(s[0]);
-    if (dgamma) dgamma[c] = static_cast<float>(s[1]);
+struct LayerNormParamTerms {
+  const float* x;
+  const float* dy;
+  int64_t cols;
+  const float* mean;
+  const float* inv_std;
+  __device__ void operator()(int64_t r, int64_t c, double* acc) const {
+    const double g = dy[r * cols + c];
+    acc[0] += g;
+    acc[1] += g * (static_cast<double>(x[r * cols + c]) - mean[r]) * inv_std[r];
   }
-}
+};
 
 __global__ void layer_norm_input_grad_kernel(int64_t cols, const float* x, const float* dy, const float* mean,
                                              const float* inv_std, const float* gamma, float* dx) {
@@ -170,31 +213,33 @@ __global__ void layer_norm_input_grad_kernel(int64_t cols, const float* x, const
                                              static_cast<double>(cols));
 }
 
-dim3 column_blocks(int64_t cols) { return dim3(static_cast<unsigned>((cols + 31) / 32)); }
-const dim3 kColumnThreads(32, kRowGroups);
 
 }  // namespace
 
-void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var) {
-  if (rows * cols > 0) column_moments_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, mean, var);
+void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var,
+                    double* scratch) {
+  if (rows * cols == 0) return;
+  if (column_chunks(rows, cols).count == 1) {
+    column_moments_kernel<<<static_cast<unsigned>((cols + 31) / 32), column_threads(), 0, s>>>(rows, cols, x, mean, var);
+    return;
+  }
+  double* mean_d = scratch + kColumnPartialDoubles;  // read by the second pass while it fills the partials
+  column_sums<1>(s, rows, cols, ColumnValue{x, cols}, StoreMean{rows, mean_d, mean}, scratch);
+  column_sums<1>(s, rows, cols, SquaredDeviation{x, cols, mean_d}, StoreVariance{rows, var}, scratch);
 }
 
 void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
                       float epsilon, const float* gamma, const float* beta, float* y) {
-  if (rows * cols > 0)
-    batch_norm_apply_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, mean, var, epsilon, gamma,
-                                                                         beta, y);
+  column_map(s, rows, cols, BatchNormApply{x, cols, mean, var, epsilon, gamma, beta, y});
 }
 
 void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
                          const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
-                         float* dgamma, float* dbeta) {
+                         float* dgamma, float* dbeta, double* scratch) {
   if (rows * cols == 0) return;
-  batch_norm_param_grad_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
-                                                                            dgamma, dbeta);
-  if (dx)
-    batch_norm_input_grad_kernel<<<blocks_for(rows * cols), kThreads, 0, s>>>(rows, cols, x, dy, mean, var, epsilon,
-                                                                             gamma, dgamma, dbeta, dx);
+  column_sums<2>(s, rows, cols, BatchNormParamTerms{x, dy, cols, mean, var, epsilon}, StoreSumsAsFloat{dbeta, dgamma},
+                 scratch);
+  if (dx) column_map(s, rows, cols, BatchNormInputGrad{x, dy, rows, cols, mean, var, epsilon, gamma, dgamma, dbeta, dx});
 }
 
 void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
@@ -206,11 +251,11 @@ void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float*
 
 void layer_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
                          const float* mean, const float* inv_std, const float* gamma, float* dx, float* dgamma,
-                         float* dbeta) {
+                         float* dbeta, double* scratch) {
   if (rows * cols == 0) return;
   if (dgamma || dbeta)
-    layer_norm_param_grad_kernel<<<column_blocks(cols), kColumnThreads, 0, s>>>(rows, cols, x, dy, mean, inv_std,
-                                                                              dgamma, dbeta);
+    column_sums<2>(s, rows, cols, LayerNormParamTerms{x, dy, cols, mean, inv_std}, StoreSumsAsFloat{dbeta, dgamma},
+                   scratch);
   if (dx)
     layer_norm_input_grad_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, s>>>(cols, x, dy, mean, inv_std,
                                                                                     gamma, dx);

@@ -2,28 +2,23 @@
 // then threads, warps and blocks in order), so results repeat bitwise from run to run.
 #include <cmath>
 
+#include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/loss_math.hpp"
 
 namespace kx::backend::cuda {
 namespace {
 
-// db[c] = sum over rows of dz[r, c]: a block of 32 columns x 8 row groups; each thread sums every
-// 8th row, then the 8 partial sums are added in order.
-__global__ void bias_grad_kernel(int64_t rows, int64_t cols, const float* dz, float* db) {
-  __shared__ float part[8][33];
-  const int64_t c = blockIdx.x * 32 + threadIdx.x;
-  float acc = 0;
-  if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += 8) acc += dz[r * cols + c];
-  part[threadIdx.y][threadIdx.x] = acc;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    float s = 0;
-    for (int k = 0; k < 8; ++k) s += part[k][threadIdx.x];
-    db[c] = s;
-  }
-}
+struct ColumnOfDz {
+  const float* dz;
+  int64_t cols;
+  __device__ void operator()(int64_t r, int64_t c, double* acc) const { acc[0] += dz[r * cols + c]; }
+};
+
+struct StoreBiasGrad {
+  float* db;
+  __device__ void operator()(int64_t c, const double* s) const { db[c] = static_cast<float>(s[0]); }
+};
 
 __device__ inline double warp_sum(double v) {
   for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
@@ -203,9 +198,8 @@ __global__ void add_partials_kernel(int blocks, const double* partials, double* 
 
 }  // namespace
 
-void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db) {
-  if (cols == 0) return;
-  bias_grad_kernel<<<static_cast<unsigned>((cols + 31) / 32), dim3(32, 8), 0, s>>>(rows, cols, dz, db);
+void bias_grad(cudaStream_t s, int64_t rows, int64_t cols, const float* dz, float* db, double* scratch) {
+  column_sums<1>(s, rows, cols, ColumnOfDz{dz, cols}, StoreBiasGrad{db}, scratch);
 }
 
 void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, const float* out, const float* y,
