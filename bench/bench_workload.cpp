@@ -2,15 +2,16 @@
 // prints one JSON line with the same fields as bench/peers/peer_train.py, so the harness treats kx and
 // each peer alike (it also takes each process's peak RSS from the kernel, as for the peers).
 //
-//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|transformer --batch B [--steps N] [--warmup W]
-//                  [--threads T]
+//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm --batch B [--steps N]
+//                  [--warmup W] [--threads T]
 //
 // The workloads: the Fashion-MNIST MLP (784-256-256-10) and CNN of bench_common.hpp, ResNet50 at
-// 64x64x3 and MobileNetV2 (alpha 1.0) at 96x96x3 with 10 classes, and a 2-block transformer encoder on
+// 64x64x3 and MobileNetV2 (alpha 1.0) at 96x96x3 with 10 classes, a 2-block transformer encoder on
 // sequences [64, 32] (Dense 128 per step; per block MultiHeadAttention 4 heads of 32 + Add +
 // LayerNormalization, Dense 256 relu + Dense 128 + Add + LayerNormalization; Flatten, Dense 10
-// softmax); Adam (Keras's epsilon), sparse categorical cross-entropy, accuracy. The data are 32
-// batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
+// softmax), and LSTM(128) over 50 steps of 40 features then Dense(10, softmax); Adam (Keras's
+// epsilon), sparse categorical cross-entropy, accuracy. The data are 32 batches of uniform [0, 1)
+// inputs and labels 0..9 from a fixed seed, cycled.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -64,6 +65,16 @@ kx::Model build(const std::string& workload, const kx::Strategy& s, kx::Shape& s
     m.compile(co);
     return m;
   }
+  if (workload == "lstm") {
+    sample = {50, 40};
+    kx::Model m = kx::Model::sequential(s, sample);
+    m.add_layer(R"({"class_name": "LSTM", "config": {"units": 128}})");
+    m.add_layer(R"({"class_name": "Dense", "config": {"units": 10, "activation": "softmax"}})");
+    kx::CompileOptions co;
+    co.accuracy = true;
+    m.compile(co);
+    return m;
+  }
   if (workload == "transformer") {
     sample = {64, 32};
     kx::Model m = kx::Model::functional(s, sample, "input_layer");
@@ -87,7 +98,7 @@ kx::Model build(const std::string& workload, const kx::Strategy& s, kx::Shape& s
     return m;
   }
   throw kx::Error(kx::Status::InvalidArgument,
-                  "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2, transformer)");
+                  "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2, transformer, lstm)");
 }
 
 }  // namespace
@@ -105,7 +116,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoi(v.c_str());
     else {
       std::fprintf(stderr,
-                   "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|transformer --batch B [--steps N] [--warmup W] "
+                   "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm --batch B [--steps N] [--warmup W] "
                    "[--threads T]\n",
                    argv[0]);
       return 2;

@@ -2,13 +2,14 @@
 PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
 
     peer_train.py --framework keras|torch --config xla|graph|eager|compile
-                  --workload mlp|cnn|resnet50|mobilenetv2|transformer
+                  --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm
                   --batch B [--steps N] [--warmup W] [--threads T]
 
 The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN,
 ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
-64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3 with 10 classes, and the transformer
-encoder of bench_workload; Adam with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
+64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3 with 10 classes, the transformer
+encoder of bench_workload, and LSTM(128) over 50 steps of 40 features then Dense(10, softmax); Adam
+with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
 
 Each framework in its best documented CPU setup: Keras on TensorFlow (oneDNN on, as TensorFlow's
@@ -26,7 +27,7 @@ import numpy as np
 
 def data(workload, batch):
     shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "mobilenetv2": (96, 96, 3),
-             "transformer": (64, 32)}[workload]
+             "transformer": (64, 32), "lstm": (50, 40)}[workload]
     rng = np.random.default_rng(7)
     n = 32 * batch
     x = rng.random((n,) + shape, dtype=np.float32)
@@ -92,6 +93,8 @@ def run_keras(a):
         model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10)
     elif a.workload == "transformer":
         model = keras_transformer(keras, layers)
+    elif a.workload == "lstm":
+        model = keras.Sequential([keras.Input((50, 40)), layers.LSTM(128), layers.Dense(10, activation="softmax")])
     else:
         model = keras.applications.ResNet50(weights=None, input_shape=(64, 64, 3), classes=10)
     model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7), loss="sparse_categorical_crossentropy",
@@ -177,6 +180,22 @@ def torch_mobilenet_v2(nn):
     return nn.Sequential(*mods)
 
 
+def TorchLstm(nn):
+    """LSTM(128) over [batch, 50, 40] (batch first), its last step's h, then Linear(128, 10)."""
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(40, 128, batch_first=True)
+            self.out = nn.Linear(128, 10)
+
+        def forward(self, x):
+            y, _ = self.lstm(x)
+            return self.out(y[:, -1])
+
+    return Model()
+
+
 def run_torch(a):
     import torch
 
@@ -192,6 +211,8 @@ def run_torch(a):
         model = torch_mobilenet_v2(nn)
     elif a.workload == "transformer":
         model = torch_transformer(nn)
+    elif a.workload == "lstm":
+        model = TorchLstm(nn)
     else:
         model = torch_resnet50(nn)
     x, y = data(a.workload, a.batch)
@@ -232,7 +253,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--framework", choices=["keras", "torch"], required=True)
     p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
-    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2", "transformer"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2", "transformer", "lstm"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

@@ -11,7 +11,7 @@
 namespace kx::test {
 
 Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
-                    const Reference& ref, double tol, bool check_w) {
+                    const Reference& ref, double tol, bool check_w, const std::vector<float>& mask) {
   auto be = backend::make_cpu_backend(2);
   const Shape out = layer.build_inputs(in_shapes);
   std::vector<FloatBuffer> xs;
@@ -35,6 +35,7 @@ Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int
   c.y = r.y.data();
   c.w = wb.data();
   c.scratch = r.scratch.data();
+  c.mask = mask.empty() ? nullptr : mask.data();
   // The plan hands a call's workspace to other buffers between calls: backward may not find forward's.
   FloatBuffer workspace(std::max<int64_t>(layer.workspace_floats_on(*be, rows), 1));
   c.workspace = workspace.data();

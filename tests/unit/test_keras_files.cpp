@@ -228,7 +228,7 @@ TEST(KerasFiles, WhatKxCannotTrainIsUnsupportedByName) {
     const char* to;
     const char* named;
   } cases[] = {
-      {"\"class_name\": \"Dense\"", "\"class_name\": \"LSTM\"", "layer class LSTM"},
+      {"\"class_name\": \"Dense\"", "\"class_name\": \"SimpleRNN\"", "layer class SimpleRNN"},
       {"\"kernel_regularizer\": null", "\"kernel_regularizer\": \"l2\"", "kernel_regularizer"},
       {"\"activation\": \"relu\"", "\"activation\": \"mish\"", "mish"},
       {"\"class_name\": \"Adam\"", "\"class_name\": \"Adagrad\"", "Adagrad"},

@@ -164,6 +164,36 @@ TEST(TrainingArena, ReuseTrainsBitForBitAsBuffersApartWithTwoReplicas) {
   EXPECT_EQ(packed.memory.rows, 4);  // each replica's share of the batch of 8
 }
 
+// Issue 35's sequence layers: an Embedding's mask (in its scratch) read by recurrent layers whose
+// backward reads x and their scratch but not y; int32-like ids, which mixed precision leaves as they are.
+TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
+  auto train = [](Arena arena, Precision p) {
+    const ArenaHooks hooks(arena);
+    Model m = Model::sequential(Strategy::default_strategy(), {7});
+    m.add_layer(R"({"class_name": "Embedding", "config": {"input_dim": 300, "output_dim": 4, "mask_zero": true}})");
+    m.add_layer(R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "LSTM",
+                   "config": {"units": 3, "return_sequences": true}}}})");
+    m.add_layer(R"({"class_name": "GRU", "config": {"units": 4}})");
+    m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
+    CompileOptions co;
+    co.precision = p;
+    m.compile(co);
+    const int64_t n = 8;
+    std::vector<float> x(n * 7), y(n);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
+    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+    for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
+    return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+  };
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16}) {
+    SCOPED_TRACE(precision_name(p));
+    const auto apart = train(Arena::Apart, p), zeroed = train(Arena::PackedZeroedWhenDead, p);
+    EXPECT_TRUE(same_bits(apart.first, zeroed.first));
+    EXPECT_TRUE(same_bits(apart.second, zeroed.second));
+    for (float w : zeroed.first) ASSERT_TRUE(std::isfinite(w));
+  }
+}
+
 // A deep model: most activations and gradients are dead most of the step.
 TEST(TrainingArena, ResNet50TrainsBitForBitInAFractionOfTheBuffersApart) {
   auto train = [](Arena arena) {

@@ -519,6 +519,126 @@ class KerasLayers(unittest.TestCase):
                                                            include_top=False, pooling="avg")
         self.assertEqual(without_top.num_params, keras_without_top.count_params())
 
+    # ---- Sequence layers: Embedding, LSTM, GRU, Bidirectional (issue 35) ----
+
+    @staticmethod
+    def sequence_model(body, optimizer=None):
+        """Input -> body (a function of a tensor) -> Dense(3), compiled with SGD(1) (the weights' change
+        is the gradient) or the given optimizer."""
+        m = body()
+        m.compile(optimizer=optimizer or keras.optimizers.SGD(1.0), loss="mse")
+        return m
+
+    def assert_same_step(self, name, theirs, ours, x, y):
+        want = theirs.predict(x, verbose=0)
+        got = ours.predict(x).reshape(want.shape)
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{name}: forward")
+        before = keras_weights(theirs)
+        theirs.train_on_batch(x, y)
+        ours.train_on_batch(x, y)
+        after = ours.get_weights()
+        self.assertEqual(len(after), len(before), name)
+        worst = 0.0
+        for v, w0, w1, got_w in zip(theirs.weights, before, keras_weights(theirs), after):
+            change_kx, change_keras = w0 - got_w.reshape(w0.shape), w0 - w1
+            worst = max(worst, max_relative(change_kx, change_keras))
+            np.testing.assert_allclose(change_kx, change_keras, rtol=RTOL, atol=ATOL, err_msg=f"{name}: {v.path}")
+        print(f"{name}: forward {max_relative(got, want):.1e}, step {worst:.1e} (max relative difference)")
+
+    @staticmethod
+    def recurrent_cases():
+        def floats(layer, steps=6, features=4):
+            def body():
+                i = keras.Input((steps, features))
+                x = layer()(i)
+                if len(x.shape) == 3:
+                    x = layers.Flatten()(x)
+                return keras.Model(i, layers.Dense(3, name="after")(x))
+            return body, ("float", steps, features)
+
+        def tokens(make, steps=7, vocab=9):
+            def body():
+                i = keras.Input((steps,), dtype="int32")
+                x = layers.Embedding(vocab, 4, mask_zero=True, name="embedding")(i)
+                x = make(x)
+                return keras.Model(i, layers.Dense(3, name="after")(x))
+            return body, ("int", steps, vocab)
+
+        return {
+            "LSTM last": floats(lambda: layers.LSTM(5)),
+            "LSTM sequences": floats(lambda: layers.LSTM(5, return_sequences=True)),
+            "LSTM backwards sequences": floats(lambda: layers.LSTM(4, return_sequences=True, go_backwards=True)),
+            "LSTM relu no bias": floats(lambda: layers.LSTM(3, activation="relu", use_bias=False)),
+            "GRU last": floats(lambda: layers.GRU(5)),
+            "GRU sequences backwards": floats(lambda: layers.GRU(4, return_sequences=True, go_backwards=True)),
+            "Bidirectional LSTM": floats(lambda: layers.Bidirectional(layers.LSTM(4))),
+            "Bidirectional GRU sequences": floats(lambda: layers.Bidirectional(layers.GRU(3, return_sequences=True))),
+            "masked LSTM": tokens(lambda x: layers.LSTM(5)(x)),
+            "masked LSTM sequences into GRU": tokens(lambda x: layers.GRU(3)(layers.LSTM(4, return_sequences=True)(x))),
+            "masked Bidirectional LSTM": tokens(lambda x: layers.Bidirectional(layers.LSTM(4))(x)),
+            "masked Bidirectional sequences into LSTM": tokens(
+                lambda x: layers.LSTM(3)(layers.Bidirectional(layers.GRU(3, return_sequences=True))(x))),
+        }
+
+    @staticmethod
+    def sequence_data(kind, steps, size, rng, n=8):
+        if kind == "float":
+            return rng.normal(size=(n, steps, size)).astype(np.float32)
+        ids = rng.integers(1, size, size=(n, steps)).astype(np.int32)
+        for r in range(n):  # padding at the end, at the start, and holes
+            if r % 3 == 0:
+                ids[r, steps - 1 - r % steps:] = 0
+            elif r % 3 == 1:
+                ids[r, : r % steps] = 0
+            else:
+                ids[r, ::3] = 0
+        return ids
+
+    def test_recurrent_layers_give_keras_forward_and_gradients(self):
+        for name, (body, (kind, steps, size)) in self.recurrent_cases().items():
+            with self.subTest(layer=name):
+                keras.backend.clear_session()
+                keras.utils.set_random_seed(3)
+                theirs = self.sequence_model(body)
+                rng = np.random.default_rng(4)
+                x = self.sequence_data(kind, steps, size, rng)
+                y = rng.normal(size=(8, 3)).astype(np.float32)
+                ours = kx.models.load_model(self.save(theirs, name))
+                self.assert_same_step(name, theirs, ours, x, y)
+
+    def test_text_classifier_takes_one_adam_step_as_keras(self):
+        # Keras on TensorFlow updates an Embedding with its gradient as tf.IndexedSlices: Adam's second
+        # moment then sums the squares of each occurrence's gradient where an id repeats in the batch
+        # (keras.ops.square of the slices), where kx, like Keras on JAX or PyTorch, squares the summed
+        # gradient. So every id occurs once here (0, the padding, has no gradient either way).
+        keras.backend.clear_session()
+        keras.utils.set_random_seed(8)
+
+        def body():
+            i = keras.Input((10,), dtype="int32")
+            x = layers.Embedding(100, 8, mask_zero=True)(i)
+            x = layers.Bidirectional(layers.LSTM(6))(x)
+            return keras.Model(i, layers.Dense(3, name="after")(x))
+
+        theirs = self.sequence_model(body, keras.optimizers.Adam(1e-2))
+        rng = np.random.default_rng(9)
+        padded = self.sequence_data("int", 10, 100, rng)
+        x = np.where(padded != 0, rng.permutation(np.arange(1, 100))[:80].reshape(8, 10), 0).astype(np.int32)
+        y = rng.normal(size=(8, 3)).astype(np.float32)
+        ours = kx.models.load_model(self.save(theirs, "text_classifier_adam"))
+        before = keras_weights(theirs)
+        theirs.train_on_batch(x, y)
+        ours.train_on_batch(x, y)
+        for v, w0, w1, got in zip(theirs.weights, before, keras_weights(theirs), ours.get_weights()):
+            np.testing.assert_allclose(got.reshape(w1.shape), w1, rtol=RTOL, atol=ATOL, err_msg=v.path)
+        # And the file kx writes opens in Keras with the same weights.
+        path = os.path.join(self.dir.name, "text_classifier_from_kx.keras")
+        ours.save_keras(path)
+        again = keras.models.load_model(path)
+        for w, got in zip(again.weights, ours.get_weights()):
+            np.testing.assert_array_equal(w.numpy(), got.reshape(w.shape), err_msg=w.path)
+        np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(-1, 3), rtol=RTOL, atol=ATOL)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -671,7 +671,8 @@ typedef enum kx_dtype {
 
 /* A dataset of (x, y) pairs, copied from the caller's arrays (row-major, shape[0] = samples; x and y
  * must have the same number of samples). u8 x is scaled to [0, 1]; other x and all y are converted to
- * float32 (y integers must be exactly representable). Errors: NULL pointers, rank 0, zero or
+ * float32 (integers must be exactly representable: |v| <= 2^24). Token ids for an Embedding layer
+ * are int32 (or int64) x, held exactly. Errors: NULL pointers, rank 0, zero or
  * negative dimensions, mismatched sample counts, unknown dtype. */
 KX_API KX_MUST_CHECK kx_status kx_dataset_from_arrays(const void* x, kx_dtype x_dtype, const int64_t* x_shape, size_t x_rank,
                                         const void* y, kx_dtype y_dtype, const int64_t* y_shape, size_t y_rank,

@@ -42,4 +42,8 @@
   X(Conv2DTranspose, "Conv2DTranspose", "conv2d_transpose", read_no_config, make_conv2d_transpose_layer)       \
   X(UpSampling2D, "UpSampling2D", "up_sampling2d", read_no_config, make_up_sampling2d_layer)                   \
   X(Multiply, "Multiply", "multiply", read_no_config, make_multiply_layer)                                     \
-  X(TensorOperation, "TensorOperation", "tensor_operation", read_no_config, make_tensor_operation_layer)
+  X(TensorOperation, "TensorOperation", "tensor_operation", read_no_config, make_tensor_operation_layer)       \
+  X(Embedding, "Embedding", "embedding", read_no_config, make_embedding_layer)                                 \
+  X(LSTM, "LSTM", "lstm", read_no_config, make_lstm_layer)                                                     \
+  X(GRU, "GRU", "gru", read_no_config, make_gru_layer)                                                         \
+  X(Bidirectional, "Bidirectional", "bidirectional", read_no_config, make_bidirectional_layer)

@@ -104,6 +104,22 @@ struct Upsample2d {
   Interpolation interpolation = Interpolation::Nearest;
 };
 
+// One time step of a recurrent layer (LSTM, GRU) over `rows` samples of `units` units. Each pointer
+// of the step's kernels addresses row 0; row r of it starts `*_ld` floats further, so that the step's
+// slice of a [rows, steps, ...] sequence is read in place.
+struct RecurrentStep {
+  int64_t rows = 0, units = 0;
+  int64_t gates_ld = 0;      // the gates' pre-activations (x W + b + h U), 4 units (LSTM) or 3 (GRU)
+  int64_t recurrent_ld = 0;  // GRU: h U + recurrent bias, 3 units (reset_after)
+  int64_t state_ld = 0;      // h and c, previous and new
+  int64_t mask_ld = 0;       // the step's mask: 1 keeps it, 0 carries the state over it
+  int64_t y_ld = 0;          // the output (and its gradient, dy)
+  Activation activation = Activation::Tanh;
+  Activation recurrent_activation = Activation::Sigmoid;
+  // Keras's zero_output_for_mask: a masked step outputs zeros (else the previous output).
+  int32_t zero_masked_output = 0;
+};
+
 // What changes from one training step to the next, kept in the backend's memory and written by the
 // host before each step: kernels read it there, so a step captured once (StepGraph) and replayed
 // reads the values of the step it runs, not those of the step it was captured in.

@@ -193,6 +193,43 @@
   /* dst[i, :] = src[idx[i], :] for i < n, rows of row_len floats; idx is memory of this backend too. */        \
   X(gather_rows, (const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst),                 \
     (src, row_len, idx, n, dst))                                                                                 \
+  /* Embedding lookup: y[i, :] = table[ids[i], :] for i < n (rows of dim floats; ids hold integers as      \
+     floats, the model's input); mask, when not null, gets mask[i] = ids[i] != 0 (Keras's mask_zero). An id   \
+     outside [0, vocab) is InvalidArgument on the CPU; the CUDA kernel writes zeros for it, never reads       \
+     outside the table (as TensorFlow on a GPU). */                                                            \
+  X(embedding_forward,                                                                                         \
+    (int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* table, float* y, float* mask),      \
+    (n, vocab, dim, ids, table, y, mask))                                                                      \
+  /* dtable (overwritten) [vocab, dim] = the sum of dy[i, :] into row ids[i], i in increasing order; ids       \
+     outside [0, vocab) add nothing. */                                                                        \
+  X(embedding_backward, (int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* dy, float* dtable), \
+    (n, vocab, dim, ids, dy, dtable))                                                                          \
+  /* One LSTM step (recurrent_math.hpp): gates (in: x W + b + h U; out: i, f, g, o activated), c and h of     \
+     the step (h_prev, c_prev null: zeros); masked rows keep h_prev and c_prev; y (may be null) gets h, or 0  \
+     on a masked row with zero_masked_output. */                                                               \
+  X(lstm_step_forward,                                                                                         \
+    (const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev, const float* mask,         \
+     float* c, float* h, float* y),                                                                            \
+    (s, gates, c_prev, h_prev, mask, c, h, y))                                                                 \
+  /* Its gradient back through the step: dh [rows, units] (in: dL/dh of later steps; dy added, may be null)  \
+     becomes the carried part of dL/dh_prev (0 on unmasked rows, where h U's gradient is added after);       \
+     dc [rows, units] becomes dL/dc_prev; gates (activated) become dL/d(pre-activations). */                   \
+  X(lstm_step_backward,                                                                                        \
+    (const RecurrentStep& s, float* gates, const float* c_prev, const float* c, const float* mask,             \
+     const float* dy, float* dh, float* dc),                                                                   \
+    (s, gates, c_prev, c, mask, dy, dh, dc))                                                                   \
+  /* One GRU step, Keras's reset_after: gates (in: x W + b_in; out: z, r, hh activated), recurrent           \
+     (h_prev U + b_rec, read), h of the step; masks and y as lstm_step_forward. */                            \
+  X(gru_step_forward,                                                                                          \
+    (const RecurrentStep& s, float* gates, const float* recurrent, const float* h_prev, const float* mask,     \
+     float* h, float* y),                                                                                      \
+    (s, gates, recurrent, h_prev, mask, h, y))                                                                 \
+  /* Its gradient: gates become dL/d(x W + b_in), recurrent dL/d(h_prev U + b_rec), dh the part of           \
+     dL/dh_prev that does not pass through U (dy added first, may be null). */                                 \
+  X(gru_step_backward,                                                                                         \
+    (const RecurrentStep& s, float* gates, float* recurrent, const float* h_prev, const float* mask,           \
+     const float* dy, float* dh),                                                                              \
+    (s, gates, recurrent, h_prev, mask, dy, dh))                                                               \
   /* y[i] = x[i] rounded to r (rounding_math.hpp); y may alias x. */                                            \
   X(round_to, (Rounding r, int64_t n, const float* x, float* y), (r, n, x, y))                                   \
   /* x[i] *= *factor, the factor read from this backend's memory when the kernel runs. */                       \

@@ -16,6 +16,8 @@ pub enum Value {
     Number(f64),
     Str(String),
     List(Vec<Value>),
+    /// A JSON object: a wrapped layer's `{"class_name", "config"}` (Bidirectional's "layer").
+    Object(Vec<(String, Value)>),
 }
 
 impl From<bool> for Value {
@@ -41,6 +43,15 @@ impl From<f64> for Value {
 impl From<&str> for Value {
     fn from(v: &str) -> Value {
         Value::Str(v.to_string())
+    }
+}
+/// A layer as a setting of another (Bidirectional's "layer").
+impl From<Layer> for Value {
+    fn from(l: Layer) -> Value {
+        Value::Object(vec![
+            ("class_name".to_string(), Value::Str(l.class_name)),
+            ("config".to_string(), Value::Object(l.config)),
+        ])
     }
 }
 impl<T: Into<Value>> From<Vec<T>> for Value {
@@ -80,6 +91,18 @@ impl Value {
                     v.write(out);
                 }
                 out.push(']');
+            }
+            Value::Object(fields) => {
+                out.push('{');
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_string(out, k);
+                    out.push(':');
+                    v.write(out);
+                }
+                out.push('}');
             }
         }
     }

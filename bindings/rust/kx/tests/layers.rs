@@ -40,6 +40,10 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
             l.set("operation", "Multiply").set("arguments", Value::List(vec![Value::Null, Value::Number(2.0)])),
             false,
         ),
+        "Embedding" => (vec![5], l.set("input_dim", 6).set("output_dim", 3).set("mask_zero", true), false),
+        "LSTM" => (vec![4, 3], l.set("units", 2).set("return_sequences", true), false),
+        "GRU" => (vec![4, 3], l.set("units", 2), false),
+        "Bidirectional" => (vec![4, 3], l.set("layer", Layer::new("LSTM").set("units", 2)), false),
         _ => return None,
     })
 }
@@ -55,7 +59,8 @@ fn every_listed_layer_builds_and_predicts() {
         let inputs: &[&str] = if merge { &["input_layer", "input_layer"] } else { &["input_layer"] };
         m.call(&layer, inputs).unwrap_or_else(|e| panic!("{}: {}", class, e));
         m.compile(&CompileOptions { loss: Loss::MeanSquaredError, ..Default::default() }).unwrap();
-        let x = vec![0.5f32; 2 * m.input_size() as usize];
+        // Token ids for an Embedding (0.5 is none), any values elsewhere.
+        let x = vec![if class == "Embedding" { 1.0f32 } else { 0.5f32 }; 2 * m.input_size() as usize];
         let y = m.predict(&x).unwrap();
         assert_eq!(y.len() as i64, 2 * m.output_size(), "{}", class);
         assert!(m.to_json().unwrap().contains(class.as_str()));

@@ -19,6 +19,7 @@
 #include "backend/cpu/upsample_kernels.hpp"
 #include "backend/cpu/window_kernels.hpp"
 #include "backend/cpu/depthwise_kernels.hpp"
+#include "backend/cpu/sequence_kernels.hpp"
 #include "backend/loss_math.hpp"
 #include "backend/seed_mix.hpp"
 #include "kx/error.hpp"
@@ -406,6 +407,31 @@ class CpuBackend final : public Backend {
 
   std::unique_ptr<TransferRing> make_transfer_ring(int slots, size_t slot_bytes) override {
     return make_host_transfer_ring(*this, slots, slot_bytes);
+  }
+
+  void embedding_forward(int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* table, float* y,
+                         float* mask) override {
+    cpu::embedding_forward(n, vocab, dim, ids, table, y, mask, threads_);
+  }
+  void embedding_backward(int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* dy,
+                          float* dtable) override {
+    cpu::embedding_backward(n, vocab, dim, ids, dy, dtable, threads_);
+  }
+  void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
+                         const float* mask, float* c, float* h, float* y) override {
+    cpu::lstm_step_forward(s, gates, c_prev, h_prev, mask, c, h, y, threads_);
+  }
+  void lstm_step_backward(const RecurrentStep& s, float* gates, const float* c_prev, const float* c, const float* mask,
+                          const float* dy, float* dh, float* dc) override {
+    cpu::lstm_step_backward(s, gates, c_prev, c, mask, dy, dh, dc, threads_);
+  }
+  void gru_step_forward(const RecurrentStep& s, float* gates, const float* recurrent, const float* h_prev,
+                        const float* mask, float* h, float* y) override {
+    cpu::gru_step_forward(s, gates, recurrent, h_prev, mask, h, y, threads_);
+  }
+  void gru_step_backward(const RecurrentStep& s, float* gates, float* recurrent, const float* h_prev,
+                         const float* mask, const float* dy, float* dh) override {
+    cpu::gru_step_backward(s, gates, recurrent, h_prev, mask, dy, dh, threads_);
   }
 
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {

@@ -392,6 +392,42 @@ class CudaBackend final : public Backend {
     use_device();
     check(cudaStreamSynchronize(stream_), "a kernel of this step");
   }
+  void embedding_forward(int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* table, float* y,
+                         float* mask) override {
+    use_device();
+    cuda::embedding_forward(stream_, n, vocab, dim, ids, table, y, mask);
+    launched("embedding");
+  }
+  void embedding_backward(int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* dy,
+                          float* dtable) override {
+    use_device();
+    cuda::embedding_backward(stream_, n, vocab, dim, ids, dy, dtable);
+    launched("embedding gradient");
+  }
+  void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
+                         const float* mask, float* c, float* h, float* y) override {
+    use_device();
+    cuda::lstm_step_forward(stream_, s, gates, c_prev, h_prev, mask, c, h, y);
+    launched("LSTM step");
+  }
+  void lstm_step_backward(const RecurrentStep& s, float* gates, const float* c_prev, const float* c, const float* mask,
+                          const float* dy, float* dh, float* dc) override {
+    use_device();
+    cuda::lstm_step_backward(stream_, s, gates, c_prev, c, mask, dy, dh, dc);
+    launched("LSTM step gradient");
+  }
+  void gru_step_forward(const RecurrentStep& s, float* gates, const float* recurrent, const float* h_prev,
+                        const float* mask, float* h, float* y) override {
+    use_device();
+    cuda::gru_step_forward(stream_, s, gates, recurrent, h_prev, mask, h, y);
+    launched("GRU step");
+  }
+  void gru_step_backward(const RecurrentStep& s, float* gates, float* recurrent, const float* h_prev,
+                         const float* mask, const float* dy, float* dh) override {
+    use_device();
+    cuda::gru_step_backward(stream_, s, gates, recurrent, h_prev, mask, dy, dh);
+    launched("GRU step gradient");
+  }
   void gather_rows(const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst) override {
     use_device();
     cuda::gather_rows(stream_, src, row_len, idx, n, dst);

@@ -105,6 +105,19 @@ void adam(cudaStream_t s, int64_t n, float* p, const float* g, float* m, float* 
 // As Backend::sum_across, for up to kMaxSharedReplicas buffers.
 inline constexpr int kMaxSharedReplicas = 16;
 void sum_across(cudaStream_t s, int64_t first, int64_t n, float* const* buffers, int count);
+// The sequence layers (sequence_kernels.cu), as the operations of backend_ops.hpp.
+void embedding_forward(cudaStream_t s, int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* table,
+                       float* y, float* mask);
+void embedding_backward(cudaStream_t s, int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* dy,
+                        float* dtable);
+void lstm_step_forward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
+                       const float* mask, float* c, float* h, float* y);
+void lstm_step_backward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* c_prev, const float* c,
+                        const float* mask, const float* dy, float* dh, float* dc);
+void gru_step_forward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* recurrent,
+                      const float* h_prev, const float* mask, float* h, float* y);
+void gru_step_backward(cudaStream_t st, const RecurrentStep& s, float* gates, float* recurrent, const float* h_prev,
+                       const float* mask, const float* dy, float* dh);
 void gather_rows(cudaStream_t s, const float* src, int64_t row_len, const int64_t* idx, int64_t n, float* dst);
 
 // Mixed precision (mixed_precision_kernels.cu), as the operations of backend_ops.hpp: rows x cols

@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 16;
+inline constexpr int32_t kInterfaceVersion = 17;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"
@@ -221,6 +221,10 @@ constexpr layout::Text layout_text() {
   KX_LAYOUT(BinaryShape, KX_FIELD(BinaryShape, op), KX_FIELD(BinaryShape, rank), KX_FIELD(BinaryShape, scalar_operand),
             KX_FIELD(BinaryShape, scalar), KX_FIELD(BinaryShape, dims), KX_FIELD(BinaryShape, a_dims),
             KX_FIELD(BinaryShape, b_dims));
+  KX_LAYOUT(RecurrentStep, KX_FIELD(RecurrentStep, rows), KX_FIELD(RecurrentStep, units),
+            KX_FIELD(RecurrentStep, gates_ld), KX_FIELD(RecurrentStep, recurrent_ld), KX_FIELD(RecurrentStep, state_ld),
+            KX_FIELD(RecurrentStep, mask_ld), KX_FIELD(RecurrentStep, y_ld), KX_FIELD(RecurrentStep, activation),
+            KX_FIELD(RecurrentStep, recurrent_activation), KX_FIELD(RecurrentStep, zero_masked_output));
   KX_LAYOUT(StepValues, KX_FIELD(StepValues, seed), KX_FIELD(StepValues, learning_rate), KX_FIELD(StepValues, one),
             KX_FIELD(StepValues, base_learning_rate));
   KX_LAYOUT(LossSums, KX_FIELD(LossSums, loss), KX_FIELD(LossSums, correct), KX_FIELD(LossSums, weight));

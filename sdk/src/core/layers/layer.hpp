@@ -27,7 +27,8 @@ struct ParamSpec {
   bool trainable = true;
   std::vector<float> values{};  // the initial values, for Init::Values
   // Where Keras 3's weight files keep it, under the layer's group: "" for vars/<its index>; a layer
-  // made of sublayers (MultiHeadAttention) names the sublayer's group ("query_dense/vars/0").
+  // made of sublayers names the sublayer's group (MultiHeadAttention's "query_dense/vars/0", an LSTM's
+  // "cell/vars/0", a Bidirectional's "forward_layer/cell/vars/0").
   std::string keras_file_path{};
 };
 
@@ -65,6 +66,9 @@ struct LayerContext {
   // Mixed precision's 16-bit type (None in float32): x, y, dy, dx and w hold values of it (w where the
   // layer autocasts its weights); the layer's GEMMs round what they store to it.
   backend::Rounding rounding = backend::Rounding::None;
+  // Keras's sequence mask of the input, [rows, steps]: 1 where a time step counts, 0 where it is
+  // masked; null when the input has none (see Layer::computes_mask).
+  const float* mask = nullptr;
 };
 
 class Layer {
@@ -110,6 +114,15 @@ class Layer {
   void set_trainable(bool t) { spec_.trainable = t; }
   // The output is the input buffer itself (a reshape): forward and backward do nothing.
   virtual bool aliases_input() const { return false; }
+  // Keras's masks. A layer that computes_mask (Embedding with mask_zero) writes its output's mask,
+  // [rows, steps], at the start of its scratch in forward; one that passes_mask gives its output the
+  // mask of its input (an LSTM returning sequences); the plan hands each layer its input's mask
+  // (LayerContext::mask). Layers that do neither end the mask, as Keras's layers without masking.
+  virtual bool computes_mask() const { return false; }
+  virtual bool passes_mask() const { return false; }
+  // The layer reads integer ids (Embedding): mixed precision leaves the model's input as it is for it,
+  // as Keras casts only floating inputs to the compute type.
+  virtual bool reads_integer_input() const { return false; }
   // The activation the loss may fold in (Dense's), else None.
   virtual Activation output_activation() const { return Activation::None; }
 

@@ -5,6 +5,7 @@
 
 #include "core/layers/layer_registry.hpp"
 #include "core/layers/tensor_operation.hpp"
+#include "core/model/keras_masks.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -118,10 +119,15 @@ std::string model_config_from_keras(const Value& model) {
   const std::string cls = model.at("class_name", "model config").as_string("model class_name");
   require(cls == "Sequential" || cls == "Functional" || cls == "Model", Status::Unsupported,
           "model class " + cls + " is not supported (Sequential or Functional models only)");
+  if (cls != "Sequential") {  // Embedding masks are kx's own: their not_equal nodes go
+    const Value functional = without_embedding_mask_nodes(model);
+    for (const Value& l : layers_of(functional).as_array("model layers")) check_layer(l);
+    return functional.dump();
+  }
   const Value& config = model.at("config", "model config");
   const Value::Array& layers = layers_of(model).as_array("model layers");
   for (const Value& l : layers) check_layer(l);
-  if (cls != "Sequential" || layers.empty() || layers.front().at("class_name", "layer").as_string("class_name") == "InputLayer")
+  if (layers.empty() || layers.front().at("class_name", "layer").as_string("class_name") == "InputLayer")
     return model.dump();
   // A Keras 2 Sequential: the input shape is the first layer's batch_input_shape (or the model's).
   const Value* shape = layers.front().at("config", "layer").find("batch_input_shape");

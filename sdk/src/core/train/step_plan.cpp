@@ -60,6 +60,14 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
       scratch_[i] = scratch_storage_.back().data();
     }
   }
+  // Each layer's input mask: a masking layer's scratch, carried on by the layers that pass masks.
+  std::vector<const float*> tensor_mask(T, nullptr);
+  mask_.assign(L, nullptr);
+  for (size_t i = 0; i < L; ++i) {
+    const Layer& layer = *net.layers[i];
+    mask_[i] = tensor_mask[static_cast<size_t>(net.inputs[i].front())];
+    tensor_mask[i + 1] = layer.computes_mask() ? scratch_[i] : layer.passes_mask() ? mask_[i] : nullptr;
+  }
   labels_ = be.allocate(static_cast<size_t>(checked_product({max_rows, label_size}, "a batch's labels")) * sizeof(float));
   batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   weights_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(float));
@@ -82,8 +90,12 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
                        const uint64_t* step_seed, int64_t first_row, const PassPrecision& mp) {
   const size_t L = net.layers.size();
   const bool mixed = mp.rounding != backend::Rounding::None;
-  // Keras casts the model's input to the compute type as the first layer reads it.
-  if (mixed) be.round_to(mp.rounding, rows * net.input_size(), act_[0], act_[0]);
+  // Keras casts the model's input to the compute type as the first layer reads it, unless that layer
+  // reads integer ids (an Embedding).
+  bool integer_input = false;
+  for (size_t i = 0; i < L; ++i)
+    for (int t : net.inputs[i]) integer_input = integer_input || (t == 0 && net.layers[i]->reads_integer_input());
+  if (mixed && !integer_input) be.round_to(mp.rounding, rows * net.input_size(), act_[0], act_[0]);
   std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
     xs.clear();
@@ -103,6 +115,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.seed_stream = i;
     c.first_row = first_row;
     c.rounding = mp.rounding;
+    c.mask = mask_[i];
     const Layer& layer = *net.layers[i];
     layer.forward(c);
     if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
@@ -138,6 +151,7 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.batch_share = batch_share;
     c.rounding = mp.rounding;
+    c.mask = mask_[i];
     layer.backward(c);
     if (mixed && !layer.rounds_input_grads(c.fold_activation))
       for (size_t k = 0; k < edge_grad_[i].size(); ++k)

@@ -1,0 +1,217 @@
+#include "core/layers/recurrent_sequence.hpp"
+
+#include "core/checked_size.hpp"
+#include "kx/error.hpp"
+
+namespace kx::core {
+
+using backend::Epilogue;
+using backend::Trans;
+
+namespace {
+
+bool flag(const json::Value& config, const char* key, bool fallback, const std::string& what) {
+  const json::Value* v = config.find(key);
+  return v && !v->is_null() ? v->as_bool(what + " " + key) : fallback;
+}
+
+// A setting kx refuses unless it has Keras's default (0 or false).
+void require_zero(const json::Value& config, const char* key, const std::string& what) {
+  const json::Value* v = config.find(key);
+  if (!v || v->is_null()) return;
+  const bool zero = v->type() == json::Value::Type::Bool ? !v->as_bool(key) : v->as_number(what + " " + key) == 0;
+  require(zero, Status::Unsupported, what + ": " + key + " " + v->dump() + " is not supported (only its default)");
+}
+
+}  // namespace
+
+Activation recurrent_activation_from_json(const json::Value& v, const std::string& what) {
+  const Activation a = v.is_null() ? Activation::None : activation_from_name(v.as_string(what));
+  require(a != Activation::Softmax, Status::Unsupported, what + " softmax is not supported in a recurrent layer");
+  return a;
+}
+
+RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind cell, const std::string& what) {
+  RecurrentSettings s;
+  s.cell = cell;
+  const json::Value* units = config.find("units");
+  require(units != nullptr, Status::InvalidArgument, what + " needs units");
+  const double u = units->as_number(what + " units");
+  require(u >= 1 && u <= 1e7 && u == static_cast<double>(static_cast<int64_t>(u)), Status::InvalidArgument,
+          what + " units must be a positive integer, got " + units->dump());
+  s.units = static_cast<int64_t>(u);
+  if (const json::Value* v = config.find("activation")) s.activation = recurrent_activation_from_json(*v, what + " activation");
+  if (const json::Value* v = config.find("recurrent_activation"))
+    s.recurrent_activation = recurrent_activation_from_json(*v, what + " recurrent_activation");
+  s.use_bias = flag(config, "use_bias", true, what);
+  s.return_sequences = flag(config, "return_sequences", false, what);
+  s.go_backwards = flag(config, "go_backwards", false, what);
+  s.zero_output_for_mask = flag(config, "zero_output_for_mask", false, what);
+  s.unit_forget_bias = flag(config, "unit_forget_bias", true, what);
+  // A layer has one output in kx's graphs: the states cannot be returned beside it.
+  require_zero(config, "return_state", what);
+  require_zero(config, "stateful", what);
+  require_zero(config, "dropout", what);
+  require_zero(config, "recurrent_dropout", what);
+  if (cell == CellKind::Gru)
+    require(flag(config, "reset_after", true, what), Status::Unsupported,
+            what + ": reset_after false is not supported (Keras 3's default, true, is)");
+  return s;
+}
+
+void write_recurrent_settings(const RecurrentSettings& s, json::Value& config) {
+  config.set("units", s.units);
+  config.set("activation", activation_name(s.activation));
+  config.set("recurrent_activation", activation_name(s.recurrent_activation));
+  config.set("use_bias", s.use_bias);
+  config.set("return_sequences", s.return_sequences);
+  config.set("return_state", false);
+  config.set("go_backwards", s.go_backwards);
+  config.set("stateful", false);
+  config.set("unroll", false);
+  config.set("zero_output_for_mask", s.zero_output_for_mask);
+  config.set("dropout", 0.0);
+  config.set("recurrent_dropout", 0.0);
+  if (s.cell == CellKind::Lstm) config.set("unit_forget_bias", s.unit_forget_bias);
+  if (s.cell == CellKind::Gru) config.set("reset_after", true);
+}
+
+RecurrentSequence::RecurrentSequence(RecurrentSettings s, int64_t steps, int64_t features)
+    : s_(s), steps_(steps), features_(features) {
+  checked_product({features_ + s_.units + 2, gate_width()}, "a recurrent layer's weights");
+  checked_product({steps_, gate_width() + 4 * s_.units}, "a recurrent layer's scratch");
+}
+
+std::vector<ParamSpec> RecurrentSequence::params(const std::string& prefix, const std::string& keras_group) const {
+  const int64_t g = gate_width(), u = s_.units;
+  auto at = [&](int i) { return keras_group + "/vars/" + std::to_string(i); };
+  // The recurrent kernel starts Glorot-uniform (Keras: orthogonal); only the initial values differ.
+  std::vector<ParamSpec> p{{prefix + "kernel", {features_, g}, Init::GlorotUniform, features_, g, true, {}, at(0)},
+                           {prefix + "recurrent_kernel", {u, g}, Init::GlorotUniform, u, g, true, {}, at(1)}};
+  if (!s_.use_bias) return p;
+  if (s_.cell == CellKind::Gru) {
+    p.push_back({prefix + "bias", {2, g}, Init::Zeros, 0, 0, true, {}, at(2)});
+  } else if (s_.unit_forget_bias) {
+    std::vector<float> bias(static_cast<size_t>(g), 0.0f);
+    for (int64_t j = u; j < 2 * u; ++j) bias[static_cast<size_t>(j)] = 1.0f;
+    p.push_back({prefix + "bias", {g}, Init::Values, 0, 0, true, std::move(bias), at(2)});
+  } else {
+    p.push_back({prefix + "bias", {g}, Init::Zeros, 0, 0, true, {}, at(2)});
+  }
+  return p;
+}
+
+int64_t RecurrentSequence::num_params() const {
+  const int64_t g = gate_width();
+  const int64_t bias = s_.use_bias ? (s_.cell == CellKind::Gru ? 2 * g : g) : 0;
+  return (features_ + s_.units) * g + bias;
+}
+
+int64_t RecurrentSequence::scratch_per_sample() const {
+  const int64_t second = s_.cell == CellKind::Lstm ? s_.units : gate_width();  // c, or h U + b
+  return steps_ * (gate_width() + s_.units + second);
+}
+
+int64_t RecurrentSequence::workspace_floats(int64_t rows) const { return checked_product({rows, 2 * s_.units}, "dh"); }
+
+backend::RecurrentStep RecurrentSequence::step_shape(int64_t rows, const SequenceOutput& out) const {
+  backend::RecurrentStep st;
+  st.rows = rows;
+  st.units = s_.units;
+  st.gates_ld = steps_ * gate_width();
+  st.recurrent_ld = steps_ * gate_width();
+  st.state_ld = steps_ * s_.units;
+  st.mask_ld = steps_;
+  st.y_ld = out.row_ld;
+  st.activation = s_.activation;
+  st.recurrent_activation = s_.recurrent_activation;
+  st.zero_masked_output = s_.zero_output_for_mask ? 1 : 0;
+  return st;
+}
+
+void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float* x, const float* w, const float* mask,
+                                float* scratch, float* workspace, float* y, const SequenceOutput& out) const {
+  const int64_t u = s_.units, g = gate_width(), T = steps_;
+  const float* kernel = w;
+  const float* recurrent_kernel = w + features_ * g;
+  const float* bias = s_.use_bias ? recurrent_kernel + u * g : nullptr;
+  float* gates = scratch;
+  float* h = gates + rows * T * g;
+  float* second = h + rows * T * u;  // c (LSTM) or h U + b (GRU)
+  // The inputs' share of every step's gates at once (with the input bias).
+  Epilogue in_ep;
+  in_ep.bias = bias;
+  be.gemm(Trans::No, Trans::No, rows * T, g, features_, x, features_, kernel, g, 0.0f, gates, g, in_ep);
+  const backend::RecurrentStep st = step_shape(rows, out);
+  if (s_.cell == CellKind::Gru) be.fill_zero(static_cast<size_t>(rows * u) * sizeof(float), workspace);
+  for (int64_t k = 0; k < T; ++k) {
+    const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
+    float* y_step = s_.return_sequences ? y + output_position(k, out) * out.step_ld : (k == T - 1 ? y : nullptr);
+    const float* h_prev = k > 0 ? h + tp * u : nullptr;
+    const float* m = mask ? mask + t : nullptr;
+    if (s_.cell == CellKind::Lstm) {
+      if (k > 0)
+        be.gemm(Trans::No, Trans::No, rows, g, u, h_prev, T * u, recurrent_kernel, g, 1.0f, gates + t * g, T * g, {});
+      be.lstm_step_forward(st, gates + t * g, k > 0 ? second + tp * u : nullptr, h_prev, m, second + t * u, h + t * u,
+                           y_step);
+    } else {
+      // h U + the recurrent bias (GRU's reset_after needs it apart from the inputs' share); the first
+      // step's h is zero (the workspace).
+      Epilogue rec_ep;
+      rec_ep.bias = bias ? bias + g : nullptr;
+      be.gemm(Trans::No, Trans::No, rows, g, u, k > 0 ? h_prev : workspace, k > 0 ? T * u : u, recurrent_kernel, g,
+              0.0f, second + t * g, T * g, rec_ep);
+      be.gru_step_forward(st, gates + t * g, second + t * g, h_prev, m, h + t * u, y_step);
+    }
+  }
+}
+
+void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float* x, const float* w, float* dw,
+                                 const float* mask, float* scratch, float* workspace, const float* dy,
+                                 const SequenceOutput& out, float* dx, float dx_beta) const {
+  const int64_t u = s_.units, g = gate_width(), T = steps_;
+  const float* kernel = w;
+  const float* recurrent_kernel = w + features_ * g;
+  float* gates = scratch;
+  const float* h = gates + rows * T * g;
+  float* second = gates + rows * T * g + rows * T * u;
+  float* dh = workspace;
+  float* dc = workspace + rows * u;
+  be.fill_zero(static_cast<size_t>(2 * rows * u) * sizeof(float), workspace);
+  float* d_recurrent_kernel = dw ? dw + features_ * g : nullptr;
+  float* d_bias = dw && s_.use_bias ? d_recurrent_kernel + u * g : nullptr;
+  bool recurrent_written = false;
+  const backend::RecurrentStep st = step_shape(rows, out);
+  for (int64_t k = T; k-- > 0;) {
+    const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
+    const float* dy_step =
+        s_.return_sequences ? dy + output_position(k, out) * out.step_ld : (k == T - 1 ? dy : nullptr);
+    const float* h_prev = k > 0 ? h + tp * u : nullptr;
+    const float* m = mask ? mask + t : nullptr;
+    float* d_step;  // what the recurrent kernel multiplied: the gates (LSTM) or h U + b (GRU)
+    if (s_.cell == CellKind::Lstm) {
+      be.lstm_step_backward(st, gates + t * g, k > 0 ? second + tp * u : nullptr, second + t * u, m, dy_step, dh, dc);
+      d_step = gates + t * g;
+    } else {
+      be.gru_step_backward(st, gates + t * g, second + t * g, h_prev, m, dy_step, dh);
+      d_step = second + t * g;
+    }
+    if (k == 0) break;  // the first step's h_prev is zero: nothing flows through the recurrent kernel
+    be.gemm(Trans::No, Trans::Yes, rows, u, g, d_step, T * g, recurrent_kernel, g, 1.0f, dh, u, {});
+    if (d_recurrent_kernel) {
+      be.gemm(Trans::Yes, Trans::No, u, g, rows, h_prev, T * u, d_step, T * g, recurrent_written ? 1.0f : 0.0f,
+              d_recurrent_kernel, g, {});
+      recurrent_written = true;
+    }
+  }
+  if (dw) {
+    if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
+    Epilogue with_bias_grad;
+    with_bias_grad.bias_grad = d_bias;
+    be.gemm(Trans::Yes, Trans::No, features_, g, rows * T, x, features_, gates, g, 0.0f, dw, g, with_bias_grad);
+    if (d_bias && s_.cell == CellKind::Gru) be.bias_grad(rows * T, g, second, d_bias + g);
+  }
+  if (dx) be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, dx_beta, dx, features_, {});
+}
+
+}  // namespace kx::core

@@ -1,0 +1,92 @@
+// One LSTM or GRU run over a sequence, forward and back through time, as Keras 3 computes it: the
+// shared engine of the LSTM and GRU layers and of each direction of a Bidirectional.
+//
+// Forward: one GEMM of the inputs over the whole sequence (x [rows * steps, features] times the
+// kernel, plus the input bias), then per time step a GEMM of the previous h with the recurrent kernel
+// into that step's gates and one fused kernel for the gates and the state (lstm_step_forward,
+// gru_step_forward). Backward through time reverses the steps (their kernels leave each step's
+// pre-activation gradients in place of its gates, and one GEMM per step carries dh back through the
+// recurrent kernel), then one GEMM each gives the kernel's and the input's gradients over the whole
+// sequence, with the bias gradient fused.
+//
+// Scratch, kept from forward to backward, batch-major over all rows: the gates [rows, steps, G * u]
+// (G = 4 for LSTM, 3 for GRU), the state h [rows, steps, u], and LSTM's c [rows, steps, u] or GRU's
+// recurrent part h U + b [rows, steps, 3 u]. Everything is indexed by the input's time position, also
+// when going backwards.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/layers/layer.hpp"
+
+namespace kx::core {
+
+enum class CellKind { Lstm, Gru };
+
+struct RecurrentSettings {
+  CellKind cell = CellKind::Lstm;
+  int64_t units = 0;
+  Activation activation = Activation::Tanh;
+  Activation recurrent_activation = Activation::Sigmoid;
+  bool use_bias = true;
+  bool return_sequences = false;
+  bool go_backwards = false;
+  bool zero_output_for_mask = false;
+  bool unit_forget_bias = true;  // LSTM: the forget gate's bias starts at 1 (Keras's default)
+};
+
+// Keras's LSTM or GRU config read into settings; what kx does not do (return_state, stateful,
+// dropout, GRU without reset_after) is Unsupported naming the setting.
+RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind cell, const std::string& what);
+// The settings as Keras's config keys (add_config).
+void write_recurrent_settings(const RecurrentSettings& s, json::Value& config);
+
+// Where the run writes its output: y of row r, step position p at y + r * row_ld + p * step_ld (the
+// last step's only, at y + r * row_ld, without return_sequences). Reversed puts step k at position
+// steps - 1 - k (a Bidirectional's backward direction); else step k at position k.
+struct SequenceOutput {
+  int64_t row_ld = 0, step_ld = 0;
+  bool reversed = false;
+};
+
+class RecurrentSequence {
+ public:
+  RecurrentSequence() = default;
+  RecurrentSequence(RecurrentSettings s, int64_t steps, int64_t features);
+
+  const RecurrentSettings& settings() const { return s_; }
+  int64_t steps() const { return steps_; }
+  int64_t features() const { return features_; }
+  int64_t gate_width() const { return (s_.cell == CellKind::Lstm ? 4 : 3) * s_.units; }
+  // kernel [features, G u], recurrent_kernel [u, G u], bias [G u] (LSTM) or [2, 3 u] (GRU), named
+  // `prefix` + "kernel" ... and kept in Keras's files at `keras_group` + "/vars/<i>".
+  std::vector<ParamSpec> params(const std::string& prefix, const std::string& keras_group) const;
+  int64_t num_params() const;
+  int64_t scratch_per_sample() const;
+  // Floats forward and backward need for one call: backward's dh and dc.
+  int64_t workspace_floats(int64_t rows) const;
+
+  // x [rows, steps, features]; w this run's parameters; mask [rows, steps] or null.
+  void forward(backend::Backend& be, int64_t rows, const float* x, const float* w, const float* mask, float* scratch,
+               float* workspace, float* y, const SequenceOutput& out) const;
+  // dy as y's layout; dw (may be null) overwritten; dx (may be null) overwritten (dx_beta 0) or added to
+  // (dx_beta 1). The scratch's gates are overwritten with their gradients.
+  void backward(backend::Backend& be, int64_t rows, const float* x, const float* w, float* dw, const float* mask,
+                float* scratch, float* workspace, const float* dy, const SequenceOutput& out, float* dx,
+                float dx_beta) const;
+
+ private:
+  // The input position of the k-th step processed, and the output position of its result.
+  int64_t position(int64_t k) const { return s_.go_backwards ? steps_ - 1 - k : k; }
+  int64_t output_position(int64_t k, const SequenceOutput& out) const { return out.reversed ? steps_ - 1 - k : k; }
+  backend::RecurrentStep step_shape(int64_t rows, const SequenceOutput& out) const;
+  RecurrentSettings s_;
+  int64_t steps_ = 0, features_ = 0;
+};
+
+// Keras's name of an activation a recurrent layer takes (linear, relu, sigmoid, tanh), or
+// InvalidArgument naming `what`.
+Activation recurrent_activation_from_json(const json::Value& v, const std::string& what);
+
+}  // namespace kx::core

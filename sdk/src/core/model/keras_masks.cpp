@@ -1,0 +1,106 @@
+#include "core/model/keras_masks.hpp"
+
+#include <set>
+#include <string>
+
+namespace kx::core {
+
+using json::Value;
+
+namespace {
+
+// The tensor a Keras 3 argument refers to, as text ("[layer, node, index]"), or "" for none.
+std::string tensor_key(const Value& arg) {
+  if (arg.type() != Value::Type::Object) return "";
+  const Value* config = arg.find("config");
+  const Value* history = config ? config->find("keras_history") : nullptr;
+  return history ? history->dump() : "";
+}
+
+const Value* first_call_args(const Value& layer) {
+  const Value* nodes = layer.find("inbound_nodes");
+  if (!nodes || nodes->type() != Value::Type::Array || nodes->as_array("inbound_nodes").size() != 1) return nullptr;
+  const Value* args = nodes->as_array("inbound_nodes").front().find("args");
+  return args && args->type() == Value::Type::Array ? args : nullptr;
+}
+
+std::string class_of(const Value& layer) {
+  const Value* c = layer.find("class_name");
+  return c && c->type() == Value::Type::String ? c->as_string("class_name") : "";
+}
+
+std::string name_of(const Value& layer) {
+  const Value* config = layer.find("config");
+  const Value* name = config ? config->find("name") : nullptr;
+  if (!name) name = layer.find("name");
+  return name && name->type() == Value::Type::String ? name->as_string("name") : "";
+}
+
+// An object without one key.
+Value without(const Value& object, const std::string& key) {
+  Value out{Value::Object{}};
+  for (const auto& [k, v] : object.as_object("object"))
+    if (k != key) out.set(k, v);
+  return out;
+}
+
+// An object with one member replaced.
+Value replaced(const Value& object, const std::string& key, Value with) {
+  Value out{Value::Object{}};
+  for (const auto& [k, v] : object.as_object("object")) out.set(k, k == key ? with : v);
+  return out;
+}
+
+}  // namespace
+
+Value without_embedding_mask_nodes(const Value& model) {
+  const Value* config = model.find("config");
+  const Value* layers = config ? config->find("layers") : nullptr;
+  if (!layers || layers->type() != Value::Type::Array) return model;
+  // The tensors Embedding layers with mask_zero read: their masks are kx's own.
+  std::set<std::string> masked_inputs;
+  for (const Value& l : layers->as_array("layers")) {
+    const Value* c = l.find("config");
+    const Value* mask_zero = c ? c->find("mask_zero") : nullptr;
+    const Value* args = first_call_args(l);
+    if (class_of(l) == "Embedding" && mask_zero && mask_zero->type() == Value::Type::Bool &&
+        mask_zero->as_bool("mask_zero") && args && !args->as_array("args").empty())
+      masked_inputs.insert(tensor_key(args->as_array("args").front()));
+  }
+  std::set<std::string> mask_nodes;
+  for (const Value& l : layers->as_array("layers")) {
+    const Value* args = first_call_args(l);
+    if (class_of(l) != "NotEqual" || !args || args->as_array("args").size() != 2) continue;
+    const Value::Array& a = args->as_array("args");
+    const bool against_zero = a[1].type() == Value::Type::Number && a[1].as_number("not_equal") == 0;
+    if (against_zero && masked_inputs.count(tensor_key(a[0]))) mask_nodes.insert(name_of(l));
+  }
+  if (mask_nodes.empty()) return model;
+  Value::Array kept;
+  for (const Value& l : layers->as_array("layers")) {
+    if (mask_nodes.count(name_of(l))) continue;
+    const Value* nodes = l.find("inbound_nodes");
+    if (!nodes || nodes->type() != Value::Type::Array) {
+      kept.push_back(l);
+      continue;
+    }
+    Value::Array calls;
+    for (const Value& call : nodes->as_array("inbound_nodes")) {
+      const Value* kwargs = call.type() == Value::Type::Object ? call.find("kwargs") : nullptr;
+      const Value* mask = kwargs && kwargs->type() == Value::Type::Object ? kwargs->find("mask") : nullptr;
+      std::string from;
+      if (mask) {
+        const Value* c = mask->find("config");
+        const Value* h = c ? c->find("keras_history") : nullptr;
+        if (h && h->type() == Value::Type::Array && !h->as_array("keras_history").empty() &&
+            h->as_array("keras_history").front().type() == Value::Type::String)
+          from = h->as_array("keras_history").front().as_string("keras_history");
+      }
+      calls.push_back(mask_nodes.count(from) ? replaced(call, "kwargs", without(*kwargs, "mask")) : call);
+    }
+    kept.push_back(replaced(l, "inbound_nodes", Value(std::move(calls))));
+  }
+  return replaced(model, "config", replaced(*config, "layers", Value(std::move(kept))));
+}
+
+}  // namespace kx::core
