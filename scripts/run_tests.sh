@@ -20,15 +20,18 @@ bash scripts/setup.sh build-asan -DKX_WITH_CUDA=OFF -DKX_SANITIZE=ON -DCMAKE_BUI
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
 # Leak checks on (OpenMP's thread pool lives for the process and is not a leak of kx's); an allocation too
 # large to exist returns NULL, as without the sanitizer, so out-of-memory paths are tested too.
-# Left out here, run in the build above: the Fashion-MNIST accuracy trainings and the 50,000-sample
-# mirrored epoch (a minute or more each under the sanitizers, through the same code as shorter tests).
+# Left out here, run in the build above: the Fashion-MNIST accuracy trainings, the 50,000-sample
+# mirrored epoch, the 200 mirrored steps against one device and the parameter servers' network
+# partition (the longest under the sanitizers, 40 s to a few minutes each, through the same code as
+# shorter tests that do run here).
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^FashionMnist\.|^Mirrored\.UnevenEpochOf50000'
+  ctest --test-dir build-asan --output-on-failure -j "$jobs" \
+  -E '^FashionMnist\.|^Mirrored\.UnevenEpochOf50000|^Mirrored\.ReplicasComputeTheUpdateOfOneDevice$|^ParameterServer\.NetworkPartitionDropsTheCutOffWorker$'
 
-# The checkpoint loader (30 s), each data reader (10 s) and each loader of issue 30 (30 s: JSON
+# The checkpoint loader (20 s), each data reader (8 s) and each loader of issue 30 (20 s: JSON
 # configs, IDX, load_weights, resume metadata, Keras files) under libFuzzer (clang), from seed corpora;
 # the whole CI run stays under 40 minutes on 2 cores.
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} FUZZ_DATA_SECONDS=${FUZZ_DATA_SECONDS:-10} FUZZ_NEW_SECONDS=${FUZZ_NEW_SECONDS:-30} \
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_DATA_SECONDS=${FUZZ_DATA_SECONDS:-8} FUZZ_NEW_SECONDS=${FUZZ_NEW_SECONDS:-20} \
   bash scripts/run_fuzz.sh
 
 # The .deb packages installed on this machine, the C sample built against them (pkg-config and
