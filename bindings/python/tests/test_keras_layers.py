@@ -416,10 +416,10 @@ class KerasLayers(unittest.TestCase):
         return m, x, y
 
     def test_mobilenet_v3_opens_predicts_and_trains_as_keras(self):
-        # As MobileNetV2's test above: one SGD step judged against float64 Keras. Then one Adam step, judged
-        # the same way (kx's error against float64 Keras at most twice float32 Keras's, or 1e-5 of the
-        # learning rate), leaving out the weights whose gradient is zero in exact arithmetic and the
-        # elements whose gradient is within float32's noise: Adam turns that noise into steps of any size.
+        # As MobileNetV2's test above: one SGD step judged against float64 Keras. (An Adam step judged the
+        # same way is open, issue 34: kx's error reached ~3x float32 Keras's on some weights, 2.5e-4
+        # against 1.9e-4 of the rate, past the 2x bound; it was printed, never asserted, and took half
+        # of this suite's time, so it is left out until it can be asserted.)
         for which, kwargs in (("MobileNetV3Small", {}), ("MobileNetV3Large", {}),
                               ("MobileNetV3Small", {"minimalistic": True, "alpha": 0.75})):
             shape = (64, 64, 3)
@@ -439,11 +439,9 @@ class KerasLayers(unittest.TestCase):
                 theirs.train_on_batch(x, y)
                 exact.train_on_batch(x.astype(np.float64), y)
                 ours.train_on_batch(x, y)
-                gradients = {}
                 worst_keras = worst_kx = 0.0
                 for v, w0, w64, w_kx in zip(theirs.weights, before, exact.weights, ours.get_weights()):
                     truth = w0 - w64.numpy()
-                    gradients[v.path] = truth
                     scale = np.abs(truth).max()
                     if "moving" in v.path or scale < 1e-4:
                         continue
@@ -453,32 +451,6 @@ class KerasLayers(unittest.TestCase):
                     self.assertLessEqual(kx_err, max(2 * keras_err, RTOL), v.path)
                 print(f"{which} {kwargs}: one step's gradient against float64 Keras, worst error: kx {worst_kx:.1e}, "
                       f"float32 Keras {worst_keras:.1e}")
-                lr = 1e-3
-                theirs, x, y = self.mobilenet_v3(which, shape, optimizer=keras.optimizers.Adam(lr), **kwargs)
-                exact, _, _ = self.mobilenet_v3(which, shape, "float64", optimizer=keras.optimizers.Adam(lr), **kwargs)
-                exact.set_weights([w.numpy().astype(np.float64) for w in theirs.weights])
-                ours = kx.models.load_model(self.save(theirs, f"{which}_{len(kwargs)}_adam"))
-                before = [w.numpy().astype(np.float64) for w in theirs.weights]
-                theirs.train_on_batch(x, y)
-                exact.train_on_batch(x.astype(np.float64), y)
-                ours.train_on_batch(x, y)
-                worst_keras = worst_kx = 0.0
-                for v, w0, w64, w_kx in zip(theirs.weights, before, exact.weights, ours.get_weights()):
-                    g = np.abs(gradients[v.path])
-                    if "moving" in v.path or g.max() < 1e-4:
-                        continue  # statistics; gradients zero in exact arithmetic, whose Adam steps are noise
-                    # Elements whose gradient is clear of float32's rounding noise (1e-3 of the weight's
-                    # largest): near 0, Adam's step turns a gradient's last digits into a step of any size.
-                    clear = g > 1e-3 * g.max()
-                    truth = (w0 - w64.numpy())[clear]
-                    keras_err = np.abs((w0 - v.numpy())[clear] - truth).max() / lr
-                    kx_err = np.abs((w0 - w_kx.reshape(w0.shape))[clear] - truth).max() / lr
-                    worst_keras, worst_kx = max(worst_keras, keras_err), max(worst_kx, kx_err)
-                    # Not asserted yet: measured, kx's error is up to ~3x float32 Keras's on some weights
-                    # (2.5e-4 against 1.9e-4 of the rate at worst), so the "at most 2x" bound of the SGD
-                    # step above fails here; open (issue 34).
-                print(f"{which} {kwargs}: one Adam step against float64 Keras, worst error (of the learning rate): "
-                      f"kx {worst_kx:.1e}, float32 Keras {worst_keras:.1e}")
 
     def test_kx_mobilenet_v3_has_keras_names_and_loads_its_weights(self):
         for which in ("MobileNetV3Small", "MobileNetV3Large"):
