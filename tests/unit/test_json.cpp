@@ -16,6 +16,16 @@ TEST(Json, ParsesAndDumpsRoundTrip) {
   EXPECT_EQ(json::parse(v.dump()).dump(), v.dump());
 }
 
+// Python's json writes a float 1.0 as "1.0"; Keras refuses an optimizer whose learning_rate reads back as
+// the integer 1, so the numbers kx writes as Keras's floats keep the point.
+TEST(Json, ARealNumberKeepsItsPointWhenWhole) {
+  EXPECT_EQ(json::Value::real(1.0).dump(), "1.0");
+  EXPECT_EQ(json::Value::real(-3.0).dump(), "-3.0");
+  EXPECT_EQ(json::Value::real(0.001).dump(), "0.001");
+  EXPECT_EQ(json::Value(1.0).dump(), "1");
+  EXPECT_EQ(json::parse(json::Value::real(2.0).dump()).as_number("x"), 2.0);
+}
+
 TEST(Json, RejectsMalformedInputWithAnOffset) {
   for (const char* bad : {"", "{", "[1,]", "{\"a\" 1}", "\"abc", "tru", "01x", "{\"a\":1,\"a\":2}", "\"\\ud800\"",
                           "[1] 2", "nan", "\"\x01\""}) {

@@ -163,6 +163,16 @@ class KerasFiles(unittest.TestCase):
                     for w, got in zip(keras_weights(theirs), ours.get_weights()):
                         assert_close(self, got, w, f"{name}: the step after kx's save")
 
+    def test_a_whole_learning_rate_goes_back_to_keras_as_a_float(self):
+        # kx's JSON once wrote SGD(1.0) as "learning_rate": 1, which Keras refuses to deserialize.
+        m = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
+        m.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+        path = os.path.join(self.dir.name, "lr_one.keras")
+        m.save(path)
+        out = os.path.join(self.dir.name, "lr_one.kx.keras")
+        kx.models.load_model(path).save(out)
+        self.assertEqual(float(keras.models.load_model(out).optimizer.learning_rate), 1.0)
+
     def test_uncompiled_keras_model_opens_uncompiled_with_its_weights(self):
         model = keras.Sequential([keras.Input((3,)), layers.Dense(2)])
         path = os.path.join(self.dir.name, "plain.keras")

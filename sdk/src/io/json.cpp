@@ -309,7 +309,7 @@ void Value::dump_to(std::string& out) const {
     case Type::Number: {
       char buf[32];
       if (number_ == std::floor(number_) && std::fabs(number_) < 1e15)
-        std::snprintf(buf, sizeof buf, "%.0f", number_);
+        std::snprintf(buf, sizeof buf, real_ ? "%.1f" : "%.0f", number_);
       else  // the shortest text that reads back as the same double, as Python's repr (0.99, not 0.98999999999999999)
         *std::to_chars(buf, buf + sizeof buf, number_).ptr = '\0';
       out += buf;

@@ -25,6 +25,13 @@ class Value {
   Value(std::string s) : type_(Type::String), string_(std::move(s)) {}
   Value(Array a) : type_(Type::Array), array_(std::move(a)) {}
   Value(Object o) : type_(Type::Object), object_(std::move(o)) {}
+  // A number written as a float even when it is whole ("1.0", as Python's json writes a float): Keras
+  // refuses an optimizer whose learning_rate reads back as the integer 1.
+  static Value real(double d) {
+    Value v(d);
+    v.real_ = true;
+    return v;
+  }
 
   Type type() const { return type_; }
   bool is_null() const { return type_ == Type::Null; }
@@ -51,6 +58,7 @@ class Value {
   Type type_ = Type::Null;
   bool bool_ = false;
   double number_ = 0;
+  bool real_ = false;
   std::string string_;
   Array array_;
   Object object_;

@@ -389,31 +389,31 @@ Value keras_compile_config(const CompileOptions& o, const OptimizerConfig& r) {
   static constexpr const char* kOptimizers[] = {"Adam", "SGD", "AdamW", "RMSprop"};  // Keras's classes
   Value oc{Value::Object{}};
   oc.set("name", kNames[static_cast<int>(r.kind)]);
-  oc.set("learning_rate", *r.learning_rate);
+  oc.set("learning_rate", Value::real(*r.learning_rate));
   if (r.kind == OptimizerKind::AdamW)
-    oc.set("weight_decay", r.weight_decay);
+    oc.set("weight_decay", Value::real(r.weight_decay));
   else
     oc.set("weight_decay", nullptr);
   oc.set("clipnorm", nullptr);
   oc.set("global_clipnorm", nullptr);
   oc.set("clipvalue", nullptr);
   oc.set("use_ema", r.use_ema);
-  oc.set("ema_momentum", r.ema_momentum);
+  oc.set("ema_momentum", Value::real(r.ema_momentum));
   oc.set("ema_overwrite_frequency", nullptr);
   oc.set("loss_scale_factor", nullptr);
   oc.set("gradient_accumulation_steps", nullptr);
   if (adam) {
-    oc.set("beta_1", r.beta1);
-    oc.set("beta_2", r.beta2);
-    oc.set("epsilon", r.epsilon);
+    oc.set("beta_1", Value::real(r.beta1));
+    oc.set("beta_2", Value::real(r.beta2));
+    oc.set("epsilon", Value::real(r.epsilon));
     oc.set("amsgrad", false);
   } else if (r.kind == OptimizerKind::RmsProp) {
-    oc.set("rho", r.rho);
-    oc.set("momentum", r.momentum);
-    oc.set("epsilon", r.epsilon);
+    oc.set("rho", Value::real(r.rho));
+    oc.set("momentum", Value::real(r.momentum));
+    oc.set("epsilon", Value::real(r.epsilon));
     oc.set("centered", r.centered);
   } else {
-    oc.set("momentum", r.momentum);
+    oc.set("momentum", Value::real(r.momentum));
     oc.set("nesterov", false);
   }
   Value opt{Value::Object{}};
@@ -430,7 +430,7 @@ Value keras_compile_config(const CompileOptions& o, const OptimizerConfig& r) {
   lc.set("name", loss_name(o.loss.kind));
   lc.set("reduction", "sum_over_batch_size");
   if (!regression) lc.set("from_logits", o.loss.from_logits);
-  if (o.loss.kind == LossKind::Huber) lc.set("delta", o.loss.huber_delta);
+  if (o.loss.kind == LossKind::Huber) lc.set("delta", Value::real(o.loss.huber_delta));
   Value loss{Value::Object{}};
   loss.set("module", "keras.losses");
   loss.set("class_name", kClasses[static_cast<int>(o.loss.kind)]);
