@@ -21,11 +21,14 @@ KX_HOST_DEVICE inline float sigmoid_backward(float y, float dy) { return mul_rn(
 // dy * (1 - y * y).
 KX_HOST_DEVICE inline float tanh_backward(float y, float dy) { return mul_rn(dy, sub_rn(1.0f, mul_rn(y, y))); }
 
+// A relu_general max_value above it means no clip (Keras's max_value None, passed as +infinity).
+inline constexpr float kReluNoClip = 3.0e38f;
+
 // Keras 3's relu(x, negative_slope, max_value, threshold) (keras.activations.relu on TensorFlow), step
 // by step as it computes it; max_value +infinity stands for None. Its branches differ on NaN as
 // TensorFlow's do: the threshold's where() gives 0, relu, relu6 and clip keep the NaN.
 KX_HOST_DEVICE inline float relu_general(float x, float slope, float max_value, float threshold) {
-  const bool clip = max_value <= 3.0e38f;
+  const bool clip = max_value <= kReluNoClip;
   if (slope != 0.0f && !clip && threshold == 0.0f) return x > 0.0f ? x : mul_rn(x, slope);  // leaky_relu
   float y;
   if (threshold != 0.0f) {
@@ -42,7 +45,7 @@ KX_HOST_DEVICE inline float relu_general(float x, float slope, float max_value, 
 // relu pass dy above the threshold (above 0), relu6 strictly inside (0, 6), clip up to max_value
 // inclusive; the negative part adds dy * slope below the threshold.
 KX_HOST_DEVICE inline float relu_general_backward(float x, float dy, float slope, float max_value, float threshold) {
-  const bool clip = max_value <= 3.0e38f;
+  const bool clip = max_value <= kReluNoClip;
   if (slope != 0.0f && !clip && threshold == 0.0f) return x > 0.0f ? dy : mul_rn(dy, slope);
   bool pass;
   if (threshold != 0.0f) {

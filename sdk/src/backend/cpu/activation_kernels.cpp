@@ -16,9 +16,6 @@ KX_CLONES void relu_backward_span(int64_t n, const float* y, const float* dy, fl
 
 namespace {
 
-// Above it, relu_general's clip is off (max_value None).
-constexpr float kNoClip = 3.0e38f;
-
 bool clipped_relu(float slope, float threshold) { return slope == 0.0f && threshold == 0.0f; }
 
 }  // namespace
@@ -26,7 +23,7 @@ bool clipped_relu(float slope, float threshold) { return slope == 0.0f && thresh
 KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
   if (clipped_relu(slope, threshold)) {
     // relu then clip, as relu_general: NaN stays NaN (neither comparison holds).
-    const float limit = max_value <= kNoClip ? max_value : INFINITY;
+    const float limit = max_value <= kReluNoClip ? max_value : INFINITY;
 #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const float r = x[i] < 0.0f ? 0.0f : x[i];
@@ -42,7 +39,7 @@ KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_valu
                                           const float* dy, float* dx) {
   if (clipped_relu(slope, threshold)) {
     // relu_general_backward's pass: strictly inside (0, 6) for relu6, else above 0 and up to the clip.
-    const float limit = max_value <= kNoClip ? max_value : INFINITY;
+    const float limit = max_value <= kReluNoClip ? max_value : INFINITY;
     if (max_value == 6.0f) {
 #pragma omp simd
       for (int64_t i = 0; i < n; ++i) dx[i] = x[i] > 0.0f && x[i] < 6.0f ? dy[i] : 0.0f;
