@@ -4,6 +4,7 @@
 #include "backend/backend.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_registry.hpp"
+#include "io/json.hpp"
 #include "kx/error.hpp"
 #include "reference.hpp"
 
@@ -203,6 +204,127 @@ TEST_F(DropoutLayerTest, InferenceIsIdentity) {
   c.training = false;
   layer->forward(c);
   EXPECT_EQ(std::vector<float>(x.begin(), x.end()), std::vector<float>(y.begin(), y.end()));
+}
+
+// EfficientNet's drop-connect: Dropout(rate, noise_shape=(None, 1, 1, 1)) keeps or drops each sample whole.
+std::unique_ptr<core::Layer> dropout_from_keras(const std::string& noise_shape, const Shape& in, float rate = 0.3f) {
+  auto l = core::make_layer(core::layer_spec_from_json(json::parse(
+      R"({"class_name": "Dropout", "config": {"name": "drop", "rate": )" + std::to_string(rate) +
+      R"(, "seed": null, "noise_shape": )" + noise_shape + "}}")));
+  l->build(in);
+  return l;
+}
+
+TEST(DropoutLayer, NoiseShapeDrawsOneMaskPerSampleBroadcastOverTheRest) {
+  const float rate = 0.3f;
+  const int64_t rows = 400, H = 3, W = 2, C = 4, n = H * W * C;
+  auto layer = dropout_from_keras("[null, 1, 1, 1]", {H, W, C}, rate);
+  ASSERT_EQ(layer->scratch_floats(rows), rows);  // one mask value per sample
+  auto be = backend::make_cpu_backend(2);
+  FloatBuffer x = test::to_buffer(test::random_floats(rows * n, 4, 0.5f, 1.5f));
+  FloatBuffer y(x.size()), mask(static_cast<size_t>(rows));
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = rows;
+  c.x = x.data();
+  c.y = y.data();
+  c.scratch = mask.data();
+  c.training = true;
+  uint64_t step_seed = 11;
+  c.step_seed = &step_seed;
+  layer->forward(c);
+  int64_t dropped = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool drop = y[static_cast<size_t>(r * n)] == 0.0f;
+    dropped += drop;
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = static_cast<size_t>(r * n + i);
+      ASSERT_NEAR(y[k], drop ? 0.0 : x[k] / (1 - rate), 1e-6) << "sample " << r << " element " << i;
+    }
+  }
+  EXPECT_NEAR(static_cast<double>(dropped) / rows, rate, 0.12);  // 400 draws: 5 standard deviations ~0.115
+
+  // Backward: dx = dy * the sample's mask, the exact gradient of sum(R * x * mask).
+  FloatBuffer dy = test::to_buffer(test::random_floats(x.size(), 5)), dx(x.size());
+  c.dy = dy.data();
+  c.dx = dx.data();
+  layer->backward(c);
+  const Vec md = test::to_double(mask.data(), mask.size());
+  const Vec rd = test::to_double(dy.data(), dy.size());
+  const Vec xd = test::to_double(x.data(), x.size());
+  auto loss = [&](const Vec& v) {
+    double sum = 0;
+    for (size_t i = 0; i < v.size(); ++i) sum += rd[i] * v[i] * md[i / static_cast<size_t>(n)];
+    return sum;
+  };
+  const Vec g = test::numeric_gradient(loss, Vec(xd.begin(), xd.begin() + 10 * n));  // ten samples
+  EXPECT_EQ(test::first_mismatch(dx, g, g.size(), 1e-5), -1);
+
+  // A replica holding rows from 150 on draws the masks the whole batch has there.
+  FloatBuffer y_part(static_cast<size_t>((rows - 150) * n)), mask_part(static_cast<size_t>(rows - 150));
+  c.rows = rows - 150;
+  c.first_row = 150;
+  c.x = x.data() + 150 * n;
+  c.y = y_part.data();
+  c.scratch = mask_part.data();
+  layer->forward(c);
+  EXPECT_EQ(std::vector<float>(y_part.begin(), y_part.end()), std::vector<float>(y.begin() + 150 * n, y.end()));
+
+  // Inference: the identity.
+  c.training = false;
+  layer->forward(c);
+  EXPECT_EQ(std::vector<float>(y_part.begin(), y_part.end()), std::vector<float>(x.begin() + 150 * n, x.end()));
+}
+
+TEST(DropoutLayer, NoiseShapeOverSomeAxesSharesTheMaskAlongTheOthers) {
+  const int64_t rows = 20, H = 3, W = 2, C = 5, n = H * W * C;
+  auto layer = dropout_from_keras("[null, 1, null, 1]", {H, W, C}, 0.5f);  // a mask per sample and column
+  ASSERT_EQ(layer->scratch_floats(rows), rows * W);
+  auto be = backend::make_cpu_backend(1);
+  FloatBuffer x = test::to_buffer(test::random_floats(rows * n, 9, 0.5f, 1.5f)), y(x.size()),
+              mask(static_cast<size_t>(rows * W));
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = rows;
+  c.x = x.data();
+  c.y = y.data();
+  c.scratch = mask.data();
+  c.training = true;
+  uint64_t step_seed = 3;
+  c.step_seed = &step_seed;
+  layer->forward(c);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t w = 0; w < W; ++w)
+        for (int64_t k = 0; k < C; ++k) {
+          const size_t i = static_cast<size_t>(((r * H + h) * W + w) * C + k);
+          ASSERT_EQ(y[i], x[i] * mask[static_cast<size_t>(r * W + w)]) << i;
+        }
+  // A noise_shape as large as the input is plain dropout, and written back as null.
+  auto full = dropout_from_keras("[null, 3, null, 5]", {H, W, C});
+  EXPECT_EQ(full->scratch_floats(rows), rows * n);
+  EXPECT_TRUE(full->to_json().at("config", "").at("noise_shape", "").is_null());
+  // JSON round trip.
+  const json::Value out = layer->to_json();
+  EXPECT_EQ(out.at("config", "").at("noise_shape", "").dump(), json::parse("[null, 1, 2, 1]").dump());
+  auto again = core::make_layer(core::layer_spec_from_json(out));
+  again->build({H, W, C});
+  EXPECT_EQ(again->scratch_floats(rows), rows * W);
+  EXPECT_EQ(again->to_json().dump(), out.dump());
+}
+
+TEST(DropoutLayer, RefusesNoiseShapesThatDoNotFit) {
+  const auto status = [](const std::string& noise) {
+    return test::status_of([&] { dropout_from_keras(noise, {4, 4, 2}); });
+  };
+  EXPECT_EQ(status("[null, 1, 1, 1]"), Status::Ok);
+  EXPECT_EQ(status("[null, 4, 1, 2]"), Status::Ok);
+  EXPECT_EQ(status("null"), Status::Ok);
+  EXPECT_EQ(status("[1, 1, 1, 1]"), Status::Unsupported);  // one mask for the whole batch
+  EXPECT_EQ(status("[8, 1, 1, 1]"), Status::Unsupported);
+  EXPECT_EQ(status("[null, 1, 1]"), Status::InvalidArgument);    // another rank
+  EXPECT_EQ(status("[null, 3, 1, 1]"), Status::InvalidArgument);  // 3 does not broadcast to 4
+  EXPECT_EQ(status("[null, \"a\", 1, 1]"), Status::InvalidArgument);
 }
 
 TEST(DropoutLayer, RejectsRatesOutsideZeroToOne) {
