@@ -263,10 +263,55 @@ TEST(NormalizationLayer, RejectsStatisticsThatDoNotFit) {
   EXPECT_EQ(make({0.5f, 0.5f}, {1.0f, 1.0f}, {4, 4, 2}), Status::Ok);
   EXPECT_EQ(make({0.5f, 0.5f}, {1.0f, 1.0f}, {4, 4, 3}), Status::InvalidArgument);  // 2 values, 3 channels
   EXPECT_EQ(make({0.5f}, {1.0f, 1.0f}, {2}), Status::InvalidArgument);             // counts differ
-  EXPECT_EQ(make({}, {}, {2}), Status::InvalidArgument);
+  EXPECT_EQ(make({}, {}, {2}), Status::Ok);  // adapted: the weights hold them
   EXPECT_EQ(make({0.5f}, {-1.0f}, {2}), Status::InvalidArgument);
   EXPECT_EQ(make({NAN}, {1.0f}, {2}), Status::InvalidArgument);
   EXPECT_EQ(make({0.5f}, {INFINITY}, {2}), Status::InvalidArgument);
+}
+
+// An adapted Normalization as Keras writes it (EfficientNet's stem): axis [3], mean and variance null,
+// the statistics in the weights: mean 0 and variance 1 until set, then those set.
+TEST(NormalizationLayer, AdaptedStatisticsAreItsWeights) {
+  const int64_t rows = 2, H = 2, W = 3, C = 3;
+  const std::string keras = R"({"class_name": "Normalization", "config": {"name": "normalization", "trainable": true,
+      "axis": [3], "invert": false, "mean": null, "variance": null}})";
+  const LayerSpec s = core::layer_spec_from_json(json::parse(keras));
+  auto layer = core::make_layer(s);
+  layer->build({H, W, C});
+  const auto params = layer->params();
+  ASSERT_EQ(params.size(), 2u);
+  EXPECT_EQ(params[0].values, std::vector<float>(C, 0.0f));
+  EXPECT_EQ(params[1].values, std::vector<float>(C, 1.0f));
+  const std::vector<float> mean = test::random_floats(C, 7), var = test::random_floats(C, 8, 0.2f, 3.0f);
+  std::vector<float> w = mean;
+  w.insert(w.end(), var.begin(), var.end());
+  check_layer(*layer, {{H, W, C}}, rows, w,
+              [&](const std::vector<Vec>& x, const Vec&) { return normalization_reference(x[0], mean, var, C); }, 1e-4,
+              false);
+  // Its config keeps the statistics out (they are weights), and reads back as the same layer.
+  const json::Value config = layer->to_json().at("config", "");
+  EXPECT_TRUE(config.at("mean", "").is_null());
+  EXPECT_TRUE(config.at("variance", "").is_null());
+  auto again = core::make_layer(core::layer_spec_from_json(layer->to_json()));
+  again->build({H, W, C});
+  EXPECT_EQ(again->params()[1].values, std::vector<float>(C, 1.0f));
+  EXPECT_EQ(again->to_json().dump(), layer->to_json().dump());
+}
+
+TEST(NormalizationLayer, RefusesAxesItCannotNormaliseOver) {
+  const auto status = [](const std::string& config, Shape in) {
+    return test::status_of([&] {
+      core::make_layer(core::layer_spec_from_json(json::parse(R"({"class_name": "Normalization", "config": )" + config +
+                                                              "}")))
+          ->build(in);
+    });
+  };
+  EXPECT_EQ(status(R"({"axis": [3], "mean": null, "variance": null})", {4, 4, 2}), Status::Ok);
+  EXPECT_EQ(status(R"({"axis": -1, "mean": null, "variance": null})", {4, 4, 2}), Status::Ok);
+  EXPECT_EQ(status(R"({"axis": [1, 2], "mean": null, "variance": null})", {4, 4, 2}), Status::Unsupported);
+  EXPECT_EQ(status(R"({"axis": null, "mean": null, "variance": null})", {4, 4, 2}), Status::Unsupported);
+  EXPECT_EQ(status(R"({"axis": [2], "mean": null, "variance": null})", {4, 4, 2}), Status::Unsupported);
+  EXPECT_EQ(status(R"({"axis": -1, "mean": [1, 2], "variance": null})", {4, 4, 2}), Status::InvalidArgument);
 }
 
 TEST(MergeLayers, AddSumsItsInputs) {

@@ -1,5 +1,7 @@
-// Normalization with given statistics, as keras.layers.Normalization(mean=..., variance=...) over the
-// last axis: y = (x - mean) / sqrt(variance) per channel. A variance of 0 divides by 1e-7, as Keras's
+// Normalization over the last axis, y = (x - mean) / sqrt(variance) per channel, with given statistics
+// (keras.layers.Normalization(mean=..., variance=...)) or adapted ones: a config whose mean and
+// variance are null (EfficientNet's stem, a layer Keras adapted) keeps them in the model's weights,
+// mean 0 and variance 1 until weights are loaded. A variance of 0 divides by 1e-7, as Keras's
 // max(sqrt(variance), epsilon) does (epsilon 1e-14 under the root gives the same there).
 //
 // The statistics are weights the optimizer does not train (Keras keeps those of adapt() as
@@ -25,6 +27,7 @@ class NormalizationLayer final : public Layer {
     channels_ = in.back();
     positions_ = num_elements(in) / channels_;
     const size_t n = spec_.mean.size();
+    if (n == 0) return in;  // adapted: the weights hold them
     require(n == 1 || static_cast<int64_t>(n) == channels_, Status::InvalidArgument,
             "Normalization layer \"" + name() + "\" has " + std::to_string(n) +
                 " means and variances for an input with " + std::to_string(channels_) +
@@ -33,7 +36,7 @@ class NormalizationLayer final : public Layer {
   }
 
   std::vector<ParamSpec> params() const override {
-    return {statistic("mean", spec_.mean), statistic("variance", spec_.variance)};
+    return {statistic("mean", spec_.mean, 0.0f), statistic("variance", spec_.variance, 1.0f)};
   }
   // Zeros: the mean of the affine map that backward applies to dy.
   int64_t scratch_floats(int64_t) const override { return channels_; }
@@ -61,16 +64,21 @@ class NormalizationLayer final : public Layer {
  protected:
   void add_config(json::Value& config) const override {
     config.set("axis", -1);
-    config.set("mean", values_json(spec_.mean));
-    config.set("variance", values_json(spec_.variance));
+    const bool adapted = spec_.mean.empty();
+    config.set("mean", adapted ? json::Value() : values_json(spec_.mean));
+    config.set("variance", adapted ? json::Value() : values_json(spec_.variance));
     config.set("invert", false);
   }
 
  private:
-  // One value per channel; a single given value stands for every channel.
-  ParamSpec statistic(const char* name, const std::vector<float>& given) const {
+  // One value per channel; a single given value stands for every channel; none (adapted statistics)
+  // starts at `adapted` (Keras's initial mean 0, variance 1).
+  ParamSpec statistic(const char* name, const std::vector<float>& given, float adapted) const {
     ParamSpec p{name, {channels_}, Init::Values, 0, 0, false};
-    p.values = given.size() == 1 ? std::vector<float>(static_cast<size_t>(channels_), given[0]) : given;
+    if (given.empty())
+      p.values.assign(static_cast<size_t>(channels_), adapted);
+    else
+      p.values = given.size() == 1 ? std::vector<float>(static_cast<size_t>(channels_), given[0]) : given;
     return p;
   }
   static json::Value values_json(const std::vector<float>& v) {
@@ -90,19 +98,34 @@ std::vector<float> floats_from_json(const json::Value& v, const std::string& wha
   return out;
 }
 
+// Keras's axis: an int, or a list (Keras 3 writes [3] for -1 of an image); only one axis is supported.
+int64_t normalization_axis(const json::Value& axis, const std::string& what) {
+  require(!axis.is_null(), Status::Unsupported, what + ": axis None (one mean over all axes) is not supported");
+  if (axis.type() == json::Value::Type::Number) return axis.as_int(what + " axis");
+  const json::Value::Array& axes = axis.as_array(what + " axis");
+  require(axes.size() == 1, Status::Unsupported,
+          what + ": axis " + axis.dump() + " is not supported, only the last (channels) axis");
+  return axes[0].as_int(what + " axis");
+}
+
 }  // namespace
 
 void read_normalization_config(const json::Value& config, const std::string& what, LayerSpec& spec) {
-  if (const json::Value* axis = config.find("axis")) spec.axis = axis->as_int(what + " axis");
+  if (const json::Value* axis = config.find("axis")) spec.axis = normalization_axis(*axis, what);
   if (const json::Value* invert = config.find("invert"))
     require(!invert->as_bool(what + " invert"), Status::Unsupported, what + ": invert true is not supported");
-  spec.mean = floats_from_json(config.at("mean", what), what + " mean");
-  spec.variance = floats_from_json(config.at("variance", what), what + " variance");
+  // Both null (or absent): adapted statistics, which the weights hold.
+  const json::Value* mean = config.find("mean");
+  const json::Value* variance = config.find("variance");
+  const bool no_mean = !mean || mean->is_null(), no_variance = !variance || variance->is_null();
+  require(no_mean == no_variance, Status::InvalidArgument, what + ": give both mean and variance, or neither");
+  spec.mean = no_mean ? std::vector<float>{} : floats_from_json(*mean, what + " mean");
+  spec.variance = no_variance ? std::vector<float>{} : floats_from_json(*variance, what + " variance");
 }
 
 std::unique_ptr<Layer> make_normalization_layer(const LayerSpec& spec) {
-  require(!spec.mean.empty() && spec.mean.size() == spec.variance.size(), Status::InvalidArgument,
-          "Normalization needs as many variances as means (at least one), got " + std::to_string(spec.mean.size()) +
+  require(spec.mean.size() == spec.variance.size(), Status::InvalidArgument,
+          "Normalization needs as many variances as means (none: adapted statistics from its weights), got " + std::to_string(spec.mean.size()) +
               " and " + std::to_string(spec.variance.size()));
   for (size_t i = 0; i < spec.mean.size(); ++i)
     require(std::isfinite(spec.mean[i]) && std::isfinite(spec.variance[i]) && spec.variance[i] >= 0,
