@@ -106,6 +106,9 @@ class Layer {
     (void)rows;
     return 0;
   }
+  // Integer scalars Keras keeps after the layer's weights and kx does not (an adapted Normalization's
+  // sample count): kx's Keras files write them as 0, so that Keras finds every variable it expects.
+  virtual size_t keras_only_counters() const { return 0; }
   // Whether backward reads the layer's inputs (x, xs) and its output (y): the step plan keeps an
   // activation until its last reader, and reuses its memory after that.
   virtual bool backward_reads_input() const { return true; }

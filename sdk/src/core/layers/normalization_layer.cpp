@@ -46,6 +46,9 @@ class NormalizationLayer final : public Layer {
                            c.y);
   }
 
+  // Keras's adapted layer keeps its adapt() sample count after mean and variance.
+  size_t keras_only_counters() const override { return spec_.mean.empty() ? 1 : 0; }
+
   bool backward_reads_input() const override { return false; }  // affine: dy alone
   bool backward_reads_output() const override { return false; }
 

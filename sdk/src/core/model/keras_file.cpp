@@ -61,7 +61,7 @@ std::vector<core::KerasLayerWeights> keras_layers(const Model::Impl& m) {
     std::vector<std::string> file_paths;
     for (const core::ParamSpec& p : l.params()) file_paths.push_back(p.keras_file_path);
     out.push_back({l.name(), core::layer_entry(l.spec().kind).name_stem, m.tensors_of({i}), l.trainable(),
-                   std::move(file_paths)});
+                   std::move(file_paths), l.keras_only_counters()});
   }
   return out;
 }
@@ -264,6 +264,8 @@ void Model::Impl::save_keras(const std::string& path) const {
       // A sublayer's vars group (attention's query_dense/vars) is made along the path.
       f.write(groups[k] + "/" + core::keras3_weight_path(layers[k], i), w.shape, params.data() + w.offset);
     }
+    for (size_t j = 0; j < layers[k].keras_only_counters; ++j)
+      f.write_scalar_int64(vars + "/" + std::to_string(layers[k].weights.size() + j), 0);
   }
   // The optimizer: iterations, learning rate, then the trained weights' slots in Keras's order (Adam:
   // m, v of each weight; RMSprop: every velocity, then every momentum, then every average gradient).

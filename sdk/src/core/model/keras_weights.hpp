@@ -22,6 +22,7 @@ struct KerasLayerWeights {
   // Per weight, where Keras 3's files keep it under the layer's group: "vars/<i>", or a sublayer's
   // ("query_dense/vars/0"); empty: vars/<i> for every weight.
   std::vector<std::string> file_paths{};
+  size_t keras_only_counters = 0;    // int64 scalars Keras keeps after the weights (Layer::keras_only_counters)
 };
 
 // Weight i's place under its layer's group in Keras 3's files.
