@@ -125,6 +125,21 @@ TEST(FlattenLayer, ReshapesWithoutCopy) {
   EXPECT_TRUE(layer->params().empty());
 }
 
+// A dropout layer's training context: x in, y and the mask (scratch) out, the step's seed in host memory
+// (the CPU backend's).
+core::LayerContext dropout_training(backend::Backend& be, int64_t rows, FloatBuffer& x, FloatBuffer& y,
+                                    FloatBuffer& mask, uint64_t* step_seed) {
+  core::LayerContext c;
+  c.be = &be;
+  c.rows = rows;
+  c.x = x.data();
+  c.y = y.data();
+  c.scratch = mask.data();
+  c.training = true;
+  c.step_seed = step_seed;
+  return c;
+}
+
 class DropoutLayerTest : public ::testing::Test {
  protected:
   std::unique_ptr<backend::Backend> be = backend::make_cpu_backend(2);
@@ -144,15 +159,8 @@ TEST_F(DropoutLayerTest, TrainingZeroesAboutRateAndScalesTheRest) {
   auto layer = make(rate);
   FloatBuffer x = test::to_buffer(test::random_floats(rows * n, 4, 0.5f, 1.5f));
   FloatBuffer y(x.size()), mask(x.size());
-  core::LayerContext c;
-  c.be = be.get();
-  c.rows = rows;
-  c.x = x.data();
-  c.y = y.data();
-  c.scratch = mask.data();
-  c.training = true;
-  uint64_t step_seed = 77;  // host memory: the CPU backend's
-  c.step_seed = &step_seed;
+  uint64_t step_seed = 77;
+  core::LayerContext c = dropout_training(*be, rows, x, y, mask, &step_seed);
   layer->forward(c);
   int64_t zeros = 0;
   for (size_t i = 0; i < x.size(); ++i) {
@@ -223,15 +231,8 @@ TEST(DropoutLayer, NoiseShapeDrawsOneMaskPerSampleBroadcastOverTheRest) {
   auto be = backend::make_cpu_backend(2);
   FloatBuffer x = test::to_buffer(test::random_floats(rows * n, 4, 0.5f, 1.5f));
   FloatBuffer y(x.size()), mask(static_cast<size_t>(rows));
-  core::LayerContext c;
-  c.be = be.get();
-  c.rows = rows;
-  c.x = x.data();
-  c.y = y.data();
-  c.scratch = mask.data();
-  c.training = true;
   uint64_t step_seed = 11;
-  c.step_seed = &step_seed;
+  core::LayerContext c = dropout_training(*be, rows, x, y, mask, &step_seed);
   layer->forward(c);
   int64_t dropped = 0;
   for (int64_t r = 0; r < rows; ++r) {
@@ -283,15 +284,8 @@ TEST(DropoutLayer, NoiseShapeOverSomeAxesSharesTheMaskAlongTheOthers) {
   auto be = backend::make_cpu_backend(1);
   FloatBuffer x = test::to_buffer(test::random_floats(rows * n, 9, 0.5f, 1.5f)), y(x.size()),
               mask(static_cast<size_t>(rows * W));
-  core::LayerContext c;
-  c.be = be.get();
-  c.rows = rows;
-  c.x = x.data();
-  c.y = y.data();
-  c.scratch = mask.data();
-  c.training = true;
   uint64_t step_seed = 3;
-  c.step_seed = &step_seed;
+  core::LayerContext c = dropout_training(*be, rows, x, y, mask, &step_seed);
   layer->forward(c);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < H; ++h)
