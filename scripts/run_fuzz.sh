@@ -6,7 +6,8 @@
 # .keras / .h5 files (issue 32; seeds made by Keras 3; libhdf5 parses them in kx-hdf5-reader, so its
 # crashes must come back as errors) and the reader's stream (seeds: its streams of those files) for
 # FUZZ_NEW_SECONDS (default 60) from seeds fuzz_loader_seed_writer makes and the crafted inputs of
-# tests/fuzz/corpus/<target>/. Needs the packages of scripts/setup.sh.
+# tests/fuzz/corpus/<target>/. The fuzzers run side by side, one per core. Needs the packages of
+# scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
@@ -24,10 +25,35 @@ cmake --build build-fuzz --target fuzz_checkpoint_loader fuzz_seed_writer "${dat
   "${loader_targets[@]}" fuzz_loader_seed_writer $( ((images)) && echo fuzz_image_seed_writer)
 corpus=build-fuzz/corpus
 rm -rf "$corpus" && mkdir -p "$corpus"
+
+# Each fuzzer is one process on one core: run as many at once as there are cores, each with its own
+# log, printed whole when it ends; the first failure stops the script (after the others end).
+logs=build-fuzz/logs
+rm -rf "$logs" && mkdir -p "$logs"
+running=0
+failed=0
+declare -A log_of
+finish_one() {
+  local rc=0 done_pid
+  wait -n -p done_pid || rc=$?
+  running=$((running - 1))
+  cat "${log_of[$done_pid]}"
+  if ((rc != 0)); then echo "FUZZ FAILURE (exit $rc): $(head -1 "${log_of[$done_pid]}")"; failed=1; fi
+}
+# fuzz TARGET SECONDS CORPUS [environment assignments...]
+fuzz() {
+  local target=$1 secs=$2 dir=$3
+  shift 3
+  while ((running >= $(nproc))); do finish_one; done
+  local log="$logs/$target.log"
+  echo "fuzzing ${target#fuzz_} for ${secs}s from $(ls "$dir" | wc -l) seeds" > "$log"
+  env "$@" "./build-fuzz/tests/fuzz/$target" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 "$dir" >> "$log" 2>&1 &
+  log_of[$!]=$log
+  running=$((running + 1))
+}
 ASAN_OPTIONS=detect_leaks=0 ./build-fuzz/tests/fuzz/fuzz_seed_writer "$corpus"
-echo "fuzzing the checkpoint loader for ${seconds}s from $(ls "$corpus" | wc -l) seeds"
-ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/tests/fuzz/fuzz_checkpoint_loader -max_total_time="$seconds" \
-  -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$corpus"
+fuzz fuzz_checkpoint_loader "$seconds" "$corpus" ASAN_OPTIONS=detect_leaks=1
 
 # Seeds for the data readers: numpy's own .npy files of each dtype and version, a few CSV tables.
 mkdir -p "$corpus-npy" "$corpus-csv" "$corpus-image_reader"
@@ -45,9 +71,7 @@ open(f'{csv}/seed-1.csv', 'w').write('"x ""1""",y\r\n+1,.5\r\n\r\n7,8\r\n')
 PY
 for t in "${data_targets[@]}"; do
   case $t in fuzz_npy_reader) c="$corpus-npy" ;; fuzz_csv_reader) c="$corpus-csv" ;; *) c="$corpus-${t#fuzz_}" ;; esac
-  echo "fuzzing ${t#fuzz_} for ${data_seconds}s from $(ls "$c" | wc -l) seeds"
-  ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" -max_total_time="$data_seconds" -rss_limit_mb=2048 \
-    -timeout=10 -print_final_stats=1 "$c"
+  fuzz "$t" "$data_seconds" "$c" ASAN_OPTIONS=detect_leaks=1
 done
 
 # The loaders of issue 30, each from the seed writer's valid files and the crafted inputs kept in
@@ -64,9 +88,9 @@ for t in "${loader_targets[@]}"; do
   c="$corpus-loaders/${t#fuzz_}"
   mkdir -p "$c"
   if [[ -d "tests/fuzz/corpus/${t#fuzz_}" ]]; then cp "tests/fuzz/corpus/${t#fuzz_}"/* "$c"/; fi
-  echo "fuzzing ${t#fuzz_} for ${new_seconds}s from $(ls "$c" | wc -l) seeds"
   # Keras's files go through the reader program as in libkx: libhdf5 1.10.8 crashes on some damaged
   # files (a SEGV in H5HG_read on a corrupted global heap), and that must be a kx::Error here.
-  KX_HDF5_READER="$PWD/build-fuzz/kx-hdf5-reader" ASAN_OPTIONS=detect_leaks=1 "./build-fuzz/tests/fuzz/$t" \
-    -max_total_time="$new_seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 "$c"
+  fuzz "$t" "$new_seconds" "$c" KX_HDF5_READER="$PWD/build-fuzz/kx-hdf5-reader" ASAN_OPTIONS=detect_leaks=1
 done
+while ((running > 0)); do finish_one; done
+if ((failed)); then exit 1; fi

@@ -12,16 +12,24 @@ class Writer {
  public:
   template <class T>
   void put(const T& v) {
-    const char* p = reinterpret_cast<const char*>(&v);
-    bytes.insert(bytes.end(), p, p + sizeof v);
+    append(&v, sizeof v);
   }
   template <class T>
   void put_vector(const std::vector<T>& v) {
     put(static_cast<uint64_t>(v.size()));
-    const char* p = reinterpret_cast<const char*>(v.data());
-    bytes.insert(bytes.end(), p, p + v.size() * sizeof(T));
+    append(v.data(), v.size() * sizeof(T));
   }
   std::vector<char> bytes;
+
+ private:
+  // resize + memcpy rather than insert: GCC 12's link-time optimisation warns (wrongly) that inserting
+  // into an empty vector overflows it.
+  void append(const void* p, size_t n) {
+    if (n == 0) return;
+    const size_t at = bytes.size();
+    bytes.resize(at + n);
+    std::memcpy(bytes.data() + at, p, n);
+  }
 };
 
 class Reader {
