@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the .deb packages (Debian's multiarch libdir) and the .rpm packages (lib64) from one build
-# tree, build-pkg/, configured for /usr. Packages land in build-pkg/packages/.
+# tree, configured for /usr: build-pkg/, or $KX_PACKAGE_BUILD (run_tests.sh passes its Release build,
+# whose objects are the packages' own, so nothing is compiled twice). Packages land in <tree>/packages/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=build-pkg
+build=${KX_PACKAGE_BUILD:-build-pkg}
 configure() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr -DKX_BUILD_TESTS=OFF \
     -DKX_BUILD_BENCH=OFF "$@" > "$build.configure.log"

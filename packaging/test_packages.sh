@@ -2,12 +2,14 @@
 # Builds the packages, installs the .deb files on this machine (as root), compiles the installed C
 # sample against them with pkg-config and with find_package(kx), runs both, runs the Python sample on
 # the installed python3-kx with /usr/bin/python3 and no environment, and checks what the .rpm files
-# hold and that no package contains a path of the build machine.
+# hold and that no package contains a path of the build machine. The build tree: build-pkg/, or
+# $KX_PACKAGE_BUILD (see build_packages.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p build-pkg
-bash packaging/build_packages.sh > build-pkg/build.log 2>&1 || { tail -30 build-pkg/build.log; exit 1; }
-pkgs=$PWD/build-pkg/packages
+build=${KX_PACKAGE_BUILD:-build-pkg}
+mkdir -p "$build"
+bash packaging/build_packages.sh > "$build/packages-build.log" 2>&1 || { tail -30 "$build/packages-build.log"; exit 1; }
+pkgs=$PWD/$build/packages
 # The version kx.h declares (CMake takes the project's from it).
 part() { sed -n "s/^#define KX_VERSION_$1 \([0-9]*\).*/\1/p" capi/include/kx/kx.h; }
 version="$(part MAJOR).$(part MINOR).$(part PATCH)"

@@ -327,7 +327,7 @@ TEST(DataPipeline, AnImageFolderTrainsExactlyAsItsPixelsInMemoryWithPrefetchAndC
     for (int64_t i = 0; i < per_class; ++i) {
       std::vector<uint8_t> px = test::gradient(H, W, 1, static_cast<int>(c));
       for (size_t p = 0; p < px.size(); ++p) px[p] = static_cast<uint8_t>(px[p] + (p * 7 + i * 13) % 31);
-      char name[32];
+      char name[64];
       std::snprintf(name, sizeof name, "class%lld/%03lld.png", static_cast<long long>(c), static_cast<long long>(i));
       test::write_png(dir.file(name), px, H, W, 1);
       pixels.insert(pixels.end(), px.begin(), px.end());

@@ -137,13 +137,11 @@ Image decode_png(std::string_view bytes, int channels, const std::string& name) 
   return out;
 }
 
-bool probe_jpeg(std::FILE* f, std::string& why) {
-  jpeg_decompress_struct cinfo{};
-  JpegErrors err;
-  init_errors(cinfo, err);
+// No C++ object lives in the frame that calls setjmp: the message is built by the caller, so nothing
+// is left half-made (or clobbered, as GCC warns) when libjpeg's error handler jumps back.
+bool jpeg_header_reads(std::FILE* f, jpeg_decompress_struct& cinfo, JpegErrors& err) {
   if (setjmp(err.jump)) {
     jpeg_destroy_decompress(&cinfo);
-    why = std::string("not a decodable JPEG (") + err.message + ")";
     return false;
   }
   jpeg_create_decompress(&cinfo);
@@ -151,6 +149,15 @@ bool probe_jpeg(std::FILE* f, std::string& why) {
   jpeg_read_header(&cinfo, TRUE);
   jpeg_destroy_decompress(&cinfo);
   return true;
+}
+
+bool probe_jpeg(std::FILE* f, std::string& why) {
+  jpeg_decompress_struct cinfo{};
+  JpegErrors err;
+  init_errors(cinfo, err);
+  if (jpeg_header_reads(f, cinfo, err)) return true;
+  why = std::string("not a decodable JPEG (") + err.message + ")";
+  return false;
 }
 
 bool probe_png(std::FILE* f, std::string& why) {
