@@ -175,7 +175,7 @@ func LoadKeras(s *Strategy, path string) (*Model, error) {
 }
 
 // NewApplication builds a keras.applications model by its Keras class name ("ResNet50",
-// "MobileNetV2") with its keyword arguments as a JSON object ("" for Keras's defaults), e.g.
+// "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetB0") with its keyword arguments as a JSON object ("" for Keras's defaults), e.g.
 // NewApplication(s, "MobileNetV2", `{"alpha": 0.35, "input_shape": [96, 96, 3], "classes": 10}`).
 // Keras's layer names, so Keras's weight files load by name; uncompiled.
 func NewApplication(s *Strategy, name, optionsJSON string) (*Model, error) {

@@ -930,6 +930,13 @@ class applications:  # noqa: N801 (keras.applications' spelling)
                             include_preprocessing=include_preprocessing)
 
     @staticmethod
+    def EfficientNetB0(include_top=True, weights=None, input_shape=(224, 224, 3), pooling=None,  # noqa: N802
+                       classes=1000, classifier_activation="softmax", strategy=None):
+        return _application("EfficientNetB0", strategy, include_top=include_top, weights=weights,
+                            input_shape=input_shape, pooling=pooling, classes=classes,
+                            classifier_activation=classifier_activation)
+
+    @staticmethod
     def ResNet50(include_top=True, weights=None, input_shape=(224, 224, 3), classes=1000, strategy=None):  # noqa: N802
         return _application("ResNet50", strategy, include_top=include_top, weights=weights, input_shape=input_shape,
                             classes=classes)

@@ -568,6 +568,40 @@ class KerasLayers(unittest.TestCase):
                 want = theirs.predict(x, verbose=0)
                 np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
 
+    def test_kx_efficientnet_b0_has_keras_names_and_loads_its_weights(self):
+        # kx's own EfficientNetB0 against Keras's (32x32, 4 classes): the same layers in the same order,
+        # the same weights in the same order and shapes (Keras's Normalization count aside), and with
+        # Keras's .weights.h5 loaded by name, Keras's predictions. The file's BatchNormalization moving
+        # statistics and Normalization's adapted ones are moved off their initial 0 and 1 first, so
+        # that a statistic left unread would show.
+        theirs, x, _ = self.efficientnet_b0()
+        rng = np.random.default_rng(8)
+        for layer in theirs.layers:
+            if isinstance(layer, layers.BatchNormalization):
+                n = layer.moving_mean.shape[0]
+                layer.moving_mean.assign(rng.normal(size=n).astype(np.float32) * 0.1)
+                layer.moving_variance.assign(rng.uniform(0.5, 2.0, size=n).astype(np.float32))
+        path = os.path.join(self.dir.name, "efficientnet_b0.weights.h5")
+        theirs.save_weights(path)
+        ours = kx.applications.EfficientNetB0(input_shape=(32, 32, 3), classes=4)
+        self.assertEqual(ours.layer_names, [l.name for l in theirs.layers[1:]])
+        keras_weights_ = [(w.path, tuple(w.shape)) for w in theirs.weights if w.path != "normalization/count"]
+        self.assertEqual([(name, shape) for name, shape, _ in ours.weights], keras_weights_)
+        self.assertEqual(ours.num_params, theirs.count_params() - 1)
+        ours.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        loaded, skipped = ours.load_weights(path)
+        self.assertEqual((loaded, skipped), (len(ours.weights), 0))
+        want = theirs.predict(x, verbose=0)
+        got = ours.predict(x).reshape(want.shape)
+        print(f"kx EfficientNetB0 with Keras's weights: predict, max relative difference {max_relative(got, want):.1e}")
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        keras.backend.clear_session()
+        keras_without_top = keras.applications.EfficientNetB0(weights=None, input_shape=(64, 64, 3),
+                                                               include_top=False, pooling="max")
+        without_top = kx.applications.EfficientNetB0(input_shape=(64, 64, 3), include_top=False, pooling="max")
+        self.assertEqual(without_top.layer_names, [l.name for l in keras_without_top.layers[1:]])
+        self.assertEqual(without_top.num_params, keras_without_top.count_params() - 1)
+
     def test_kx_mobilenet_v2_has_keras_names_and_loads_its_weights(self):
         theirs, x, _ = self.mobilenet((32, 32, 3), 1.0)
         rng = np.random.default_rng(7)  # moving statistics away from 0 and 1, as after training

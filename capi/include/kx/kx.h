@@ -529,7 +529,8 @@ KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activatio
 KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
                                           int64_t classes, kx_model** out);
 
-/* A keras.applications model by its Keras class name, "ResNet50" or "MobileNetV2", with its keyword
+/* A keras.applications model by its Keras class name, "ResNet50", "MobileNetV2", "MobileNetV3Small",
+ * "MobileNetV3Large" or "EfficientNetB0" (its Normalization's statistics are weights), with its keyword
  * arguments as a JSON object (NULL or "" for Keras's defaults), e.g. "MobileNetV2" with
  * {"alpha": 0.35, "input_shape": [96, 96, 3], "include_top": true, "pooling": null, "classes": 10}:
  * Keras's layers and layer names, so Keras's weight files load by name (kx_model_load_weights);

@@ -202,6 +202,18 @@ impl Model {
         Ok(Model { p })
     }
 
+    /// A keras.applications model by its Keras class name ("ResNet50", "MobileNetV2", "MobileNetV3Small",
+    /// "MobileNetV3Large", "EfficientNetB0") with its keyword arguments as a JSON object ("" for Keras's
+    /// defaults), e.g. `Model::application(&s, "EfficientNetB0", r#"{"input_shape": [32, 32, 3], "classes": 4}"#)`:
+    /// Keras's layer names, so Keras's weight files load by name; uncompiled.
+    pub fn application(s: &Strategy, name: &str, options_json: &str) -> Result<Model> {
+        let n = c_string(name, "the application name")?;
+        let o = c_string(options_json, "the options")?;
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_create_application(s.p, n.as_ptr(), o.as_ptr(), &mut p) })?;
+        Ok(Model { p })
+    }
+
     /// The layers' names, in order.
     pub fn layer_names(&self) -> Result<Vec<String>> {
         let n = unsafe { kx_sys::kx_model_num_layers(self.p) };
