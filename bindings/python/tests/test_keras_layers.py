@@ -335,12 +335,30 @@ class KerasLayers(unittest.TestCase):
                                                                           centered=True),
             "RMSprop momentum": lambda: keras.optimizers.RMSprop(learning_rate=0.005, momentum=0.9),
         }
+        # The same optimizers set by kx's own compile (kx_compile_options' fields, not a Keras file).
+        direct = {
+            "AdamW default": dict(optimizer="adamw"),
+            "AdamW strong decay": dict(optimizer="adamw", learning_rate=0.01, weight_decay=0.1, beta1=0.8),
+            "RMSprop default": dict(optimizer="rmsprop"),
+            "RMSprop momentum centered": dict(optimizer="rmsprop", learning_rate=0.01, rho=0.8, momentum=0.5,
+                                              centered=True),
+            "RMSprop momentum": dict(optimizer="rmsprop", learning_rate=0.005, momentum=0.9),
+        }
         for name, make in cases.items():
             with self.subTest(optimizer=name):
                 theirs, ours = self.small_model("optimizer " + name, make(), "mse")
+                i = kx.Input(shape=(6,))
+                compiled = kx.Model(inputs=i, outputs=kx.layers.Dense(units=3)(
+                    kx.layers.Dense(units=5, activation="tanh")(i)))
+                compiled.compile(loss="mse", **direct[name])
+                compiled.set_weights(keras_weights(theirs))
                 for x, y in batches[:3]:
                     theirs.train_on_batch(x, y)
                     ours.train_on_batch(x, y)
+                    compiled.train_on_batch(x, y)
+                for w, k in zip(keras_weights(theirs), compiled.get_weights()):
+                    np.testing.assert_allclose(k.reshape(w.shape), w, rtol=RTOL, atol=ATOL,
+                                               err_msg=f"{name}: 3 steps, compiled by kx")
                 worst = max(max_relative(w, k.reshape(w.shape)) for w, k in zip(keras_weights(theirs), ours.get_weights()))
                 print(f"{name}: weights after 3 steps, max relative difference {worst:.1e}")
                 for w, k in zip(keras_weights(theirs), ours.get_weights()):

@@ -64,6 +64,12 @@ pub struct CompileOptions {
     pub zero_is_value: u32,
     /// Keras's mixed-precision policy: kx_sys::KX_PRECISION_FLOAT32 (0), _MIXED_BFLOAT16, _MIXED_FLOAT16.
     pub precision: i32,
+    /// AdamW's weight decay; 0: 0.004 (KX_COMPILE_ZERO_WEIGHT_DECAY for none).
+    pub weight_decay: f64,
+    /// RMSprop's rho; 0: 0.9 (KX_COMPILE_ZERO_RHO for 0).
+    pub rho: f64,
+    /// RMSprop's centered.
+    pub centered: bool,
 }
 
 /// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
@@ -274,6 +280,9 @@ impl Model {
         co.ema_momentum = o.ema_momentum;
         co.zero_is_value = o.zero_is_value;
         co.precision = o.precision;
+        co.weight_decay = o.weight_decay;
+        co.rho = o.rho;
+        co.centered = o.centered as i32;
         check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
     }
 
