@@ -2,11 +2,12 @@
 // prints one JSON line with the same fields as bench/peers/peer_train.py, so the harness treats kx and
 // each peer alike (it also takes each process's peak RSS from the kernel, as for the peers).
 //
-//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm --batch B [--steps N]
+//   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|efficientnetb0|transformer|lstm --batch B [--steps N]
 //                  [--warmup W] [--threads T]
 //
 // The workloads: the Fashion-MNIST MLP (784-256-256-10) and CNN of bench_common.hpp, ResNet50 at
-// 64x64x3 and MobileNetV2 (alpha 1.0) at 96x96x3 with 10 classes, a 2-block transformer encoder on
+// 64x64x3, MobileNetV2 (alpha 1.0) and EfficientNetB0 (its dropout and drop-connect included) at
+// 96x96x3 with 10 classes, a 2-block transformer encoder on
 // sequences [64, 32] (Dense 128 per step; per block MultiHeadAttention 4 heads of 32 + Add +
 // LayerNormalization, Dense 256 relu + Dense 128 + Add + LayerNormalization; Flatten, Dense 10
 // softmax), and LSTM(128) over 50 steps of 40 features then Dense(10, softmax); Adam (Keras's
@@ -65,6 +66,16 @@ kx::Model build(const std::string& workload, const kx::Strategy& s, kx::Shape& s
     m.compile(co);
     return m;
   }
+  if (workload == "efficientnetb0") {
+    kx::applications::EfficientNetOptions o;
+    o.input_shape = sample = {96, 96, 3};
+    o.classes = 10;
+    kx::Model m = kx::applications::efficientnet_b0(s, o);
+    kx::CompileOptions co;
+    co.accuracy = true;
+    m.compile(co);
+    return m;
+  }
   if (workload == "lstm") {
     sample = {50, 40};
     kx::Model m = kx::Model::sequential(s, sample);
@@ -98,7 +109,7 @@ kx::Model build(const std::string& workload, const kx::Strategy& s, kx::Shape& s
     return m;
   }
   throw kx::Error(kx::Status::InvalidArgument,
-                  "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2, transformer, lstm)");
+                  "unknown workload " + workload + " (mlp, cnn, resnet50, mobilenetv2, efficientnetb0, transformer, lstm)");
 }
 
 }  // namespace
@@ -116,7 +127,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") threads = std::atoi(v.c_str());
     else {
       std::fprintf(stderr,
-                   "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm --batch B [--steps N] [--warmup W] "
+                   "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|efficientnetb0|transformer|lstm --batch B [--steps N] [--warmup W] "
                    "[--threads T]\n",
                    argv[0]);
       return 2;

@@ -5,7 +5,7 @@ on the same workloads, data, batch, optimiser and threads. Every measurement is 
 all), and the rounds interleave kx and the peers so that a slow spell of the machine falls on all.
 
     compare.py --kx build/bench/bench_workload [--python VENV/bin/python] [--rounds 3] [--threads 2]
-               [--workloads mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,lstm:64] [--peers keras:xla,keras:graph,torch:eager,torch:compile]
+               [--workloads mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,efficientnetb0:32,lstm:64] [--peers keras:xla,keras:graph,torch:eager,torch:compile]
 
 Prints the CPU, the versions, and for each workload a table of median ms/step, first step and peak
 RSS, with each peer's ratio to kx.
@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-STEPS = {"mlp": (200, 20), "cnn": (60, 10), "resnet50": (12, 4), "mobilenetv2": (12, 4),
+STEPS = {"mlp": (200, 20), "cnn": (60, 10), "resnet50": (12, 4), "mobilenetv2": (12, 4), "efficientnetb0": (12, 4),
          "transformer": (20, 4), "lstm": (40, 5)}  # timed steps, warm-up steps
 
 
@@ -62,7 +62,7 @@ def main():
     p.add_argument("--python", default=sys.executable, help="the bench venv's python")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--workloads", default="mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,lstm:64")
+    p.add_argument("--workloads", default="mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,efficientnetb0:32,lstm:64")
     p.add_argument("--peers", default="keras:xla,keras:graph,torch:eager,torch:compile")
     p.add_argument("--limit", type=int, default=900, help="seconds one measurement may take")
     a = p.parse_args()

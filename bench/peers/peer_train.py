@@ -2,12 +2,13 @@
 PyTorch on synthetic data and prints one JSON line with the fields bench_workload prints for kx.
 
     peer_train.py --framework keras|torch --config xla|graph|eager|compile
-                  --workload mlp|cnn|resnet50|mobilenetv2|transformer|lstm
+                  --workload mlp|cnn|resnet50|mobilenetv2|efficientnetb0|transformer|lstm
                   --batch B [--steps N] [--warmup W] [--threads T]
 
 The same workloads, data and optimiser as kx's: the Fashion-MNIST MLP (784-256-256-10) and CNN,
 ResNet50 (Keras's layout: a bias in every convolution, BatchNormalization epsilon 1.001e-5) at
-64x64x3 and MobileNetV2 (alpha 1.0, Keras's layout) at 96x96x3 with 10 classes, the transformer
+64x64x3, MobileNetV2 (alpha 1.0, Keras's layout) and EfficientNetB0 (Keras's layout, its dropout and
+drop-connect included) at 96x96x3 with 10 classes, the transformer
 encoder of bench_workload, and LSTM(128) over 50 steps of 40 features then Dense(10, softmax); Adam
 with Keras's epsilon (1e-7); sparse categorical cross-entropy; 32
 batches of uniform [0, 1) inputs and labels 0..9 from a fixed seed, cycled.
@@ -27,6 +28,7 @@ import numpy as np
 
 def data(workload, batch):
     shape = {"mlp": (784,), "cnn": (28, 28, 1), "resnet50": (64, 64, 3), "mobilenetv2": (96, 96, 3),
+             "efficientnetb0": (96, 96, 3),
              "transformer": (64, 32), "lstm": (50, 40)}[workload]
     rng = np.random.default_rng(7)
     n = 32 * batch
@@ -91,6 +93,8 @@ def run_keras(a):
                                   layers.Dense(10, activation="softmax")])
     elif a.workload == "mobilenetv2":
         model = keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), classes=10)
+    elif a.workload == "efficientnetb0":
+        model = keras.applications.EfficientNetB0(weights=None, input_shape=(96, 96, 3), classes=10)
     elif a.workload == "transformer":
         model = keras_transformer(keras, layers)
     elif a.workload == "lstm":
@@ -180,6 +184,87 @@ def torch_mobilenet_v2(nn):
     return nn.Sequential(*mods)
 
 
+def torch_efficientnet_b0(torch, nn):
+    """EfficientNetB0 as Keras builds it (torchvision is not in the bench venv): the stem's rescaling by
+    1/255 and normalisation (Keras's Normalization, here its initial mean 0 and variance 1, as
+    buffers), BatchNormalization epsilon 1e-3 and momentum 0.99, swish (SiLU), stride-2 convolutions
+    after Keras's correct_pad, squeeze-and-excite on the block's input filters / 4, drop-connect
+    (one keep-or-drop per sample, rate 0.2 * block / 16) before each residual sum, Dropout(0.2) before
+    the classifier."""
+
+    def bn(c):
+        return nn.BatchNorm2d(c, eps=1e-3, momentum=0.01)
+
+    class CorrectPad(nn.Module):
+        """imagenet_utils.correct_pad: for an even size, one row (column) less on top (left)."""
+
+        def __init__(self, kernel):
+            super().__init__()
+            self.c = kernel // 2
+
+        def forward(self, x):
+            h, w = x.shape[2], x.shape[3]
+            c = self.c
+            return nn.functional.pad(x, (c - (1 - w % 2), c, c - (1 - h % 2), c))
+
+    class DropConnect(nn.Module):
+        def __init__(self, rate):
+            super().__init__()
+            self.rate = rate
+
+        def forward(self, x):
+            if not self.training or self.rate == 0:
+                return x
+            keep = torch.empty(x.shape[0], 1, 1, 1, dtype=x.dtype).bernoulli_(1 - self.rate)
+            return x * keep / (1 - self.rate)
+
+    class Block(nn.Module):
+        def __init__(self, cin, cout, kernel, stride, expand, drop_rate):
+            super().__init__()
+            mid = cin * expand
+            mods = [] if expand == 1 else [nn.Conv2d(cin, mid, 1, bias=False), bn(mid), nn.SiLU()]
+            if stride == 2:
+                mods += [CorrectPad(kernel), nn.Conv2d(mid, mid, kernel, 2, groups=mid, bias=False)]
+            else:
+                mods += [nn.Conv2d(mid, mid, kernel, 1, padding=kernel // 2, groups=mid, bias=False)]
+            mods += [bn(mid), nn.SiLU()]
+            self.body = nn.Sequential(*mods)
+            se = max(1, int(cin * 0.25))
+            self.se = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(mid, se, 1), nn.SiLU(), nn.Conv2d(se, mid, 1),
+                                    nn.Sigmoid())
+            self.project = nn.Sequential(nn.Conv2d(mid, cout, 1, bias=False), bn(cout))
+            self.residual = stride == 1 and cin == cout
+            self.drop = DropConnect(drop_rate) if self.residual and drop_rate > 0 else nn.Identity()
+
+        def forward(self, x):
+            y = self.body(x)
+            y = self.project(y * self.se(y))
+            return self.drop(y) + x if self.residual else y
+
+    class Stem(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torch.zeros(1, 3, 1, 1))
+            self.register_buffer("std", torch.ones(1, 3, 1, 1))
+
+        def forward(self, x):
+            return (x * (1.0 / 255.0) - self.mean) / self.std
+
+    # (kernel, repeats, filters in, filters out, expansion, stride) of Keras's DEFAULT_BLOCKS_ARGS
+    stages = [(3, 1, 32, 16, 1, 1), (3, 2, 16, 24, 6, 2), (5, 2, 24, 40, 6, 2), (3, 3, 40, 80, 6, 2),
+              (5, 3, 80, 112, 6, 1), (5, 4, 112, 192, 6, 2), (3, 1, 192, 320, 6, 1)]
+    total = sum(s[1] for s in stages)
+    mods = [Stem(), CorrectPad(3), nn.Conv2d(3, 32, 3, 2, bias=False), bn(32), nn.SiLU()]
+    b = 0
+    for kernel, repeats, cin, cout, expand, stride in stages:
+        for j in range(repeats):
+            mods.append(Block(cin if j == 0 else cout, cout, kernel, stride if j == 0 else 1, expand, 0.2 * b / total))
+            b += 1
+    mods += [nn.Conv2d(320, 1280, 1, bias=False), bn(1280), nn.SiLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+             nn.Dropout(0.2), nn.Linear(1280, 10)]
+    return nn.Sequential(*mods)
+
+
 def TorchLstm(nn):
     """LSTM(128) over [batch, 50, 40] (batch first), its last step's h, then Linear(128, 10)."""
 
@@ -209,6 +294,8 @@ def run_torch(a):
                               nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.5), nn.Linear(1600, 10))
     elif a.workload == "mobilenetv2":
         model = torch_mobilenet_v2(nn)
+    elif a.workload == "efficientnetb0":
+        model = torch_efficientnet_b0(torch, nn)
     elif a.workload == "transformer":
         model = torch_transformer(nn)
     elif a.workload == "lstm":
@@ -253,7 +340,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--framework", choices=["keras", "torch"], required=True)
     p.add_argument("--config", choices=["xla", "graph", "eager", "compile"], required=True)
-    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2", "transformer", "lstm"], required=True)
+    p.add_argument("--workload", choices=["mlp", "cnn", "resnet50", "mobilenetv2", "efficientnetb0", "transformer", "lstm"], required=True)
     p.add_argument("--batch", type=int, required=True)
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

@@ -235,7 +235,8 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
     kx::require((opt.metrics & ~KX_METRIC_ACCURACY) == 0, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown metric bits " + std::to_string(opt.metrics & ~KX_METRIC_ACCURACY));
     constexpr uint32_t known_zeros = KX_COMPILE_ZERO_LEARNING_RATE | KX_COMPILE_ZERO_BETA1 | KX_COMPILE_ZERO_BETA2 |
-                                     KX_COMPILE_ZERO_EPSILON | KX_COMPILE_ZERO_EMA_MOMENTUM;
+                                     KX_COMPILE_ZERO_EPSILON | KX_COMPILE_ZERO_EMA_MOMENTUM |
+                                     KX_COMPILE_ZERO_WEIGHT_DECAY | KX_COMPILE_ZERO_RHO;
     kx::require((opt.zero_is_value & ~known_zeros) == 0, kx::Status::InvalidArgument,
                 "kx_model_compile: unknown zero_is_value bits " + std::to_string(opt.zero_is_value & ~known_zeros));
     kx::CompileOptions c;
@@ -251,6 +252,9 @@ kx_status kx_model_compile(kx_model* m, const kx_compile_options* o) {
     c.optimizer.momentum = opt.momentum;
     c.optimizer.use_ema = opt.use_ema != 0;
     set(opt.ema_momentum, KX_COMPILE_ZERO_EMA_MOMENTUM, c.optimizer.ema_momentum);
+    set(opt.weight_decay, KX_COMPILE_ZERO_WEIGHT_DECAY, c.optimizer.weight_decay);
+    set(opt.rho, KX_COMPILE_ZERO_RHO, c.optimizer.rho);
+    c.optimizer.centered = opt.centered != 0;
     c.loss.kind = static_cast<kx::LossKind>(loss);
     c.loss.from_logits = opt.from_logits != 0;
     c.accuracy = (opt.metrics & KX_METRIC_ACCURACY) != 0;

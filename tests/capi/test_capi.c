@@ -452,6 +452,111 @@ static void test_options_structs(kx_strategy* s) {
   kx_model_destroy(m);
 }
 
+/* AdamW's weight_decay and RMSprop's rho and centered set from C: one step of Dense(1) without bias
+ * under mean squared error, whose gradient this test computes in double, against Keras's update
+ * formulas (AdamW decays w by w * weight_decay * rate before Adam's step; RMSprop divides the rate
+ * times g by sqrt(velocity [- average^2] + epsilon)). */
+enum { OPT_SAMPLES = 4, OPT_INPUTS = 3 };
+static const float kOptX[OPT_SAMPLES * OPT_INPUTS] = {0.5f, -1.0f, 2.0f, 1.5f, 0.25f, -0.5f,
+                                                      -2.0f, 1.0f, 0.75f, 1.0f, 1.0f, 1.0f};
+static const float kOptY[OPT_SAMPLES] = {3.0f, -1.0f, 2.0f, -4.0f};
+static const float kOptW0[OPT_INPUTS] = {0.8f, -0.6f, 0.3f};
+
+/* The weights after one step with these options; 0 when a call failed. */
+static int optimizer_step(kx_strategy* s, const kx_compile_options* o, float* w1) {
+  const int64_t shape[1] = {OPT_INPUTS};
+  kx_model* m = NULL;
+  int ok = kx_model_create_sequential(s, shape, 1, &m) == KX_OK &&
+           kx_model_add_dense_flags(m, 1, KX_ACT_NONE, KX_LAYER_NO_BIAS) == KX_OK && kx_model_compile(m, o) == KX_OK &&
+           kx_model_set_weights(m, kOptW0, OPT_INPUTS) == KX_OK &&
+           kx_model_train_on_batch(m, kOptX, kOptY, OPT_SAMPLES, NULL, NULL) == KX_OK &&
+           kx_model_get_weights(m, w1, OPT_INPUTS) == KX_OK;
+  if (!ok) fprintf(stderr, "optimizer_step: %s\n", kx_last_error_message());
+  kx_model_destroy(m);
+  return ok;
+}
+
+/* The weights' gradient at kOptW0: d/dw of mean((x w - y)^2). */
+static void optimizer_gradient(double* g) {
+  int n, i;
+  for (i = 0; i < OPT_INPUTS; ++i) g[i] = 0;
+  for (n = 0; n < OPT_SAMPLES; ++n) {
+    double err = -kOptY[n];
+    for (i = 0; i < OPT_INPUTS; ++i) err += (double)kOptX[n * OPT_INPUTS + i] * kOptW0[i];
+    for (i = 0; i < OPT_INPUTS; ++i) g[i] += 2.0 / OPT_SAMPLES * err * kOptX[n * OPT_INPUTS + i];
+  }
+}
+
+static int close_to(const float* got, const double* want) {
+  int i;
+  for (i = 0; i < OPT_INPUTS; ++i)
+    if (fabs(got[i] - want[i]) > 2e-6 * (1 + fabs(want[i]))) {
+      fprintf(stderr, "weight %d: %.9g, want %.9g\n", i, got[i], want[i]);
+      return 0;
+    }
+  return 1;
+}
+
+static void test_optimizer_settings(kx_strategy* s) {
+  double g[OPT_INPUTS], want[OPT_INPUTS];
+  float got[OPT_INPUTS];
+  kx_compile_options o;
+  int i, k;
+  optimizer_gradient(g);
+  /* AdamW: weight_decay 0.5, the default 0.004 (field 0, no bit), and 0 (the bit). */
+  for (k = 0; k < 3; ++k) {
+    const double rate = 0.1, decay = k == 0 ? 0.5 : k == 1 ? 0.004 : 0.0;
+    /* Adam's first step: m = 0.1 g, v = 0.001 g^2, rate * sqrt(1 - 0.999) / (1 - 0.9) * m / (sqrt(v) + 1e-7). */
+    const double rate_t = rate * sqrt(1 - 0.999) / (1 - 0.9);
+    kx_compile_options_init(&o, sizeof o);
+    o.optimizer = KX_OPTIMIZER_ADAMW;
+    o.loss = KX_LOSS_MEAN_SQUARED_ERROR;
+    o.learning_rate = rate;
+    o.weight_decay = k == 0 ? 0.5 : 0.0;
+    if (k == 2) o.zero_is_value = KX_COMPILE_ZERO_WEIGHT_DECAY;
+    for (i = 0; i < OPT_INPUTS; ++i)
+      want[i] = kOptW0[i] - kOptW0[i] * decay * rate - rate_t * 0.1 * g[i] / (sqrt(0.001 * g[i] * g[i]) + 1e-7);
+    EXPECT(optimizer_step(s, &o, got) && close_to(got, want));
+  }
+  /* RMSprop: rho 0.5 centered, rho 0.5, the default 0.9, and rho 0 (the bit). */
+  for (k = 0; k < 4; ++k) {
+    const double rate = 0.01, rho = k < 2 ? 0.5 : k == 2 ? 0.9 : 0.0;
+    const int centered = k == 0;
+    kx_compile_options_init(&o, sizeof o);
+    o.optimizer = KX_OPTIMIZER_RMSPROP;
+    o.loss = KX_LOSS_MEAN_SQUARED_ERROR;
+    o.learning_rate = rate;
+    o.rho = k < 2 ? 0.5 : 0.0;
+    o.centered = centered;
+    if (k == 3) o.zero_is_value = KX_COMPILE_ZERO_RHO;
+    for (i = 0; i < OPT_INPUTS; ++i) {
+      const double velocity = (1 - rho) * g[i] * g[i], average = centered ? (1 - rho) * g[i] : 0.0;
+      want[i] = kOptW0[i] - rate * g[i] / sqrt(velocity - average * average + 1e-7);
+    }
+    EXPECT(optimizer_step(s, &o, got) && close_to(got, want));
+  }
+  /* Out of range: a negative weight decay, rho 1. */
+  kx_compile_options_init(&o, sizeof o);
+  o.optimizer = KX_OPTIMIZER_ADAMW;
+  o.weight_decay = -0.1;
+  EXPECT(!optimizer_step(s, &o, got));
+  o.optimizer = KX_OPTIMIZER_RMSPROP;
+  o.weight_decay = 0;
+  o.rho = 1.0;
+  EXPECT(!optimizer_step(s, &o, got));
+  /* A struct from before these fields (struct_size up to precision) keeps their defaults. */
+  kx_compile_options_init(&o, sizeof o);
+  o.struct_size = (uint32_t)offsetof(kx_compile_options, weight_decay);
+  o.optimizer = KX_OPTIMIZER_ADAMW;
+  o.loss = KX_LOSS_MEAN_SQUARED_ERROR;
+  o.learning_rate = 0.1;
+  o.weight_decay = 0.5; /* beyond struct_size: not read */
+  for (i = 0; i < OPT_INPUTS; ++i)
+    want[i] = kOptW0[i] - kOptW0[i] * 0.004 * 0.1 -
+              0.1 * sqrt(1 - 0.999) / (1 - 0.9) * 0.1 * g[i] / (sqrt(0.001 * g[i] * g[i]) + 1e-7);
+  EXPECT(optimizer_step(s, &o, got) && close_to(got, want));
+}
+
 static int count_saved(const kx_event* ev, void* user_data) {
   if (ev->kind == KX_EVENT_CHECKPOINT_SAVED && ev->path != NULL) ++*(int*)user_data;
   return 0;
@@ -870,6 +975,7 @@ int main(int argc, char** argv) {
   test_datasets(dir);
   test_training(s);
   test_options_structs(s);
+  test_optimizer_settings(s);
   test_files_and_checkpoints(s, dir);
   test_cnn(s);
   test_cnn_layers_and_transfer(s, dir);

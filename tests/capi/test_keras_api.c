@@ -144,7 +144,7 @@ static void test_explicit_zeros(kx_strategy* s) {
     train_small(s, &still, zero);
     EXPECT(memcmp(zero, before, sizeof before) == 0);
   }
-  co.zero_is_value = 64u; /* not a KX_COMPILE_ZERO_* bit */
+  co.zero_is_value = 1024u; /* not a KX_COMPILE_ZERO_* bit */
   {
     kx_model* m = NULL;
     const int64_t in_shape[] = {4};

@@ -410,8 +410,8 @@ func TestFitKeepsItsArgumentsAliveWhileCallbacksCollect(t *testing.T) {
 	}
 }
 
-// A keras.applications model by name: MobileNetV2 at alpha 0.35 on 96x96 images with 10 classes has
-// Keras's 412,778 weights; an unknown application is an error naming it.
+// A keras.applications model by name: MobileNetV2 at alpha 0.35 on 96x96 images with 10 classes and
+// EfficientNetB0 on 32x32 images with 4 classes have Keras's weights; an unknown application is an error.
 func TestApplicationsByKerasName(t *testing.T) {
 	s, err := NewMirroredStrategy("cpu")
 	must(t, err)
@@ -421,6 +421,13 @@ func TestApplicationsByKerasName(t *testing.T) {
 	defer m.Close()
 	if n := m.NumParams(); n != 423018 {
 		t.Fatalf("MobileNetV2(alpha=0.35, 96x96, 10 classes) has %d weights, Keras has 423018", n)
+	}
+	e, err := NewApplication(s, "EfficientNetB0", `{"input_shape": [32, 32, 3], "classes": 4}`)
+	must(t, err)
+	defer e.Close()
+	// Keras's count_params() is 4,054,695: it also counts Normalization's adapt() sample count.
+	if n := e.NumParams(); n != 4054694 {
+		t.Fatalf("EfficientNetB0(32x32, 4 classes) has %d weights, Keras has 4054694 and a count", n)
 	}
 	if _, err := NewApplication(s, "NoSuchNet", ""); err == nil {
 		t.Fatal("an unknown application was accepted")

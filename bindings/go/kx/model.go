@@ -78,6 +78,11 @@ type CompileOptions struct {
 	// Precision: Keras's mixed-precision policy, PrecisionFloat32 (the zero value), PrecisionMixedBfloat16
 	// or PrecisionMixedFloat16 (kx.h's KX_PRECISION_*).
 	Precision int32
+	// WeightDecay: AdamW's (0 means 0.004; ZeroWeightDecay for none). Rho and Centered: RMSprop's (Rho 0
+	// means 0.9; ZeroRho for 0).
+	WeightDecay float64
+	Rho         float64
+	Centered    bool
 }
 
 // Values of CompileOptions.Precision (kx.h's KX_PRECISION_*).
@@ -94,6 +99,8 @@ const (
 	ZeroBeta2        = 4
 	ZeroEpsilon      = 8
 	ZeroEMAMomentum  = 16
+	ZeroWeightDecay  = 32
+	ZeroRho          = 64
 )
 
 // FitOptions are Keras's fit arguments; zero values mean defaults (one epoch, a whole pass, silent).
@@ -175,7 +182,7 @@ func LoadKeras(s *Strategy, path string) (*Model, error) {
 }
 
 // NewApplication builds a keras.applications model by its Keras class name ("ResNet50",
-// "MobileNetV2") with its keyword arguments as a JSON object ("" for Keras's defaults), e.g.
+// "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetB0") with its keyword arguments as a JSON object ("" for Keras's defaults), e.g.
 // NewApplication(s, "MobileNetV2", `{"alpha": 0.35, "input_shape": [96, 96, 3], "classes": 10}`).
 // Keras's layer names, so Keras's weight files load by name; uncompiled.
 func NewApplication(s *Strategy, name, optionsJSON string) (*Model, error) {
@@ -261,6 +268,10 @@ func (m *Model) Compile(o CompileOptions) error {
 	co.ema_momentum = C.double(o.EMAMomentum)
 	co.zero_is_value = C.uint32_t(o.ZeroIsValue)
 	co.precision = C.int32_t(o.Precision)
+	co.weight_decay, co.rho = C.double(o.WeightDecay), C.double(o.Rho)
+	if o.Centered {
+		co.centered = 1
+	}
 	return callErr(func() C.kx_status { return C.kx_model_compile(m.p, &co) })
 }
 

@@ -518,18 +518,20 @@ class Model(_Handle):
 
     def compile(self, optimizer="adam", learning_rate=None, loss="sparse_categorical_crossentropy", metrics=(),
                 from_logits=False, momentum=0.0, beta1=None, beta2=None, epsilon=None, seed=0, use_ema=False,
-                ema_momentum=None, dtype_policy="float32"):
+                ema_momentum=None, dtype_policy="float32", weight_decay=None, rho=None, centered=False):
         """As Keras's compile; None means kx's (Keras's) default, and every number given is used as it is
         (beta1=0 is β1 = 0). use_ema: Keras's moving average of the trained weights (ema_momentum 0.99 by
         default), which replaces them when fit ends. dtype_policy: Keras's mixed-precision policy,
-        "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling, see loss_scale())."""
+        "float32", "mixed_bfloat16" or "mixed_float16" (with dynamic loss scaling, see loss_scale()).
+        weight_decay: AdamW's (default 0.004); rho and centered: RMSprop's (default 0.9, False)."""
         o = _capi.CompileOptions()
         lib.kx_compile_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.optimizer = _lookup(_OPTIMIZERS, optimizer, "optimizer")
         o.loss = _lookup(_LOSSES, loss, "loss")
         o.momentum = momentum
         for bit, (field, value) in enumerate((("learning_rate", learning_rate), ("beta1", beta1), ("beta2", beta2),
-                                              ("epsilon", epsilon), ("ema_momentum", ema_momentum))):
+                                              ("epsilon", epsilon), ("ema_momentum", ema_momentum),
+                                              ("weight_decay", weight_decay), ("rho", rho))):
             if value is not None:
                 setattr(o, field, value)
                 if value == 0:
@@ -541,6 +543,7 @@ class Model(_Handle):
             o.metrics |= 1
         o.seed = seed
         o.use_ema = 1 if use_ema else 0
+        o.centered = 1 if centered else 0
         o.precision = _lookup(_PRECISIONS, dtype_policy, "dtype_policy")
         check(lib.kx_model_compile(self.handle, ctypes.byref(o)))
         return self
@@ -928,6 +931,13 @@ class applications:  # noqa: N801 (keras.applications' spelling)
                             minimalistic=minimalistic, include_top=include_top, weights=weights, classes=classes,
                             pooling=pooling, dropout_rate=dropout_rate, classifier_activation=classifier_activation,
                             include_preprocessing=include_preprocessing)
+
+    @staticmethod
+    def EfficientNetB0(include_top=True, weights=None, input_shape=(224, 224, 3), pooling=None,  # noqa: N802
+                       classes=1000, classifier_activation="softmax", strategy=None):
+        return _application("EfficientNetB0", strategy, include_top=include_top, weights=weights,
+                            input_shape=input_shape, pooling=pooling, classes=classes,
+                            classifier_activation=classifier_activation)
 
     @staticmethod
     def ResNet50(include_top=True, weights=None, input_shape=(224, 224, 3), classes=1000, strategy=None):  # noqa: N802

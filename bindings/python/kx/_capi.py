@@ -34,7 +34,7 @@ class CompileOptions(ctypes.Structure):
                 ("beta1", c_double), ("beta2", c_double), ("epsilon", c_double), ("momentum", c_double),
                 ("loss", c_int32), ("from_logits", c_int32), ("metrics", c_uint32), ("seed", c_uint64),
                 ("use_ema", c_int32), ("ema_momentum", c_double), ("zero_is_value", c_uint32),
-                ("precision", c_int32)]
+                ("precision", c_int32), ("weight_decay", c_double), ("rho", c_double), ("centered", c_int32)]
 
 
 class FitOptions(ctypes.Structure):

@@ -38,6 +38,13 @@ def layer_cases():
         "DepthwiseConv2D strided": ((7, 7, 4), layers.DepthwiseConv2D(3, strides=2, use_bias=False), 1.0),
         "DepthwiseConv2D relu": ((8, 8, 4), layers.DepthwiseConv2D((3, 2), strides=(2, 1), padding="same",
                                                                    activation="relu"), 1.0),
+        "DepthwiseConv2D dilated": ((8, 7, 3), layers.DepthwiseConv2D(3, dilation_rate=2, padding="same",
+                                                                      depth_multiplier=2), 1.0),
+        "DepthwiseConv2D dilated valid": ((8, 8, 2), layers.DepthwiseConv2D((2, 3), dilation_rate=(3, 2),
+                                                                            activation="relu"), 1.0),
+        "Conv2D dilated": ((8, 7, 2), layers.Conv2D(3, 3, dilation_rate=2, padding="same"), 1.0),
+        "Conv2D dilated valid": ((8, 8, 2), layers.Conv2D(2, (2, 3), dilation_rate=(3, 2), activation="relu",
+                                                          use_bias=False), 1.0),
         "ZeroPadding2D default": ((5, 4, 3), layers.ZeroPadding2D(), 1.0),
         "GlobalAveragePooling2D keepdims": ((5, 4, 3), layers.GlobalAveragePooling2D(keepdims=True), 1.0),
         "Rescaling": ((5, 4, 3), layers.Rescaling(1.0 / 127.5, offset=-1.0), 100.0),
@@ -328,12 +335,30 @@ class KerasLayers(unittest.TestCase):
                                                                           centered=True),
             "RMSprop momentum": lambda: keras.optimizers.RMSprop(learning_rate=0.005, momentum=0.9),
         }
+        # The same optimizers set by kx's own compile (kx_compile_options' fields, not a Keras file).
+        direct = {
+            "AdamW default": dict(optimizer="adamw"),
+            "AdamW strong decay": dict(optimizer="adamw", learning_rate=0.01, weight_decay=0.1, beta1=0.8),
+            "RMSprop default": dict(optimizer="rmsprop"),
+            "RMSprop momentum centered": dict(optimizer="rmsprop", learning_rate=0.01, rho=0.8, momentum=0.5,
+                                              centered=True),
+            "RMSprop momentum": dict(optimizer="rmsprop", learning_rate=0.005, momentum=0.9),
+        }
         for name, make in cases.items():
             with self.subTest(optimizer=name):
                 theirs, ours = self.small_model("optimizer " + name, make(), "mse")
+                i = kx.Input(shape=(6,))
+                compiled = kx.Model(inputs=i, outputs=kx.layers.Dense(units=3)(
+                    kx.layers.Dense(units=5, activation="tanh")(i)))
+                compiled.compile(loss="mse", **direct[name])
+                compiled.set_weights(keras_weights(theirs))
                 for x, y in batches[:3]:
                     theirs.train_on_batch(x, y)
                     ours.train_on_batch(x, y)
+                    compiled.train_on_batch(x, y)
+                for w, k in zip(keras_weights(theirs), compiled.get_weights()):
+                    np.testing.assert_allclose(k.reshape(w.shape), w, rtol=RTOL, atol=ATOL,
+                                               err_msg=f"{name}: 3 steps, compiled by kx")
                 worst = max(max_relative(w, k.reshape(w.shape)) for w, k in zip(keras_weights(theirs), ours.get_weights()))
                 print(f"{name}: weights after 3 steps, max relative difference {worst:.1e}")
                 for w, k in zip(keras_weights(theirs), ours.get_weights()):
@@ -567,6 +592,40 @@ class KerasLayers(unittest.TestCase):
                 self.assertEqual((loaded, skipped), (len(ours.weights), 0))
                 want = theirs.predict(x, verbose=0)
                 np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
+
+    def test_kx_efficientnet_b0_has_keras_names_and_loads_its_weights(self):
+        # kx's own EfficientNetB0 against Keras's (32x32, 4 classes): the same layers in the same order,
+        # the same weights in the same order and shapes (Keras's Normalization count aside), and with
+        # Keras's .weights.h5 loaded by name, Keras's predictions. The file's BatchNormalization moving
+        # statistics and Normalization's adapted ones are moved off their initial 0 and 1 first, so
+        # that a statistic left unread would show.
+        theirs, x, _ = self.efficientnet_b0()
+        rng = np.random.default_rng(8)
+        for layer in theirs.layers:
+            if isinstance(layer, layers.BatchNormalization):
+                n = layer.moving_mean.shape[0]
+                layer.moving_mean.assign(rng.normal(size=n).astype(np.float32) * 0.1)
+                layer.moving_variance.assign(rng.uniform(0.5, 2.0, size=n).astype(np.float32))
+        path = os.path.join(self.dir.name, "efficientnet_b0.weights.h5")
+        theirs.save_weights(path)
+        ours = kx.applications.EfficientNetB0(input_shape=(32, 32, 3), classes=4)
+        self.assertEqual(ours.layer_names, [l.name for l in theirs.layers[1:]])
+        keras_weights_ = [(w.path, tuple(w.shape)) for w in theirs.weights if w.path != "normalization/count"]
+        self.assertEqual([(name, shape) for name, shape, _ in ours.weights], keras_weights_)
+        self.assertEqual(ours.num_params, theirs.count_params() - 1)
+        ours.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        loaded, skipped = ours.load_weights(path)
+        self.assertEqual((loaded, skipped), (len(ours.weights), 0))
+        want = theirs.predict(x, verbose=0)
+        got = ours.predict(x).reshape(want.shape)
+        print(f"kx EfficientNetB0 with Keras's weights: predict, max relative difference {max_relative(got, want):.1e}")
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        keras.backend.clear_session()
+        keras_without_top = keras.applications.EfficientNetB0(weights=None, input_shape=(64, 64, 3),
+                                                               include_top=False, pooling="max")
+        without_top = kx.applications.EfficientNetB0(input_shape=(64, 64, 3), include_top=False, pooling="max")
+        self.assertEqual(without_top.layer_names, [l.name for l in keras_without_top.layers[1:]])
+        self.assertEqual(without_top.num_params, keras_without_top.count_params() - 1)
 
     def test_kx_mobilenet_v2_has_keras_names_and_loads_its_weights(self):
         theirs, x, _ = self.mobilenet((32, 32, 3), 1.0)

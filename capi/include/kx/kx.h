@@ -344,8 +344,9 @@ KX_API KX_MUST_CHECK kx_status kx_model_from_json(kx_strategy* s, const char* js
  * "Functional"; free *out_json with kx_free. */
 KX_API KX_MUST_CHECK kx_status kx_model_to_json(const kx_model* m, char** out_json);
 
-/* KX_OPTIMIZER_ADAMW: Keras's AdamW, weight_decay 0.004; KX_OPTIMIZER_RMSPROP: Keras's RMSprop, rho 0.9,
- * not centered, with the momentum field as its momentum (other settings: a Keras file's compile config). */
+/* KX_OPTIMIZER_ADAMW: Keras's AdamW (weight_decay: kx_compile_options.weight_decay, default 0.004);
+ * KX_OPTIMIZER_RMSPROP: Keras's RMSprop (rho, centered and momentum: the fields of those names; default
+ * rho 0.9, not centered, no momentum). */
 typedef enum kx_optimizer {
   KX_OPTIMIZER_ADAM = 0,
   KX_OPTIMIZER_SGD = 1,
@@ -395,6 +396,10 @@ typedef struct kx_compile_options {
    * after zero_is_value; a struct from an older kx.h, initialised by kx_compile_options_init, reads
    * as 0 here. */
   int32_t precision;
+  /* Added after precision (a struct from an older kx.h reads these as 0, their defaults): */
+  double weight_decay;    /* AdamW: w -= w * weight_decay * learning_rate before each step; default 0.004 */
+  double rho;             /* RMSprop: the decay of its average of squared gradients, in [0, 1); default 0.9 */
+  int32_t centered;       /* RMSprop: non-zero divides by the gradients' estimated variance (Keras's centered) */
 } kx_compile_options;
 
 /* Values of kx_compile_options.precision, Keras's mixed_precision policies. With a mixed policy the
@@ -424,6 +429,8 @@ typedef enum kx_precision {
 #define KX_COMPILE_ZERO_BETA2 4u
 #define KX_COMPILE_ZERO_EPSILON 8u
 #define KX_COMPILE_ZERO_EMA_MOMENTUM 16u
+#define KX_COMPILE_ZERO_WEIGHT_DECAY 32u
+#define KX_COMPILE_ZERO_RHO 64u
 
 /* Zeroes *o and sets o->struct_size. Call it with sizeof *o. Ignores NULL. */
 KX_API void kx_compile_options_init(kx_compile_options* o, size_t struct_size);
@@ -529,7 +536,8 @@ KX_API KX_MUST_CHECK kx_status kx_model_add_activation(kx_model* m, kx_activatio
 KX_API KX_MUST_CHECK kx_status kx_model_create_resnet50(kx_strategy* s, const int64_t* input_shape, int32_t include_top,
                                           int64_t classes, kx_model** out);
 
-/* A keras.applications model by its Keras class name, "ResNet50" or "MobileNetV2", with its keyword
+/* A keras.applications model by its Keras class name, "ResNet50", "MobileNetV2", "MobileNetV3Small",
+ * "MobileNetV3Large" or "EfficientNetB0" (its Normalization's statistics are weights), with its keyword
  * arguments as a JSON object (NULL or "" for Keras's defaults), e.g. "MobileNetV2" with
  * {"alpha": 0.35, "input_shape": [96, 96, 3], "include_top": true, "pooling": null, "classes": 10}:
  * Keras's layers and layer names, so Keras's weight files load by name (kx_model_load_weights);

@@ -52,7 +52,24 @@ struct MobileNetV3Options {
 // operations on tensors around a ReLU6). Uncompiled; throws InvalidArgument.
 Model mobilenet_v3(const Strategy& strategy, const MobileNetV3Options& options = {});
 
-// An application by Keras's class name ("ResNet50", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large") with its keyword arguments as a
+// keras.applications.EfficientNetB0's settings (Keras's defaults).
+struct EfficientNetOptions {
+  Shape input_shape{224, 224, 3};     // (height, width, channels), at least 32x32; pixels in [0, 255]
+  bool include_top = true;            // global average pooling, Dropout(0.2) and a Dense of `classes`
+  std::string pooling;                // without the top: "" (the feature map), "avg" or "max"
+  int64_t classes = 1000;
+  std::string classifier_activation = "softmax";
+};
+
+// EfficientNetB0 (Tan and Le 2019) with Keras's layers and names (rescaling, normalization,
+// stem_conv_pad, stem_conv, stem_bn, stem_activation, block1a_dwconv, ..., block7a_project_bn, top_conv,
+// top_bn, top_activation, avg_pool, top_dropout, predictions): 16 MBConv blocks with swish,
+// squeeze-and-excite and drop-connect. Its Normalization's statistics are weights (mean 0, variance 1
+// until Keras's weight file loads). Uncompiled; throws InvalidArgument.
+Model efficientnet_b0(const Strategy& strategy, const EfficientNetOptions& options = {});
+
+// An application by Keras's class name ("ResNet50", "MobileNetV2", "MobileNetV3Small", "MobileNetV3Large",
+// "EfficientNetB0") with its keyword arguments as a
 // JSON object ({"alpha": 0.5, "input_shape": [96, 96, 3], "classes": 10}; absent keys take Keras's
 // defaults; "weights" may only be null). InvalidArgument names an unknown application or argument.
 Model application(const Strategy& strategy, const std::string& name, const std::string& options_json);

@@ -1,5 +1,5 @@
 // DepthwiseConv2D (keras.layers.DepthwiseConv2D): forward against a float64 direct convolution and
-// backward against finite differences for strides, paddings and multipliers, Keras's JSON config both
+// backward against finite differences for strides, dilations, paddings and multipliers, Keras's JSON config both
 // ways, what it refuses, and two CPU replicas training as one.
 #include <gtest/gtest.h>
 
@@ -25,15 +25,17 @@ struct Geometry {
   int64_t kh, kw, sh, sw, m;
   bool same, bias;
   bool tanh = false;
+  int64_t dh = 1, dw = 1;  // dilation_rate
 };
 
 // y[r, i, j, c * m + k] = sum over the window of x * w[a, b, c, k] (+ bias), "same" padding placing
 // the odd pixel at the bottom and right as TensorFlow does.
 Vec reference(const Geometry& g, int64_t rows, const Vec& x, const Vec& w) {
-  const int64_t oh = g.same ? (g.h + g.sh - 1) / g.sh : (g.h - g.kh) / g.sh + 1;
-  const int64_t ow = g.same ? (g.w + g.sw - 1) / g.sw : (g.w - g.kw) / g.sw + 1;
-  const int64_t top = g.same ? std::max<int64_t>((oh - 1) * g.sh + g.kh - g.h, 0) / 2 : 0;
-  const int64_t left = g.same ? std::max<int64_t>((ow - 1) * g.sw + g.kw - g.w, 0) / 2 : 0;
+  const int64_t span_h = (g.kh - 1) * g.dh + 1, span_w = (g.kw - 1) * g.dw + 1;
+  const int64_t oh = g.same ? (g.h + g.sh - 1) / g.sh : (g.h - span_h) / g.sh + 1;
+  const int64_t ow = g.same ? (g.w + g.sw - 1) / g.sw : (g.w - span_w) / g.sw + 1;
+  const int64_t top = g.same ? std::max<int64_t>((oh - 1) * g.sh + span_h - g.h, 0) / 2 : 0;
+  const int64_t left = g.same ? std::max<int64_t>((ow - 1) * g.sw + span_w - g.w, 0) / 2 : 0;
   const int64_t O = g.c * g.m;
   Vec y(static_cast<size_t>(rows * oh * ow * O), 0.0);
   for (int64_t r = 0; r < rows; ++r)
@@ -43,7 +45,7 @@ Vec reference(const Geometry& g, int64_t rows, const Vec& x, const Vec& w) {
           double s = g.bias ? w[static_cast<size_t>(g.kh * g.kw * O + o)] : 0.0;
           for (int64_t a = 0; a < g.kh; ++a)
             for (int64_t b = 0; b < g.kw; ++b) {
-              const int64_t yy = i * g.sh + a - top, xx = j * g.sw + b - left;
+              const int64_t yy = i * g.sh + a * g.dh - top, xx = j * g.sw + b * g.dw - left;
               if (yy < 0 || yy >= g.h || xx < 0 || xx >= g.w) continue;
               s += x[static_cast<size_t>(((r * g.h + yy) * g.w + xx) * g.c + o / g.m)] *
                    w[static_cast<size_t>((a * g.kw + b) * O + o)];
@@ -62,6 +64,12 @@ TEST(DepthwiseConv2dLayer, MatchesTheReferenceAndFiniteDifferences) {
        1, true, true, true},
       {R"({"kernel_size": 3, "strides": 2, "padding": "same", "depth_multiplier": 3})", 6, 6, 2, 3, 3, 2, 2, 3, true,
        true},
+      // Dilated (strides 1, as Keras requires): "same" pads by the dilated span, "valid" shrinks by it.
+      {R"({"kernel_size": 3, "dilation_rate": 2, "padding": "same"})", 7, 6, 3, 3, 3, 1, 1, 1, true, true, false, 2, 2},
+      {R"({"kernel_size": [2, 3], "dilation_rate": [3, 2], "depth_multiplier": 2, "activation": "tanh"})", 8, 7, 2, 2,
+       3, 1, 1, 2, false, true, true, 3, 2},
+      {R"({"kernel_size": [3, 2], "dilation_rate": [1, 3], "padding": "same", "use_bias": false})", 5, 8, 2, 3, 2, 1, 1,
+       1, true, false, false, 1, 3},
   };
   for (const Geometry& g : cases) {
     SCOPED_TRACE(g.config);
@@ -99,6 +107,16 @@ TEST(DepthwiseConv2dLayer, ReadsAndWritesKerasConfig) {
   auto again = core::make_layer(core::layer_spec_from_json(out));
   EXPECT_EQ(again->build({9, 9, 8}), (Shape{4, 4, 8}));
   EXPECT_EQ(again->params().size(), 1u);
+  // A dilated one writes its dilation_rate back, and reads it again.
+  auto dilated = core::make_layer(core::layer_spec_from_json(json::parse(
+      R"({"class_name": "DepthwiseConv2D", "config": {"name": "d", "kernel_size": 3, "dilation_rate": [2, 3]}})")));
+  EXPECT_EQ(dilated->build({9, 9, 2}), (Shape{5, 3, 2}));
+  const json::Value written = dilated->to_json();
+  const json::Value::Array& rate = written.at("config", "").at("dilation_rate", "").as_array("");
+  ASSERT_EQ(rate.size(), 2u);
+  EXPECT_EQ(rate[0].as_int(""), 2);
+  EXPECT_EQ(rate[1].as_int(""), 3);
+  EXPECT_EQ(core::make_layer(core::layer_spec_from_json(written))->build({9, 9, 2}), (Shape{5, 3, 2}));
 }
 
 TEST(DepthwiseConv2dLayer, RefusesWhatKerasRefusesAndSaysWhatKxLacks) {
@@ -117,7 +135,11 @@ TEST(DepthwiseConv2dLayer, RefusesWhatKerasRefusesAndSaysWhatKxLacks) {
   EXPECT_EQ(status(R"({"kernel_size": 7})"), Status::InvalidArgument);  // larger than a "valid" input
   EXPECT_EQ(status(R"({"kernel_size": 3, "depth_multiplier": 3037000500})", {4, 4, 3037000500}),
             Status::InvalidArgument);  // the kernel's size overflows
-  EXPECT_EQ(status(R"({"kernel_size": 3, "dilation_rate": 2})"), Status::Unsupported);
+  EXPECT_EQ(status(R"({"kernel_size": 2, "dilation_rate": 2})"), Status::Ok);  // spans 3 of the 5
+  EXPECT_EQ(status(R"({"kernel_size": 3, "dilation_rate": 3})"), Status::InvalidArgument);  // spans 7 > 5, "valid"
+  EXPECT_EQ(status(R"({"kernel_size": 3, "dilation_rate": 0})"), Status::InvalidArgument);
+  EXPECT_EQ(status(R"({"kernel_size": 3, "strides": 2, "dilation_rate": 2, "padding": "same"})"),
+            Status::InvalidArgument);  // Keras: strides > 1 with dilation_rate > 1
   EXPECT_EQ(status(R"({"kernel_size": 3, "data_format": "channels_first"})"), Status::Unsupported);
   EXPECT_EQ(status(R"({"kernel_size": 3})", {5, 5}), Status::InvalidArgument);
   EXPECT_EQ(status(R"({"kernel_size": 3, "padding": "same"})"), Status::Ok);
@@ -126,6 +148,7 @@ TEST(DepthwiseConv2dLayer, RefusesWhatKerasRefusesAndSaysWhatKxLacks) {
 const std::vector<std::string> kTrainedLayers{
     R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "padding": "same",
       "depth_multiplier": 2, "activation": "relu"}})",
+    R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "dilation_rate": 2, "padding": "same"}})",
     R"({"class_name": "DepthwiseConv2D", "config": {"kernel_size": 3, "strides": 2}})",
     R"({"class_name": "Flatten", "config": {}})",
     R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})",

@@ -117,6 +117,9 @@ pub struct kx_compile_options {
     pub ema_momentum: f64,
     pub zero_is_value: u32,
     pub precision: i32,
+    pub weight_decay: f64,
+    pub rho: f64,
+    pub centered: i32,
 }
 pub const KX_PRECISION_FLOAT32: i32 = 0;
 pub const KX_PRECISION_MIXED_BFLOAT16: i32 = 1;
@@ -126,6 +129,8 @@ pub const KX_COMPILE_ZERO_BETA1: u32 = 2;
 pub const KX_COMPILE_ZERO_BETA2: u32 = 4;
 pub const KX_COMPILE_ZERO_EPSILON: u32 = 8;
 pub const KX_COMPILE_ZERO_EMA_MOMENTUM: u32 = 16;
+pub const KX_COMPILE_ZERO_WEIGHT_DECAY: u32 = 32;
+pub const KX_COMPILE_ZERO_RHO: u32 = 64;
 
 /// What one replica's training holds in its device's memory, in bytes (kx_model_training_memory).
 #[repr(C)]

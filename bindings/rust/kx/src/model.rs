@@ -64,6 +64,12 @@ pub struct CompileOptions {
     pub zero_is_value: u32,
     /// Keras's mixed-precision policy: kx_sys::KX_PRECISION_FLOAT32 (0), _MIXED_BFLOAT16, _MIXED_FLOAT16.
     pub precision: i32,
+    /// AdamW's weight decay; 0: 0.004 (KX_COMPILE_ZERO_WEIGHT_DECAY for none).
+    pub weight_decay: f64,
+    /// RMSprop's rho; 0: 0.9 (KX_COMPILE_ZERO_RHO for 0).
+    pub rho: f64,
+    /// RMSprop's centered.
+    pub centered: bool,
 }
 
 /// Keras's fit arguments; zero values mean defaults (one epoch, one pass, silent).
@@ -202,6 +208,18 @@ impl Model {
         Ok(Model { p })
     }
 
+    /// A keras.applications model by its Keras class name ("ResNet50", "MobileNetV2", "MobileNetV3Small",
+    /// "MobileNetV3Large", "EfficientNetB0") with its keyword arguments as a JSON object ("" for Keras's
+    /// defaults), e.g. `Model::application(&s, "EfficientNetB0", r#"{"input_shape": [32, 32, 3], "classes": 4}"#)`:
+    /// Keras's layer names, so Keras's weight files load by name; uncompiled.
+    pub fn application(s: &Strategy, name: &str, options_json: &str) -> Result<Model> {
+        let n = c_string(name, "the application name")?;
+        let o = c_string(options_json, "the options")?;
+        let mut p = ptr::null_mut();
+        check(unsafe { kx_sys::kx_model_create_application(s.p, n.as_ptr(), o.as_ptr(), &mut p) })?;
+        Ok(Model { p })
+    }
+
     /// The layers' names, in order.
     pub fn layer_names(&self) -> Result<Vec<String>> {
         let n = unsafe { kx_sys::kx_model_num_layers(self.p) };
@@ -262,6 +280,9 @@ impl Model {
         co.ema_momentum = o.ema_momentum;
         co.zero_is_value = o.zero_is_value;
         co.precision = o.precision;
+        co.weight_decay = o.weight_decay;
+        co.rho = o.rho;
+        co.centered = o.centered as i32;
         check(unsafe { kx_sys::kx_model_compile(self.p, &co) }).map(|_| ())
     }
 

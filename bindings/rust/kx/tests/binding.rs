@@ -179,6 +179,11 @@ fn cnn_layers_frozen_layers_and_weights_by_name() {
     assert_eq!(other.load_weights(path.to_str().unwrap(), true).unwrap(), (6, 2));
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(Model::resnet50(&s, [224, 224, 3], true, 1000).unwrap().num_params(), 25636712);
+    // Keras's count_params() is 4,054,695 for this EfficientNetB0: it also counts Normalization's sample count.
+    let e = Model::application(&s, "EfficientNetB0", r#"{"input_shape": [32, 32, 3], "classes": 4}"#).unwrap();
+    assert_eq!(e.num_params(), 4054694);
+    assert_eq!(e.layer_names().unwrap()[..2], ["rescaling".to_string(), "normalization".to_string()]);
+    assert!(Model::application(&s, "NoSuchNet", "").is_err());
 }
 
 #[test]

@@ -145,13 +145,17 @@ CudnnConv::~CudnnConv() {
 }
 
 bool CudnnConv::supports(const Window2d& g) {
-  const auto out = [](int64_t in, int64_t pad, int64_t k, int64_t s) { return (in + 2 * pad - k) / s + 1; };
-  if (g.dilation_h != 1 || g.dilation_w != 1) return false;  // the plans are made undilated
-  return out(g.in_h, g.pad_top, g.k_h, g.stride_h) == g.out_h && out(g.in_w, g.pad_left, g.k_w, g.stride_w) == g.out_w;
+  // cuDNN pads symmetrically: the window must fit what the symmetric padding gives, over the dilated span.
+  const auto out = [](int64_t in, int64_t pad, int64_t k, int64_t d, int64_t s) {
+    return (in + 2 * pad - ((k - 1) * d + 1)) / s + 1;
+  };
+  return out(g.in_h, g.pad_top, g.k_h, g.dilation_h, g.stride_h) == g.out_h &&
+         out(g.in_w, g.pad_left, g.k_w, g.dilation_w, g.stride_w) == g.out_w;
 }
 
 CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t rows) {
-  const Key key{g.in_h, g.in_w, g.channels, g.k_h, g.k_w, g.stride_h, g.stride_w, g.pad_top, g.pad_left, filters, rows, tf32_};
+  const Key key{g.in_h,     g.in_w,       g.channels,   g.k_h,      g.k_w,   g.stride_h, g.stride_w, g.pad_top,
+                g.pad_left, g.dilation_h, g.dilation_w, filters,    rows,    tf32_};
   if (auto it = plans_.find(key); it != plans_.end()) return *it->second;
   const CudnnLibrary& lib = CudnnLibrary::get();
   auto p = std::make_unique<Plan>(lib);
@@ -168,8 +172,8 @@ CudnnConv::Plan& CudnnConv::plan(const Window2d& g, int64_t filters, int64_t row
   const cudnnMathType_t math = tf32_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   for (cudnnConvolutionDescriptor_t* c : {&p->forward_conv, &p->data_conv, &p->filter_conv}) {
     check(lib.create_convolution(c), "cudnnCreateConvolutionDescriptor");
-    check(lib.set_convolution_2d(*c, i(g.pad_top), i(g.pad_left), i(g.stride_h), i(g.stride_w), 1, 1,
-                                 CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+    check(lib.set_convolution_2d(*c, i(g.pad_top), i(g.pad_left), i(g.stride_h), i(g.stride_w), i(g.dilation_h),
+                                 i(g.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
           "the convolution's descriptor");
     check(lib.set_math_type(*c, math), "cudnnSetConvolutionMathType");
   }

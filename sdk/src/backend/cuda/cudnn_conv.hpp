@@ -64,7 +64,7 @@ class CudnnConv {
   void* handle_;  // cudnnHandle_t
   bool tf32_ = true;
   using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, bool>;
+                         int64_t, int64_t, int64_t, bool>;
   std::map<Key, std::unique_ptr<Plan>> plans_;
   // cuDNN's workspace, the transposed kernel (or its gradient) and the fallback's columns.
   GrowingScratch workspace_{be_}, kernel_{be_}, columns_{be_};

@@ -77,8 +77,21 @@ Model application(const Strategy& strategy, const std::string& name, const std::
       o.include_preprocessing = v->as_bool(name + " include_preprocessing");
     return mobilenet_v3(strategy, o);
   }
+  if (name == "EfficientNetB0") {
+    require_known(options, {"include_top", "weights", "input_shape", "pooling", "classes", "classifier_activation"},
+                  name);
+    EfficientNetOptions o;
+    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
+    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
+    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
+    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
+    if (const Value* v = options.find("classifier_activation"))
+      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+    return efficientnet_b0(strategy, o);
+  }
   fail(Status::InvalidArgument,
-       "unknown application \"" + name + "\" (ResNet50, MobileNetV2, MobileNetV3Small, MobileNetV3Large)");
+       "unknown application \"" + name +
+           "\" (ResNet50, MobileNetV2, MobileNetV3Small, MobileNetV3Large, EfficientNetB0)");
 }
 
 }  // namespace kx::applications

@@ -1,9 +1,12 @@
 // Conv2D over channels-last samples: y = act(im2col(x) K + b), K [kh, kw, in_channels, filters]
 // (Keras's kernel layout, which is im2col's patch order), Glorot-uniform K and zero b, as Keras; with
-// use_bias false there is no b.
+// use_bias false there is no b. dilation_rate (read from the layer's Keras config) spaces the taps,
+// with strides 1 as Keras requires.
 #include <algorithm>
+#include <tuple>
 
 #include "core/checked_size.hpp"
+#include "core/layers/conv_axis.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -15,9 +18,14 @@ namespace {
 
 using backend::Window2d;
 
+// The taps' spacing along the height and the width.
+struct Dilation {
+  int64_t h = 1, w = 1;
+};
+
 class Conv2dLayer final : public Layer {
  public:
-  using Layer::Layer;
+  Conv2dLayer(const LayerSpec& spec, Dilation dilation) : Layer(spec), dilation_(dilation) {}
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -28,18 +36,11 @@ class Conv2dLayer final : public Layer {
     g_.k_h = spec_.kernel_h;
     g_.k_w = spec_.kernel_w;
     g_.stride_h = g_.stride_w = spec_.stride;
-    if (spec_.padding == Padding::Same) {
-      g_.out_h = (g_.in_h + spec_.stride - 1) / spec_.stride;
-      g_.out_w = (g_.in_w + spec_.stride - 1) / spec_.stride;
-      g_.pad_top = std::max<int64_t>((g_.out_h - 1) * spec_.stride + g_.k_h - g_.in_h, 0) / 2;
-      g_.pad_left = std::max<int64_t>((g_.out_w - 1) * spec_.stride + g_.k_w - g_.in_w, 0) / 2;
-    } else {
-      require(g_.in_h >= g_.k_h && g_.in_w >= g_.k_w, Status::InvalidArgument,
-              "Conv2D layer \"" + name() + "\": kernel " + std::to_string(g_.k_h) + "x" + std::to_string(g_.k_w) +
-                  " is larger than its input " + to_string(in) + " with \"valid\" padding");
-      g_.out_h = (g_.in_h - g_.k_h) / spec_.stride + 1;
-      g_.out_w = (g_.in_w - g_.k_w) / spec_.stride + 1;
-    }
+    g_.dilation_h = dilation_.h;
+    g_.dilation_w = dilation_.w;
+    const std::string what = "Conv2D layer \"" + name() + "\"";
+    std::tie(g_.out_h, g_.pad_top) = conv_axis(g_.in_h, g_.k_h, g_.stride_h, g_.dilation_h, spec_.padding, what);
+    std::tie(g_.out_w, g_.pad_left) = conv_axis(g_.in_w, g_.k_w, g_.stride_w, g_.dilation_w, spec_.padding, what);
     // What params(), the columns and the GEMMs multiply later.
     checked_product({g_.k_h, g_.k_w, g_.channels, spec_.filters}, "Conv2D layer \"" + name() + "\"'s kernel");
     checked_product({g_.out_h, g_.out_w, g_.k_h, g_.k_w, g_.channels}, "Conv2D layer \"" + name() + "\"'s columns");
@@ -89,8 +90,9 @@ class Conv2dLayer final : public Layer {
     int64_t top = 0, left = 0, bottom = 0, right = 0;
     if (spec_.padding == Padding::Same) {
       const int64_t out_h = (H + spec_.stride - 1) / spec_.stride, out_w = (W + spec_.stride - 1) / spec_.stride;
-      const int64_t pad_h = std::max<int64_t>((out_h - 1) * spec_.stride + kh - H, 0);
-      const int64_t pad_w = std::max<int64_t>((out_w - 1) * spec_.stride + kw - W, 0);
+      const int64_t span_h = (kh - 1) * dilation_.h + 1, span_w = (kw - 1) * dilation_.w + 1;
+      const int64_t pad_h = std::max<int64_t>((out_h - 1) * spec_.stride + span_h - H, 0);
+      const int64_t pad_w = std::max<int64_t>((out_w - 1) * spec_.stride + span_w - W, 0);
       top = pad_h / 2, bottom = pad_h - top, left = pad_w / 2, right = pad_w - left;
     }
     std::vector<std::string> inputs{e.input_nchw(), e.constant("kernel", {F, C, kh, kw}, std::move(kernel))};
@@ -99,6 +101,7 @@ class Conv2dLayer final : public Layer {
     e.node("Conv", inputs, {linear},
            {io::OnnxAttribute::ints("kernel_shape", {kh, kw}),
             io::OnnxAttribute::ints("strides", {spec_.stride, spec_.stride}),
+            io::OnnxAttribute::ints("dilations", {dilation_.h, dilation_.w}),
             io::OnnxAttribute::ints("pads", {top, left, bottom, right})});
     e.activation(spec_.activation, linear, name(), 1);
     e.output(name(), true);
@@ -110,11 +113,13 @@ class Conv2dLayer final : public Layer {
     config.set("kernel_size", json::Value::Array{json::Value(spec_.kernel_h), json::Value(spec_.kernel_w)});
     config.set("strides", json::Value::Array{json::Value(spec_.stride), json::Value(spec_.stride)});
     config.set("padding", spec_.padding == Padding::Same ? "same" : "valid");
+    config.set("dilation_rate", json::Value::Array{json::Value(dilation_.h), json::Value(dilation_.w)});
     config.set("activation", activation_name(spec_.activation));
     config.set("use_bias", spec_.use_bias);
   }
 
  private:
+  Dilation dilation_;
   Window2d g_;
   WindowedConv conv_;
 };
@@ -145,7 +150,17 @@ std::unique_ptr<Layer> make_conv2d_layer(const LayerSpec& spec) {
           "Conv2D padding must be valid or same");
   require(is_valid(spec.activation), Status::InvalidArgument,
           "unknown activation " + std::to_string(static_cast<int>(spec.activation)));
-  return std::make_unique<Conv2dLayer>(spec);
+  Dilation dilation;
+  if (!spec.config.empty()) {  // from a Keras config: its dilation_rate (the C++ and C builders have none)
+    const std::string what = "Conv2D \"" + spec.name + "\"";
+    const json::Value config = json::parse(spec.config);
+    if (const json::Value* v = config.find("dilation_rate"))
+      std::tie(dilation.h, dilation.w) = size_pair_from_json(*v, what + " dilation_rate");
+    checked_dimension(dilation.h, 1, what + " dilation along the height");
+    checked_dimension(dilation.w, 1, what + " dilation along the width");
+    require_stride_or_dilation(spec.stride, spec.stride, dilation.h, dilation.w, what);
+  }
+  return std::make_unique<Conv2dLayer>(spec, dilation);
 }
 
 }  // namespace kx::core

@@ -1,12 +1,14 @@
 // DepthwiseConv2D, as keras.layers.DepthwiseConv2D: each input channel convolved with its own
 // depth_multiplier filters, kernel [kh, kw, channels, depth_multiplier] (Keras's layout), output
-// channel c * depth_multiplier + m, then bias and activation. The backend runs it directly (no im2col
-// and GEMM: each output reads only its own channel). Its settings live in LayerSpec::config (the
+// channel c * depth_multiplier + m, then bias and activation; dilation_rate spaces the taps (with
+// strides 1, as Keras). The backend runs it directly (no im2col and GEMM: each output reads only its
+// own channel). Its settings live in LayerSpec::config (the
 // layer's Keras config), read by the factory.
 #include <algorithm>
 #include <tuple>
 
 #include "core/checked_size.hpp"
+#include "core/layers/conv_axis.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -18,6 +20,7 @@ namespace {
 struct DepthwiseSettings {
   int64_t kernel_h = 0, kernel_w = 0;
   int64_t stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
   Padding padding = Padding::Valid;
   int64_t multiplier = 1;
   bool use_bias = true;
@@ -36,10 +39,8 @@ DepthwiseSettings read_settings(const LayerSpec& spec) {
   if (const json::Value* v = config.find("depth_multiplier")) s.multiplier = v->as_int(what + " depth_multiplier");
   if (const json::Value* v = config.find("use_bias")) s.use_bias = v->as_bool(what + " use_bias");
   if (const json::Value* v = config.find("activation")) s.activation = activation_from_json(*v, what + " activation");
-  if (const json::Value* v = config.find("dilation_rate")) {
-    const auto [dh, dw] = size_pair_from_json(*v, what + " dilation_rate");
-    require(dh == 1 && dw == 1, Status::Unsupported, what + ": dilation_rate other than 1 is not supported");
-  }
+  if (const json::Value* v = config.find("dilation_rate"))
+    std::tie(s.dilation_h, s.dilation_w) = size_pair_from_json(*v, what + " dilation_rate");
   if (const json::Value* v = config.find("data_format"); v && !v->is_null())
     require(v->as_string(what + " data_format") == "channels_last", Status::Unsupported,
             what + ": only data_format \"channels_last\" is supported");
@@ -47,7 +48,10 @@ DepthwiseSettings read_settings(const LayerSpec& spec) {
   checked_dimension(s.kernel_w, 1, what + " kernel width");
   checked_dimension(s.stride_h, 1, what + " stride along the height");
   checked_dimension(s.stride_w, 1, what + " stride along the width");
+  checked_dimension(s.dilation_h, 1, what + " dilation along the height");
+  checked_dimension(s.dilation_w, 1, what + " dilation along the width");
   checked_dimension(s.multiplier, 1, what + " depth_multiplier");
+  require_stride_or_dilation(s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, what);
   return s;
 }
 
@@ -66,18 +70,10 @@ class DepthwiseConv2dLayer final : public Layer {
     g_.k_w = s_.kernel_w;
     g_.stride_h = s_.stride_h;
     g_.stride_w = s_.stride_w;
-    if (s_.padding == Padding::Same) {
-      g_.out_h = (g_.in_h + s_.stride_h - 1) / s_.stride_h;
-      g_.out_w = (g_.in_w + s_.stride_w - 1) / s_.stride_w;
-      g_.pad_top = std::max<int64_t>((g_.out_h - 1) * s_.stride_h + g_.k_h - g_.in_h, 0) / 2;
-      g_.pad_left = std::max<int64_t>((g_.out_w - 1) * s_.stride_w + g_.k_w - g_.in_w, 0) / 2;
-    } else {
-      require(g_.in_h >= g_.k_h && g_.in_w >= g_.k_w, Status::InvalidArgument,
-              what + ": kernel " + std::to_string(g_.k_h) + "x" + std::to_string(g_.k_w) + " is larger than its input " +
-                  to_string(in) + " with \"valid\" padding");
-      g_.out_h = (g_.in_h - g_.k_h) / s_.stride_h + 1;
-      g_.out_w = (g_.in_w - g_.k_w) / s_.stride_w + 1;
-    }
+    g_.dilation_h = s_.dilation_h;
+    g_.dilation_w = s_.dilation_w;
+    std::tie(g_.out_h, g_.pad_top) = conv_axis(g_.in_h, g_.k_h, g_.stride_h, g_.dilation_h, s_.padding, what);
+    std::tie(g_.out_w, g_.pad_left) = conv_axis(g_.in_w, g_.k_w, g_.stride_w, g_.dilation_w, s_.padding, what);
     // What params() and the kernels multiply later.
     checked_product({g_.k_h, g_.k_w, g_.channels, s_.multiplier}, what + "'s kernel");
     checked_product({g_.out_h, g_.out_w, g_.channels, s_.multiplier}, what + "'s output");
@@ -129,8 +125,9 @@ class DepthwiseConv2dLayer final : public Layer {
     std::vector<float> kernel(w[0].size());
     for (int64_t t = 0; t < kh * kw; ++t)
       for (int64_t o = 0; o < O; ++o) kernel[static_cast<size_t>(o * kh * kw + t)] = w[0][static_cast<size_t>(t * O + o)];
-    const int64_t pad_h = std::max<int64_t>((g_.out_h - 1) * g_.stride_h + kh - g_.in_h, 0);
-    const int64_t pad_w = std::max<int64_t>((g_.out_w - 1) * g_.stride_w + kw - g_.in_w, 0);
+    const int64_t span_h = (kh - 1) * g_.dilation_h + 1, span_w = (kw - 1) * g_.dilation_w + 1;
+    const int64_t pad_h = std::max<int64_t>((g_.out_h - 1) * g_.stride_h + span_h - g_.in_h, 0);
+    const int64_t pad_w = std::max<int64_t>((g_.out_w - 1) * g_.stride_w + span_w - g_.in_w, 0);
     const bool same = s_.padding == Padding::Same;
     const int64_t top = same ? pad_h / 2 : 0, left = same ? pad_w / 2 : 0;
     const int64_t bottom = same ? pad_h - top : 0, right = same ? pad_w - left : 0;
@@ -140,6 +137,7 @@ class DepthwiseConv2dLayer final : public Layer {
     e.node("Conv", inputs, {linear},
            {io::OnnxAttribute::ints("kernel_shape", {kh, kw}), io::OnnxAttribute::integer("group", g_.channels),
             io::OnnxAttribute::ints("strides", {g_.stride_h, g_.stride_w}),
+            io::OnnxAttribute::ints("dilations", {g_.dilation_h, g_.dilation_w}),
             io::OnnxAttribute::ints("pads", {top, left, bottom, right})});
     e.activation(s_.activation, linear, name(), 1);
     e.output(name(), true);
@@ -153,7 +151,7 @@ class DepthwiseConv2dLayer final : public Layer {
     config.set("padding", s_.padding == Padding::Same ? "same" : "valid");
     config.set("depth_multiplier", s_.multiplier);
     config.set("data_format", "channels_last");
-    config.set("dilation_rate", A{json::Value(int64_t{1}), json::Value(int64_t{1})});
+    config.set("dilation_rate", A{json::Value(s_.dilation_h), json::Value(s_.dilation_w)});
     config.set("activation", activation_name(s_.activation));
     config.set("use_bias", s_.use_bias);
   }

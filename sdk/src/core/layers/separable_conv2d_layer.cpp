@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/checked_size.hpp"
+#include "core/layers/conv_axis.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -61,25 +62,8 @@ SeparableSettings read_settings(const LayerSpec& spec) {
   checked_dimension(s.dilation_h, 1, what + " dilation along the height");
   checked_dimension(s.dilation_w, 1, what + " dilation along the width");
   checked_dimension(s.multiplier, 1, what + " depth_multiplier");
-  // As Keras: a strided convolution cannot be dilated.
-  require(std::max(s.stride_h, s.stride_w) == 1 || std::max(s.dilation_h, s.dilation_w) == 1,
-          Status::InvalidArgument, what + ": strides > 1 are incompatible with dilation_rate > 1");
+  require_stride_or_dilation(s.stride_h, s.stride_w, s.dilation_h, s.dilation_w, what);
   return s;
-}
-
-// One axis of a convolution: the output length and the zeros before the input ("same" puts the odd
-// one after, as TensorFlow does). InvalidArgument when a "valid" kernel is longer than the input.
-std::pair<int64_t, int64_t> conv_axis(int64_t in, int64_t k, int64_t stride, int64_t dilation, Padding padding,
-                                      const std::string& what) {
-  const int64_t span = checked_product({k - 1, dilation}, what + "'s dilated kernel") + 1;
-  if (padding == Padding::Same) {
-    const int64_t out = (in + stride - 1) / stride;
-    return {out, std::max<int64_t>((out - 1) * stride + span - in, 0) / 2};
-  }
-  require(in >= span, Status::InvalidArgument,
-          what + ": kernel spanning " + std::to_string(span) + " is larger than its input " + std::to_string(in) +
-              " with \"valid\" padding");
-  return {(in - span) / stride + 1, 0};
 }
 
 class SeparableConv2dLayer final : public Layer {

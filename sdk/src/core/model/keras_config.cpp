@@ -54,7 +54,8 @@ bool all_ones(const Value& v) {
 // Refuses a layer setting kx would otherwise ignore while Keras trains with it. The layers that read
 // their dilation_rate themselves (and refuse what they cannot do) are let through with it.
 void check_layer_settings(const Value& config, const std::string& cls, const std::string& what) {
-  const bool reads_dilation = cls == "Conv1D" || cls == "SeparableConv2D" || cls == "Conv2DTranspose";
+  const bool reads_dilation = cls == "Conv1D" || cls == "Conv2D" || cls == "DepthwiseConv2D" ||
+                              cls == "SeparableConv2D" || cls == "Conv2DTranspose";
   for (const auto& entry : config.as_object(what)) {
     // Named references, not structured bindings: clang before 16 (Debian 12's 14, the fuzz build's)
     // cannot capture bindings in the lambdas below.
