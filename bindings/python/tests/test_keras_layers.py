@@ -326,6 +326,19 @@ class KerasLayers(unittest.TestCase):
                 np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL,
                                            err_msg=f"all masked, dropout {dropout}")
 
+    def test_recurrent_dropout_models_open_and_predict_as_keras(self):
+        # LSTM and GRU with input dropout: a .keras file opens, and inference (no dropout) is Keras's.
+        keras.utils.set_random_seed(3)
+        i = keras.Input((6, 4))
+        x = layers.LSTM(5, return_sequences=True, dropout=0.3)(i)
+        x = layers.Bidirectional(layers.GRU(3, dropout=0.2))(x)
+        theirs = keras.Model(i, layers.Dense(2)(x))
+        theirs.compile(optimizer="adam", loss="mse")
+        ours = kx.models.load_model(self.save(theirs, "recurrent dropout"))
+        x = np.random.default_rng(1).normal(size=(8, 6, 4)).astype(np.float32)
+        want = theirs.predict(x, verbose=0)
+        np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
+
     def small_model(self, name, optimizer, loss):
         # A Dense model compiled in Keras, saved and opened in kx with its compile config.
         keras.utils.set_random_seed(8)
