@@ -250,6 +250,41 @@ static void test_functional_calls(kx_strategy* s) {
   kx_model_destroy(m);
 }
 
+/* attention(x, x, attention_mask=m, use_causal_mask=True), m = relu(Dense(4)(x)): the mask is a tensor
+ * passed by keyword, as Keras writes it in a call's kwargs; predict with it, and a tensor by a
+ * keyword the layer does not take is KX_E_UNSUPPORTED naming it. */
+static void test_attention_mask_by_keyword(kx_strategy* s) {
+  const int64_t shape[2] = {4, 3};
+  const char* x[2] = {"tokens", "tokens"};
+  const char* mha =
+      "{\"class_name\": \"MultiHeadAttention\", \"config\": {\"num_heads\": 2, \"key_dim\": 2}, \"kwargs\": "
+      "{\"use_causal_mask\": true, \"attention_mask\": {\"class_name\": \"__keras_tensor__\", \"config\": "
+      "{\"keras_history\": [\"m\", 0, 0]}}}}";
+  const char* dense_with_mask =
+      "{\"class_name\": \"Dense\", \"config\": {\"units\": 2}, \"kwargs\": {\"mask\": {\"class_name\": "
+      "\"__keras_tensor__\", \"config\": {\"keras_history\": [\"m\", 0, 0]}}}}";
+  kx_model* m = NULL;
+  char* json = NULL;
+  float xs[24], out[24];
+  int i;
+  EXPECT_STATUS(KX_OK, kx_model_create_functional(s, shape, 2, "tokens", &m));
+  if (!m) return;
+  EXPECT_STATUS(KX_OK, kx_model_add_layer(
+                           m, "{\"class_name\": \"Dense\", \"config\": {\"name\": \"m\", \"units\": 4, \"activation\": \"relu\"}}",
+                           x, 1, NULL));
+  EXPECT_STATUS(KX_E_UNSUPPORTED, kx_model_add_layer(m, dense_with_mask, x, 1, NULL));
+  EXPECT(strstr(kx_last_error_message(), "mask") != NULL);
+  EXPECT_STATUS(KX_OK, kx_model_add_layer(m, mha, x, 2, NULL));
+  EXPECT_STATUS(KX_OK, kx_model_to_json(m, &json));
+  EXPECT(json && strstr(json, "\"attention_mask\"") && strstr(json, "\"use_causal_mask\": true"));
+  kx_free(json);
+  EXPECT_STATUS(KX_OK, kx_model_compile(m, NULL));
+  for (i = 0; i < 24; ++i) xs[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+  EXPECT_STATUS(KX_OK, kx_predict(m, xs, 2, out, 24));
+  for (i = 0; i < 24; ++i) EXPECT(out[i] == out[i]); /* no NaN, masked rows included */
+  kx_model_destroy(m);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".";
   kx_strategy* s = NULL;
@@ -262,6 +297,7 @@ int main(int argc, char** argv) {
   test_bad_input(s);
   test_every_layer(s, dir);
   test_functional_calls(s);
+  test_attention_mask_by_keyword(s);
   kx_strategy_destroy(s);
   printf("%d passed, %d failed\n", g_checks - g_failures, g_failures);
   return g_failures == 0 ? 0 : 1;

@@ -52,6 +52,7 @@ constexpr OpCase kOpCases[] = {
     {Op::layer_norm_forward, "layer_norm_forward", kReduction, setup_layer_norm_forward},
     {Op::layer_norm_backward, "layer_norm_backward", kReduction, setup_layer_norm_backward},
     {Op::causal_mask_add, "causal_mask_add", kExact, setup_causal_mask_add},
+    {Op::attention_mask_fill, "attention_mask_fill", kExact, setup_attention_mask_fill},
     {Op::dropout_forward, "dropout_forward", kElementwise, setup_dropout_forward},
     {Op::relu_general_forward, "relu_general_forward", kExact, setup_relu_general_forward},
     {Op::relu_general_backward, "relu_general_backward", kExact, setup_relu_general_backward},

@@ -93,4 +93,21 @@ OpCall setup_causal_mask_add(OpIo& io) {
   return [=](Backend& be) { be.causal_mask_add(count_, rows, cols, -1e9f, scores); };
 }
 
+// A mask of zeros, ones and other values (NaN keeps its position, as Keras's cast to bool does), with
+// and without the causal mask, and no mask with it alone.
+OpCall setup_attention_mask_fill(OpIo& io) {
+  const int64_t rows = 3, heads = 2, tq = 4, tv = 5;
+  std::vector<float> mask_values(count(rows * tq * tv));
+  for (size_t k = 0; k < mask_values.size(); ++k) mask_values[k] = k % 3 == 0 ? 0.0f : k % 7 == 1 ? NAN : k % 5 == 2 ? -0.5f : 1.0f;
+  const float* mask = io.in(std::move(mask_values));
+  float* masked = io.inout("masked scores", io.random(count(rows * heads * tq * tv)));
+  float* both = io.inout("masked and causal", io.random(count(rows * heads * tq * tv)));
+  float* causal = io.inout("causal alone", io.random(count(rows * heads * tq * tv)));
+  return [=](Backend& be) {
+    be.attention_mask_fill(rows, heads, tq, tv, mask, 0, -1e9f, masked);
+    be.attention_mask_fill(rows, heads, tq, tv, mask, 1, 0.0f, both);
+    be.attention_mask_fill(rows, heads, tq, tv, nullptr, 1, -2.5f, causal);
+  };
+}
+
 }  // namespace kx::test::ops

@@ -11,14 +11,17 @@
 namespace kx::test {
 
 Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
-                    const Reference& ref, double tol, bool check_w, const std::vector<float>& mask) {
+                    const Reference& ref, double tol, bool check_w, const std::vector<float>& mask,
+                    const std::vector<std::vector<float>>& given_inputs) {
   auto be = backend::make_cpu_backend(2);
   const Shape out = layer.build_inputs(in_shapes);
   std::vector<FloatBuffer> xs;
   std::vector<const float*> x_ptrs;
   std::vector<Vec> xd;
   for (size_t k = 0; k < in_shapes.size(); ++k) {
-    xs.push_back(to_buffer(random_floats(rows * num_elements(in_shapes[k]), 100 + k)));
+    const bool given = k < given_inputs.size() && !given_inputs[k].empty();
+    xs.push_back(to_buffer(given ? given_inputs[k] : random_floats(rows * num_elements(in_shapes[k]), 100 + k)));
+    EXPECT_EQ(xs.back().size(), static_cast<size_t>(rows * num_elements(in_shapes[k]))) << "input " << k;
     x_ptrs.push_back(xs.back().data());
     xd.push_back(to_double(xs.back().data(), xs.back().size()));
   }
@@ -45,7 +48,7 @@ Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int
   const Vec wd = to_double(w.data(), w.size());
   const Vec want = ref(xd, wd);
   EXPECT_EQ(want.size(), static_cast<size_t>(ny));
-  EXPECT_EQ(first_mismatch(r.y, want, want.size(), 1e-5), -1) << "forward";
+  { const long bad = first_mismatch(r.y, want, want.size(), 1e-5); EXPECT_EQ(bad, -1) << "forward: " << (bad >= 0 ? r.y[static_cast<size_t>(bad)] : 0.0f) << " vs " << (bad >= 0 ? want[static_cast<size_t>(bad)] : 0.0); }
 
   const std::vector<float> dyv = random_floats(ny, 77);
   FloatBuffer dy = to_buffer(dyv);

@@ -293,6 +293,59 @@ class KerasLayers(unittest.TestCase):
         again = keras.models.load_model(path)
         np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(16, 3), rtol=RTOL, atol=ATOL,
                                    err_msg="kx's .keras file in Keras")
+    def test_attention_mask_from_the_graph_gives_keras_forward_and_adam_step(self):
+        # attention(x, x, attention_mask=m, use_causal_mask=...) with m = relu(Dense(8)(input)) [8, 8]: zeros
+        # mask about half the positions (kx's models have one input, so the mask is computed from it).
+        def model(causal, dropout, zero_mask):
+            keras.utils.set_random_seed(8)
+            i = keras.Input((8, 6))
+            x = layers.Dense(16, name="embed")(i)
+            init = "zeros" if zero_mask else "glorot_uniform"
+            m = layers.Dense(8, activation="relu", kernel_initializer=init, name="mask_source")(i)
+            a = layers.MultiHeadAttention(2, 8, dropout=dropout, name="attention")(
+                x, x, attention_mask=m, use_causal_mask=causal)
+            o = layers.Dense(3, activation="softmax", name="classes")(layers.Flatten()(a))
+            theirs = keras.Model(i, o)
+            theirs.compile(optimizer=keras.optimizers.Adam(1e-3), loss="sparse_categorical_crossentropy")
+            return theirs
+        rng = np.random.default_rng(9)
+        x = rng.normal(size=(16, 8, 6)).astype(np.float32)
+        y = rng.integers(0, 3, 16).astype(np.float32)
+        for causal in (False, True):
+            with self.subTest(causal=causal):
+                theirs = model(causal, 0.0, False)
+                name = f"attention mask causal {causal}"
+                ours = kx.models.load_model(self.save(theirs, name))
+                keys = {"attention/key/bias"}  # see test_transformer_takes_keras_adam_step
+                self.check_one_step(name + ", one Adam step", theirs, ours, x, y, skip=keys, step_atol=1e-2 * 1e-3)
+                path = os.path.join(self.dir.name, name.replace(" ", "_") + "_from_kx.keras")
+                ours.save(path)
+                again = keras.models.load_model(path)
+                np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(16, 3), rtol=RTOL,
+                                           atol=ATOL, err_msg="kx's .keras file in Keras")
+        # Every position masked: Keras's fused path (dropout 0) attends uniformly, its Softmax path
+        # (dropout on) nowhere; predict (no dropout) tells them apart.
+        for dropout in (0.0, 0.25):
+            with self.subTest(all_masked=True, dropout=dropout):
+                theirs = model(False, dropout, True)
+                ours = kx.models.load_model(self.save(theirs, f"attention all masked {dropout}"))
+                want = theirs.predict(x, verbose=0)
+                np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL,
+                                           err_msg=f"all masked, dropout {dropout}")
+
+    def test_recurrent_dropout_models_open_and_predict_as_keras(self):
+        # LSTM and GRU with input dropout: a .keras file opens, and inference (no dropout) is Keras's.
+        keras.utils.set_random_seed(3)
+        i = keras.Input((6, 4))
+        x = layers.LSTM(5, return_sequences=True, dropout=0.3)(i)
+        x = layers.Bidirectional(layers.GRU(3, dropout=0.2))(x)
+        theirs = keras.Model(i, layers.Dense(2)(x))
+        theirs.compile(optimizer="adam", loss="mse")
+        ours = kx.models.load_model(self.save(theirs, "recurrent dropout"))
+        x = np.random.default_rng(1).normal(size=(8, 6, 4)).astype(np.float32)
+        want = theirs.predict(x, verbose=0)
+        np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
+
     def small_model(self, name, optimizer, loss):
         # A Dense model compiled in Keras, saved and opened in kx with its compile config.
         keras.utils.set_random_seed(8)

@@ -117,6 +117,14 @@
      its Softmax adds a masked position's large negative number. */                                              \
   X(causal_mask_add, (int64_t count, int64_t rows, int64_t cols, float value, float* scores),                    \
     (count, rows, cols, value, scores))                                                                          \
+  /* scores[r, h, i, j] = value where position (i, j) is masked, for r < rows, h < heads, i < tq, j < tv:   \
+     masked where mask[r, i, j] == 0 (mask [rows, tq, tv], null for none; any other value, NaN too, keeps    \
+     it, as Keras casts the mask to bool) or, with causal != 0, where j > i. Keras's Softmax replaces a       \
+     masked score by its large negative number (and the same op with value 0 masks a gradient). */           \
+  X(attention_mask_fill,                                                                                         \
+    (int64_t rows, int64_t heads, int64_t tq, int64_t tv, const float* mask, int32_t causal, float value,        \
+     float* scores),                                                                                             \
+    (rows, heads, tq, tv, mask, causal, value, scores))                                                          \
   /* Inverted dropout: mask[i] = 0 or 1/(1-rate) from a counter-based RNG keyed by                              \
      (mix_seed(*step_seed, stream), first + i), so a replica holding rows from `first` on draws the             \
      same mask as one device holding the whole batch. */                                                         \

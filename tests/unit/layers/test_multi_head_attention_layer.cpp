@@ -27,8 +27,12 @@ struct Attention {
 
 // The attention of `rows` samples: query [tq, dq], value [tv, dv], key [tv, dk], weights in Keras's
 // order (query/kernel (dq, H, K), query/bias (H, K), key/..., value/..., output kernel (H, V, out), bias).
+// mask: the attention mask [rows, tq, tv] (a position attends where it is 1, read as >= 0.5 so that
+// finite differences leave it) or null; a row masked throughout attends uniformly (Keras's fused path),
+// or nowhere with zero_masked_rows (its Softmax path, with dropout).
 Vec reference(const Attention& a, int64_t rows, const Vec& q, const Vec& v, const Vec& k, int64_t tq, int64_t tv,
-              int64_t dq, int64_t dv, int64_t dk, const Vec& w) {
+              int64_t dq, int64_t dv, int64_t dk, const Vec& w, const Vec* mask = nullptr,
+              bool zero_masked_rows = false) {
   const int64_t H = a.heads, K = a.key_dim, V = a.value_dim, D = a.out ? a.out : dq;
   size_t at = 0;
   const auto take = [&](int64_t n) {
@@ -62,11 +66,17 @@ Vec reference(const Attention& a, int64_t rows, const Vec& q, const Vec& v, cons
             s += project(qs, i, dq, wq, bq, h, K, e) * project(ks, j, dk, wk, bk, h, K, e);
           s /= std::sqrt(static_cast<double>(K));
           if (a.causal && j > i) s = -1e300;
+          if (mask && (*mask)[static_cast<size_t>((r * tq + i) * tv + j)] < 0.5) s = -1e300;
           score[static_cast<size_t>(j)] = s;
           mx = std::max(mx, s);
         }
         double sum = 0;
-        for (double& s : score) sum += (s = s <= -1e299 ? 0.0 : std::exp(s - mx));
+        if (mx <= -1e299) {  // every position masked
+          for (double& s : score) s = zero_masked_rows ? 0.0 : 1.0;
+          sum = zero_masked_rows ? 1.0 : static_cast<double>(tv);
+        } else {
+          for (double& s : score) sum += (s = s <= -1e299 ? 0.0 : std::exp(s - mx));
+        }
         for (int64_t e = 0; e < V; ++e) {
           double acc = 0;
           for (int64_t j = 0; j < tv; ++j)
@@ -138,6 +148,99 @@ TEST(MultiHeadAttentionLayer, CrossAttentionMatchesTheReferenceAndFiniteDifferen
         return reference(b, rows, x[0], x[1], with_key ? x[2] : x[1], tq, tv, dq, dv, with_key ? dk : dv, wd);
       });
     }
+  }
+}
+
+// The attention_mask as the layer's last input (zeros and ones, a row of zeros among them), alone and
+// with the causal mask, for self- and cross-attention: forward and every gradient, the mask's zero.
+TEST(MultiHeadAttentionLayer, AttentionMaskInputMatchesTheReferenceAndFiniteDifferences) {
+  const int64_t tq = 4, tv = 5, dq = 3, dv = 6, rows = 2;
+  std::vector<float> mask(static_cast<size_t>(rows * tq * tv));
+  for (size_t n = 0; n < mask.size(); ++n) mask[n] = (n * 7 + n / 3) % 4 == 0 ? 0.0f : 1.0f;
+  for (int64_t j = 0; j < tv; ++j) mask[static_cast<size_t>(1 * tv + j)] = 0.0f;  // row 1 of sample 0: all masked
+  for (bool cross : {false, true})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::string(cross ? "cross" : "self") + (causal ? " causal" : ""));
+      const Attention a{2, 3, 2, 0, true, causal};
+      LayerSpec spec = spec_for(a);
+      spec.call_config = std::string(R"({"attention_mask": {"kx_input": )") + (cross ? "2" : "1") + "}" +
+                         (causal ? R"(, "use_causal_mask": true})" : "}");
+      auto layer = core::make_layer(spec);
+      const int64_t steps_v = cross ? tv : tq;
+      std::vector<Shape> in{{tq, dq}};
+      if (cross) in.push_back({tv, dv});
+      in.push_back({tq, steps_v});
+      std::vector<float> m(static_cast<size_t>(rows * tq * steps_v));
+      for (size_t n = 0; n < m.size(); ++n) m[n] = mask[n % mask.size()];
+      EXPECT_EQ(layer->build_inputs(in), (Shape{tq, dq}));
+      int64_t n = 0;
+      for (const core::ParamSpec& p : layer->params()) n += num_elements(p.shape);
+      const std::vector<float> w = test::random_floats(static_cast<size_t>(n), 5);
+      std::vector<std::vector<float>> given(in.size());
+      given.back() = m;
+      const test::Checked r = test::check_layer(
+          *layer, in, rows, w,
+          [&](const std::vector<Vec>& x, const Vec& wd) {
+            const Vec& value = cross ? x[1] : x[0];
+            return reference(a, rows, x[0], value, value, tq, steps_v, dq, cross ? dv : dq, cross ? dv : dq, wd,
+                             &x.back());
+          },
+          1e-4, true, {}, given);
+      for (float g : r.dxs.back()) ASSERT_EQ(g, 0.0f);
+    }
+  // The mask's shape must be [query steps, value steps], and the mask the last input.
+  LayerSpec spec = spec_for({2, 3, 3, 0, true, false});
+  spec.call_config = R"({"attention_mask": {"kx_input": 1}})";
+  EXPECT_THROW(core::make_layer(spec)->build_inputs({{4, 3}, {4, 5}}), Error);
+  EXPECT_THROW(core::make_layer(spec)->build_inputs({{4, 3}, {4, 4}, {4, 3}}), Error);
+  EXPECT_NO_THROW(core::make_layer(spec)->build_inputs({{4, 3}, {4, 4}}));
+  spec.call_config = R"({"attention_mask": true})";
+  EXPECT_THROW(core::make_layer(spec), Error);
+  spec.call_config = R"({"query_mask": {"kx_input": 1}})";
+  EXPECT_THROW(core::make_layer(spec), Error);
+}
+
+// A Keras 3.15 config of attention(x, x, attention_mask=m, use_causal_mask=True), m a Dense's output:
+// the mask is the layer's last input, and kx writes it back as Keras's kwargs tensor.
+TEST(MultiHeadAttentionLayer, FunctionalConfigCarriesTheAttentionMaskBothWays) {
+  const std::string keras = R"({"class_name": "Functional", "config": {"name": "f", "layers": [
+    {"class_name": "InputLayer", "name": "x", "config": {"batch_shape": [null, 4, 3], "name": "x"}, "inbound_nodes": []},
+    {"class_name": "Dense", "name": "m", "config": {"name": "m", "units": 4, "activation": "relu"},
+     "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["x", 0, 0]}}], "kwargs": {}}]},
+    {"class_name": "MultiHeadAttention", "name": "mha", "config": {"name": "mha", "num_heads": 2, "key_dim": 3},
+     "inbound_nodes": [{"args": [{"class_name": "__keras_tensor__", "config": {"keras_history": ["x", 0, 0]}},
+                                 {"class_name": "__keras_tensor__", "config": {"keras_history": ["x", 0, 0]}}],
+                        "kwargs": {"attention_mask": {"class_name": "__keras_tensor__", "config": {"shape": [null, 4, 4],
+                                   "dtype": "float32", "keras_history": ["m", 0, 0]}}, "use_causal_mask": true}}]}],
+    "input_layers": [["x", 0, 0]], "output_layers": [["mha", 0, 0]]}})";
+  Model m = Model::from_json(Strategy::mirrored({"cpu"}), keras);
+  EXPECT_EQ(m.output_shape(), (Shape{4, 3}));
+  const std::string written = m.to_json();
+  const json::Value root = json::parse(written);
+  const json::Value& call = root.at("config", "").at("layers", "").as_array("")[2].at("inbound_nodes", "").as_array("")[0];
+  EXPECT_EQ(call.at("args", "").as_array("").size(), 2u);
+  EXPECT_TRUE(call.at("kwargs", "").at("use_causal_mask", "").as_bool(""));
+  EXPECT_EQ(call.at("kwargs", "").at("attention_mask", "").at("config", "").at("keras_history", "").as_array("")[0].as_string(""),
+            "m");
+  EXPECT_EQ(Model::from_json(Strategy::mirrored({"cpu"}), written).to_json(), written);
+  // The same through the C++ form of kx_model_add_layer: the kwargs tensor names its layer.
+  Model f = Model::functional(Strategy::mirrored({"cpu"}), {4, 3}, "x");
+  f.add_layer(R"({"class_name": "Dense", "config": {"name": "m", "units": 4, "activation": "relu"}})", {"x"});
+  f.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "mha", "num_heads": 2, "key_dim": 3},
+                  "kwargs": {"use_causal_mask": true, "attention_mask": {"class_name": "__keras_tensor__",
+                             "config": {"keras_history": ["m", 0, 0]}}}})",
+              {"x", "x"});
+  EXPECT_EQ(f.to_json(), written);
+  // A tensor by a keyword kx does not take is refused, naming it.
+  Model g = Model::functional(Strategy::mirrored({"cpu"}), {4, 3}, "x");
+  try {
+    g.add_layer(R"({"class_name": "Dense", "config": {"units": 4},
+                    "kwargs": {"mask": {"class_name": "__keras_tensor__", "config": {"keras_history": ["x", 0, 0]}}}})",
+                {"x"});
+    ADD_FAILURE() << "a tensor keyword Dense does not take was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::Unsupported);
+    EXPECT_NE(std::string(e.what()).find("mask"), std::string::npos) << e.what();
   }
 }
 

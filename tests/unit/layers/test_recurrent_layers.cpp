@@ -268,7 +268,10 @@ TEST(RecurrentLayers, RefusesWhatItCannotDoAndSaysSo) {
     return Status::Ok;
   };
   EXPECT_EQ(status("LSTM", R"({"units": 3, "return_state": true})"), Status::Unsupported);
-  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2})"), Status::Unsupported);
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2})"), Status::Ok);
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 1.0})"), Status::InvalidArgument);
+  EXPECT_EQ(status("GRU", R"({"units": 3, "dropout": -0.1})"), Status::InvalidArgument);
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2, "recurrent_dropout": 0.2})"), Status::Unsupported);
   EXPECT_EQ(status("GRU", R"({"units": 3, "recurrent_dropout": 0.1})"), Status::Unsupported);
   EXPECT_EQ(status("GRU", R"({"units": 3, "reset_after": false})"), Status::Unsupported);
   EXPECT_EQ(status("LSTM", R"({"units": 3, "stateful": true})"), Status::Unsupported);
@@ -335,6 +338,120 @@ TEST(RecurrentLayers, MixedPrecisionKeepsIdsAndStoresTheType) {
     for (int step = 0; step < 3; ++step) mixed.train_on_batch(ids.data(), y.data(), 2);
     for (float w : mixed.get_weights()) ASSERT_TRUE(std::isfinite(w));
   }
+}
+
+// Keras's input dropout of LSTM and GRU: in training one mask per sample and feature, the same at every
+// step (read back from the input gradient, which is zero exactly where the mask is), kept values scaled
+// by 1 / (1 - rate): the run then equals the float64 reference on x times that mask, forward and every
+// gradient by finite differences. Rows a replica holds from row 24 on draw the masks the whole batch
+// has there, and inference is the run without dropout.
+TEST(RecurrentLayers, DropoutKeepsOneMaskPerSampleAndFeatureForEveryStep) {
+  const double rate = 0.4;
+  const int64_t rows = 48;
+  for (const bool gru : {false, true}) {
+    SCOPED_TRACE(gru ? "GRU" : "LSTM");
+    Rnn c;
+    c.gru = gru;
+    c.steps = 5;
+    c.features = 6;
+    c.sequences = true;
+    std::string config = config_of(c);
+    config.insert(config.size() - 1, R"(, "dropout": 0.4)");
+    auto layer = layer_from(gru ? "GRU" : "LSTM", config);
+    layer->build({c.steps, c.features});
+    EXPECT_NE(layer->to_json().dump().find(R"("dropout": 0.4)"), std::string::npos) << layer->to_json().dump();
+    const int64_t nx = rows * c.steps * c.features, ny = rows * c.steps * c.units;
+    auto be = backend::make_cpu_backend(2);
+    FloatBuffer x = test::to_buffer(test::random_floats(static_cast<size_t>(nx), 21));
+    FloatBuffer w = test::to_buffer(test::random_floats(n_params(c), 13, -0.8f, 0.8f));
+    FloatBuffer y(static_cast<size_t>(ny)), scratch(static_cast<size_t>(layer->scratch_floats(rows)));
+    FloatBuffer workspace(static_cast<size_t>(layer->workspace_floats_on(*be, rows)));
+    FloatBuffer dy = test::to_buffer(test::random_floats(static_cast<size_t>(ny), 22));
+    FloatBuffer dx(static_cast<size_t>(nx)), dw(w.size());
+    uint64_t step_seed = 5;
+    core::LayerContext ctx;
+    ctx.be = be.get();
+    ctx.rows = rows;
+    ctx.x = x.data();
+    ctx.xs = &ctx.x;
+    ctx.y = y.data();
+    ctx.w = w.data();
+    ctx.scratch = scratch.data();
+    ctx.workspace = workspace.data();
+    ctx.training = true;
+    ctx.step_seed = &step_seed;
+    ctx.seed_stream = 3;
+    layer->forward(ctx);
+    ctx.dy = dy.data();
+    ctx.dx = dx.data();
+    float* dxs[1] = {dx.data()};
+    ctx.dxs = dxs;
+    ctx.dw = dw.data();
+    layer->backward(ctx);
+    // The mask from dx: a feature of a sample is dropped at every step or at none.
+    Vec mask(static_cast<size_t>(rows * c.features));
+    int64_t dropped = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t f = 0; f < c.features; ++f) {
+        const auto at = [&](int64_t t) { return dx[static_cast<size_t>((r * c.steps + t) * c.features + f)]; };
+        const bool zero = at(0) == 0.0f;
+        for (int64_t t = 1; t < c.steps; ++t) ASSERT_EQ(at(t) == 0.0f, zero) << "sample " << r << " feature " << f;
+        mask[static_cast<size_t>(r * c.features + f)] = zero ? 0.0 : 1.0 / (1.0 - rate);
+        dropped += zero;
+      }
+    // 288 draws: 5 standard deviations are 0.14.
+    EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(rows * c.features), rate, 0.14);
+    const auto masked = [&](const Vec& v) {
+      Vec out(v);
+      for (size_t k = 0; k < out.size(); ++k)
+        out[k] *= mask[k / static_cast<size_t>(c.steps * c.features) * static_cast<size_t>(c.features) +
+                       k % static_cast<size_t>(c.features)];
+      return out;
+    };
+    const Vec xd = test::to_double(x.data(), x.size()), wd = test::to_double(w.data(), w.size());
+    const Vec dyd = test::to_double(dy.data(), dy.size());
+    const Vec want = reference(c, rows, masked(xd), wd, {});
+    EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1) << "forward";
+    const Vec gx = test::numeric_gradient([&](const Vec& v) { return test::dot(dyd, reference(c, rows, masked(v), wd, {})); },
+                                          Vec(xd.begin(), xd.end()));
+    EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
+    const Vec gw = test::numeric_gradient([&](const Vec& v) { return test::dot(dyd, reference(c, rows, masked(xd), v, {})); }, wd);
+    EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "parameter gradient";
+    // A replica with the rows from 24 on.
+    FloatBuffer y_part(static_cast<size_t>(ny / 2));
+    ctx.rows = rows / 2;
+    ctx.first_row = rows / 2;
+    ctx.x = x.data() + nx / 2;
+    ctx.y = y_part.data();
+    layer->forward(ctx);
+    EXPECT_EQ(std::vector<float>(y_part.begin(), y_part.end()), std::vector<float>(y.begin() + ny / 2, y.end()));
+    // Inference: no dropout.
+    ctx.training = false;
+    ctx.rows = rows;
+    ctx.first_row = 0;
+    ctx.x = x.data();
+    ctx.y = y.data();
+    layer->forward(ctx);
+    const Vec plain = reference(c, rows, xd, wd, {});
+    EXPECT_EQ(test::first_mismatch(y, plain, plain.size(), 1e-5), -1) << "inference";
+  }
+}
+
+TEST(RecurrentLayers, TwoReplicasTrainAsOneWithDropout) {
+  const std::vector<std::string> layers = {
+      R"({"class_name": "LSTM", "config": {"units": 5, "return_sequences": true, "dropout": 0.3}})",
+      R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "GRU", "config": {"units": 3, "dropout": 0.5}}}})",
+      R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})",
+  };
+  const std::vector<float> one = test::weights_after_training({6, 4}, layers, 1);
+  const std::vector<float> two = test::weights_after_training({6, 4}, layers, 2);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_LE(test::relative_difference(one, two), 1e-5);
+  // And dropout changes the training (a rate of zero would train as kTrainedLayers-like layers do).
+  std::vector<std::string> without = layers;
+  without[0] = R"({"class_name": "LSTM", "config": {"units": 5, "return_sequences": true}})";
+  without[1] = R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "GRU", "config": {"units": 3}}}})";
+  EXPECT_GT(test::relative_difference(one, test::weights_after_training({6, 4}, without, 1)), 1e-4);
 }
 
 const std::vector<std::string> kTrainedLayers = {

@@ -108,6 +108,17 @@ class CpuBackend final : public Backend {
       for (int64_t i = 0; i < rows; ++i)
         for (int64_t j = i + 1; j < cols; ++j) scores[(b * rows + i) * cols + j] += value;
   }
+  void attention_mask_fill(int64_t rows, int64_t heads, int64_t tq, int64_t tv, const float* mask, int32_t causal,
+                           float value, float* scores) override {
+#pragma omp parallel for num_threads(threads_) if (rows * heads * tq * tv >= kParallelElements)
+    for (int64_t rh = 0; rh < rows * heads; ++rh) {
+      const float* m = mask ? mask + rh / heads * tq * tv : nullptr;
+      float* s = scores + rh * tq * tv;
+      for (int64_t i = 0; i < tq; ++i)
+        for (int64_t j = 0; j < tv; ++j)
+          if ((m && m[i * tv + j] == 0.0f) || (causal && j > i)) s[i * tv + j] = value;
+    }
+  }
 
   void activation_forward(Activation act, int64_t rows, int64_t cols, float* y) override {
     const int64_t n = rows * cols;

@@ -257,6 +257,12 @@ class CudaBackend final : public Backend {
     cuda::causal_mask_add(stream_, count, rows, cols, value, scores);
     launched("causal mask");
   }
+  void attention_mask_fill(int64_t rows, int64_t heads, int64_t tq, int64_t tv, const float* mask, int32_t causal,
+                           float value, float* scores) override {
+    use_device();
+    cuda::attention_mask_fill(stream_, rows, heads, tq, tv, mask, causal, value, scores);
+    launched("attention mask");
+  }
   void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,
                        const float* x, float* mask, float* y) override {
     use_device();

@@ -69,6 +69,9 @@ void layer_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float
                          float* dbeta, double* scratch);
 // scores[b, i, j] += value where j > i (attention_kernels.cu).
 void causal_mask_add(cudaStream_t s, int64_t count, int64_t rows, int64_t cols, float value, float* scores);
+// scores[r, h, i, j] = value where mask[r, i, j] == 0 or (causal) j > i (attention_kernels.cu).
+void attention_mask_fill(cudaStream_t s, int64_t rows, int64_t heads, int64_t tq, int64_t tv, const float* mask,
+                         int32_t causal, float value, float* scores);
 
 // The pointers to rates and seeds are device memory, read when the kernel runs (a replayed graph).
 void dropout(cudaStream_t s, float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,

@@ -93,14 +93,16 @@ class BidirectionalLayer final : public Layer {
   bool backward_reads_output() const override { return false; }
 
   void forward(const LayerContext& c) const override {
-    forward_.forward(*c.be, c.rows, c.x, c.w, c.mask, c.scratch, c.workspace, c.y, layout(false));
+    forward_.forward(*c.be, c.rows, c.x, c.w, c.mask, c.scratch, c.workspace, c.y, layout(false), dropout_of(c, false));
     backward_.forward(*c.be, c.rows, c.x, c.w + forward_.num_params(), c.mask, backward_scratch(c), c.workspace,
-                      c.y + units(), layout(true));
+                      c.y + units(), layout(true), dropout_of(c, true));
   }
   void backward(const LayerContext& c) const override {
-    forward_.backward(*c.be, c.rows, c.x, c.w, c.dw, c.mask, c.scratch, c.workspace, c.dy, layout(false), c.dx, 0.0f);
+    forward_.backward(*c.be, c.rows, c.x, c.w, c.dw, c.mask, c.scratch, c.workspace, c.dy, layout(false), c.dx, 0.0f,
+                      dropout_of(c, false));
     backward_.backward(*c.be, c.rows, c.x, c.w + forward_.num_params(), c.dw ? c.dw + forward_.num_params() : nullptr,
-                       c.mask, backward_scratch(c), c.workspace, c.dy + units(), layout(true), c.dx, 1.0f);
+                       c.mask, backward_scratch(c), c.workspace, c.dy + units(), layout(true), c.dx, 1.0f,
+                       dropout_of(c, true));
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
@@ -115,6 +117,10 @@ class BidirectionalLayer final : public Layer {
   }
 
  private:
+  // Keras's two directions are two cells with masks of their own: the backward one draws from another stream.
+  static InputDropout dropout_of(const LayerContext& c, bool backward_direction) {
+    return {c.training, c.step_seed, c.seed_stream ^ (backward_direction ? 0x9e3779b97f4a7c15ull : 0ull), c.first_row};
+  }
   int64_t units() const { return s_.forward.settings.units; }
   bool sequences() const { return s_.forward.settings.return_sequences; }
   float* backward_scratch(const LayerContext& c) const { return c.scratch + c.rows * forward_.scratch_per_sample(); }

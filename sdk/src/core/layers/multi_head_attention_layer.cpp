@@ -4,6 +4,12 @@
 // alike, P = softmax(Q K^T) (plus Keras's large negative number above the diagonal with the call's
 // use_causal_mask), dropout on P in training, O = P V, and y = concat_h(O) Wo + bo.
 //
+// The call's attention_mask (a tensor [steps_q, steps_v] of the graph, the layer's last input; a
+// position attends where it is not 0) and use_causal_mask combine as Keras ANDs them. Keras then
+// replaces each masked score: by -0.7 * 3.38953e38 in its fused path (dropout 0), where a row with
+// every position masked attends uniformly; by its Softmax's -1e9 with dropout, where such a row's
+// attention is then zero. kx does the same per path.
+//
 // Tensors keep Keras's layouts: projections [samples, steps, heads, dim] (one GEMM each, the kernel
 // (features, heads, dim) being a [features, heads * dim] matrix), scores [samples, heads, steps_q,
 // steps_v]; the per-head products are batched GEMMs with two strides (sample, head). Weights in
@@ -15,6 +21,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/model/call_arguments.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -30,6 +37,7 @@ struct AttentionSettings {
   double dropout = 0;
   bool use_bias = true;
   bool causal = false;  // the call's use_causal_mask
+  int mask_input = -1;  // the input that is the call's attention_mask, or -1
 };
 
 // The single size of output_shape (an int or a one-entry list), or 0 for null.
@@ -76,6 +84,13 @@ AttentionSettings read_settings(const LayerSpec& spec) {
       s.causal = v->as_bool(what + " use_causal_mask");
     if (const json::Value* v = call.find("return_attention_scores"); v && !v->is_null())
       require(!v->as_bool(what), Status::Unsupported, what + ": return_attention_scores is not supported");
+    s.mask_input = call_keyword_input(call, "attention_mask", what);
+    // key by keyword is the third input, as the positional key is.
+    const int key = call_keyword_input(call, "key", what);
+    require(key < 0 || key == 2, Status::Unsupported, what + ": key passed by keyword needs query and value before it");
+    for (const char* k : {"query_mask", "value_mask", "key_mask", "query", "value"})
+      if (const json::Value* v = call.find(k); v && !v->is_null())
+        fail(Status::Unsupported, what + ": the call's keyword argument " + k + " is not supported");
   }
   return s;
 }
@@ -88,15 +103,22 @@ class MultiHeadAttentionLayer final : public Layer {
 
   Shape build_inputs(const std::vector<Shape>& inputs) override {
     const std::string what = "MultiHeadAttention layer \"" + name() + "\"";
-    require(!inputs.empty() && inputs.size() <= 3, Status::InvalidArgument,
-            what + " takes query, value and optionally key, not " + std::to_string(inputs.size()) + " inputs");
-    for (const Shape& in : inputs)
+    std::vector<Shape> attended = inputs;
+    if (s_.mask_input >= 0) {
+      require(static_cast<size_t>(s_.mask_input) + 1 == inputs.size() && s_.mask_input >= 1, Status::InvalidArgument,
+              what + ": attention_mask must be the last of its " + std::to_string(inputs.size()) +
+                  " inputs, after the query, not input " + std::to_string(s_.mask_input));
+      attended.pop_back();
+    }
+    require(!attended.empty() && attended.size() <= 3, Status::InvalidArgument,
+            what + " takes query, value and optionally key, not " + std::to_string(attended.size()) + " inputs");
+    for (const Shape& in : attended)
       require(in.size() == 2 && in[0] > 0 && in[1] > 0, Status::InvalidArgument,
               what + " needs sequences [steps, features], got " + to_string(in));
-    num_inputs_ = static_cast<int>(inputs.size());
-    const Shape& query = inputs[0];
-    const Shape& value = inputs.size() > 1 ? inputs[1] : query;
-    const Shape& key = inputs.size() > 2 ? inputs[2] : value;
+    num_inputs_ = static_cast<int>(attended.size());
+    const Shape& query = attended[0];
+    const Shape& value = attended.size() > 1 ? attended[1] : query;
+    const Shape& key = attended.size() > 2 ? attended[2] : value;
     require(key[0] == value[0], Status::InvalidArgument,
             what + ": key and value need the same steps, got " + to_string(key) + " and " + to_string(value));
     tq_ = query[0];
@@ -105,6 +127,10 @@ class MultiHeadAttentionLayer final : public Layer {
     dv_ = value[1];
     dk_ = key[1];
     dout_ = s_.output_dim ? s_.output_dim : dq_;
+    if (s_.mask_input >= 0)
+      require(inputs.back() == Shape{tq_, tv_}, Status::InvalidArgument,
+              what + ": attention_mask needs the shape [query steps, value steps] " + to_string(Shape{tq_, tv_}) +
+                  ", got " + to_string(inputs.back()));
     // Every size the layer allocates, checked for overflow once here.
     checked_product({std::max(dq_, std::max(dk_, dv_)), s_.heads, std::max(s_.key_dim, s_.value_dim)}, what + "'s kernels");
     checked_product({s_.heads, s_.value_dim, dout_}, what + "'s output kernel");
@@ -147,6 +173,11 @@ class MultiHeadAttentionLayer final : public Layer {
   json::Value call_kwargs() const override {
     json::Value kwargs{json::Value::Object{}};
     if (s_.causal) kwargs.set("use_causal_mask", true);
+    if (s_.mask_input >= 0) {
+      json::Value input{json::Value::Object{}};
+      input.set("kx_input", static_cast<int64_t>(s_.mask_input));
+      kwargs.set("attention_mask", std::move(input));
+    }
     return kwargs;
   }
 
@@ -162,8 +193,14 @@ class MultiHeadAttentionLayer final : public Layer {
     c.be->scale_shift(rows * q_size(), scale, 0.0f, b.q, b.q);
     round(c, rows * q_size(), b.q);
     c.be->gemm_batched(scores_gemm(rows, Trans::No, Trans::Yes, K, H * K, H * K, 0.0f, c.rounding), b.q, b.k, b.p);
-    if (s_.causal) c.be->causal_mask_add(rows * H, tq_, tv_, kMaskedScore, b.p);
+    const float* mask = attention_mask(c);
+    if (mask)
+      c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, masked_score(), b.p);
+    else if (s_.causal)
+      c.be->causal_mask_add(rows * H, tq_, tv_, kMaskedScore, b.p);
     c.be->activation_forward(Activation::Softmax, rows * H * tq_, tv_, b.p);
+    // Keras's Softmax path (dropout on) zeroes masked positions: a row masked throughout attends nowhere.
+    if (mask && dropout_on()) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, b.p);
     round(c, rows * p_size(), b.p);
     const float* attention = b.p;
     if (dropout_on() && c.training) {
@@ -211,7 +248,14 @@ class MultiHeadAttentionLayer final : public Layer {
     dv.ldc = H * V, dv.c_outer = v_size(), dv.c_inner = V;
     c.be->gemm_batched(dv, attention, d_o, d_v);
     if (dropped) c.be->multiply(rows * p_size(), d_p, b.mask, d_p);
+    const float* mask = attention_mask(c);
+    if (mask && dropout_on()) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, d_p);
     c.be->activation_backward(Activation::Softmax, rows * H * tq_, tv_, b.p, d_p, d_p);
+    // A replaced score has no gradient (a row masked throughout has a uniform, not a zero, softmax).
+    if (mask) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, d_p);
+    // Keras casts the mask to bool: nothing flows back into it.
+    if (mask && c.dxs && c.dxs[s_.mask_input])
+      c.be->fill_zero(static_cast<size_t>(rows * tq_ * tv_) * sizeof(float), c.dxs[s_.mask_input]);
     round(c, rows * p_size(), d_p);
     // dQ = dS K and dK = dS^T Q (Q as scaled), per sample and head; then dQ through the scale.
     BatchedGemm dq = per_head(rows, tq_, K, tv_, c.rounding);
@@ -259,6 +303,11 @@ class MultiHeadAttentionLayer final : public Layer {
  private:
   // What Keras's softmax adds at a masked position (its _large_negative_number for float32).
   static constexpr float kMaskedScore = -1e9f;
+  // What Keras's fused attention (TensorFlow's dot_product_attention) puts there: -0.7 times float32's
+  // largest value as Keras spells it.
+  static constexpr float kFusedMaskedScore = static_cast<float>(-0.7 * 3.38953e38);
+  float masked_score() const { return dropout_on() ? kMaskedScore : kFusedMaskedScore; }
+  const float* attention_mask(const LayerContext& c) const { return s_.mask_input >= 0 ? c.xs[s_.mask_input] : nullptr; }
 
   struct Buffers {
     float *q, *k, *v, *p, *mask, *dropped, *o;

@@ -1,6 +1,7 @@
 // LSTM and GRU, as keras.layers.LSTM and keras.layers.GRU (Keras 3: GRU with reset_after, bias
 // [2, 3 units]) over samples [steps, features]: the last step's output [units], or every step's
-// [steps, units] with return_sequences (which also carries the input's mask on, as Keras does). The
+// [steps, units] with return_sequences (which also carries the input's mask on, as Keras does), and
+// Keras's input dropout in training (one mask per sample, the same at every step). The
 // weights are the cell's, named and kept as Keras names them (lstm/lstm_cell/kernel, in a .keras
 // file layers/lstm/cell/vars/0). The run itself is recurrent_sequence.hpp's.
 #include <string>
@@ -36,10 +37,11 @@ class RecurrentLayer final : public Layer {
   bool backward_reads_output() const override { return false; }
 
   void forward(const LayerContext& c) const override {
-    seq_.forward(*c.be, c.rows, c.x, c.w, c.mask, c.scratch, c.workspace, c.y, output_layout());
+    seq_.forward(*c.be, c.rows, c.x, c.w, c.mask, c.scratch, c.workspace, c.y, output_layout(), dropout_of(c));
   }
   void backward(const LayerContext& c) const override {
-    seq_.backward(*c.be, c.rows, c.x, c.w, c.dw, c.mask, c.scratch, c.workspace, c.dy, output_layout(), c.dx, 0.0f);
+    seq_.backward(*c.be, c.rows, c.x, c.w, c.dw, c.mask, c.scratch, c.workspace, c.dy, output_layout(), c.dx, 0.0f,
+                  dropout_of(c));
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
@@ -50,6 +52,7 @@ class RecurrentLayer final : public Layer {
   void add_config(json::Value& config) const override { write_recurrent_settings(s_, config); }
 
  private:
+  static InputDropout dropout_of(const LayerContext& c) { return {c.training, c.step_seed, c.seed_stream, c.first_row}; }
   SequenceOutput output_layout() const {
     const int64_t steps = s_.return_sequences ? seq_.steps() : 1;
     return {steps * s_.units, s_.units, false};

@@ -1,5 +1,7 @@
 #include "core/layers/recurrent_sequence.hpp"
 
+#include <cmath>
+
 #include "core/checked_size.hpp"
 #include "kx/error.hpp"
 
@@ -51,7 +53,11 @@ RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind ce
   // A layer has one output in kx's graphs: the states cannot be returned beside it.
   require_zero(config, "return_state", what);
   require_zero(config, "stateful", what);
-  require_zero(config, "dropout", what);
+  if (const json::Value* v = config.find("dropout"); v && !v->is_null()) s.dropout = v->as_number(what + " dropout");
+  // Keras drops nothing at 1 (its cell checks 0 < rate < 1); kx asks for a rate it can apply.
+  require(std::isfinite(s.dropout) && s.dropout >= 0 && s.dropout < 1, Status::InvalidArgument,
+          what + ": dropout must be in [0, 1), got " + std::to_string(s.dropout));
+  // recurrent_dropout switches Keras's cell to a mask per gate on the inputs and the state; kx has none.
   require_zero(config, "recurrent_dropout", what);
   if (cell == CellKind::Gru)
     require(flag(config, "reset_after", true, what), Status::Unsupported,
@@ -70,7 +76,7 @@ void write_recurrent_settings(const RecurrentSettings& s, json::Value& config) {
   config.set("stateful", false);
   config.set("unroll", false);
   config.set("zero_output_for_mask", s.zero_output_for_mask);
-  config.set("dropout", 0.0);
+  config.set("dropout", s.dropout);
   config.set("recurrent_dropout", 0.0);
   if (s.cell == CellKind::Lstm) config.set("unit_forget_bias", s.unit_forget_bias);
   if (s.cell == CellKind::Gru) config.set("reset_after", true);
@@ -107,12 +113,29 @@ int64_t RecurrentSequence::num_params() const {
   return (features_ + s_.units) * g + bias;
 }
 
-int64_t RecurrentSequence::scratch_per_sample() const {
+int64_t RecurrentSequence::state_scratch_per_sample() const {
   const int64_t second = s_.cell == CellKind::Lstm ? s_.units : gate_width();  // c, or h U + b
   return steps_ * (gate_width() + s_.units + second);
 }
 
-int64_t RecurrentSequence::workspace_floats(int64_t rows) const { return checked_product({rows, 2 * s_.units}, "dh"); }
+int64_t RecurrentSequence::scratch_per_sample() const {
+  return state_scratch_per_sample() + (s_.dropout > 0 ? features_ * (steps_ + 1) : 0);
+}
+
+// dh and dc, then with dropout the inputs' gradient before the mask.
+int64_t RecurrentSequence::workspace_floats(int64_t rows) const {
+  return checked_product({rows, 2 * s_.units + (s_.dropout > 0 ? steps_ * features_ : 0)}, "dh");
+}
+
+backend::BinaryShape RecurrentSequence::dropout_broadcast() const {
+  backend::BinaryShape b;
+  b.op = backend::BinaryOp::Multiply;
+  b.rank = 2;
+  b.dims[0] = b.a_dims[0] = steps_;
+  b.dims[1] = b.a_dims[1] = b.b_dims[1] = features_;
+  b.b_dims[0] = 1;
+  return b;
+}
 
 backend::RecurrentStep RecurrentSequence::step_shape(int64_t rows, const SequenceOutput& out) const {
   backend::RecurrentStep st;
@@ -130,7 +153,8 @@ backend::RecurrentStep RecurrentSequence::step_shape(int64_t rows, const Sequenc
 }
 
 void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float* x, const float* w, const float* mask,
-                                float* scratch, float* workspace, float* y, const SequenceOutput& out) const {
+                                float* scratch, float* workspace, float* y, const SequenceOutput& out,
+                                const InputDropout& drop) const {
   const int64_t u = s_.units, g = gate_width(), T = steps_;
   const float* kernel = w;
   const float* recurrent_kernel = w + features_ * g;
@@ -138,6 +162,16 @@ void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float*
   float* gates = scratch;
   float* h = gates + rows * T * g;
   float* second = h + rows * T * u;  // c (LSTM) or h U + b (GRU)
+  if (s_.dropout > 0 && drop.training) {
+    // The mask of each sample's features (Keras draws one per batch and keeps it for every step); the
+    // dropped copy of the first rows * features inputs only fills the buffer the mask comes with.
+    float* dmask = dropout_mask(scratch, rows);
+    float* dropped = dropped_inputs(scratch, rows);
+    be.dropout_forward(static_cast<float>(s_.dropout), drop.step_seed, drop.stream, drop.first_row * features_,
+                       rows * features_, x, dmask, dropped);
+    be.binary_forward(dropout_broadcast(), rows, x, dmask, dropped);
+    x = dropped;
+  }
   // The inputs' share of every step's gates at once (with the input bias).
   Epilogue in_ep;
   in_ep.bias = bias;
@@ -168,7 +202,7 @@ void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float*
 
 void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float* x, const float* w, float* dw,
                                  const float* mask, float* scratch, float* workspace, const float* dy,
-                                 const SequenceOutput& out, float* dx, float dx_beta) const {
+                                 const SequenceOutput& out, float* dx, float dx_beta, const InputDropout& drop) const {
   const int64_t u = s_.units, g = gate_width(), T = steps_;
   const float* kernel = w;
   const float* recurrent_kernel = w + features_ * g;
@@ -204,6 +238,8 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
       recurrent_written = true;
     }
   }
+  const bool dropped = s_.dropout > 0 && drop.training;
+  if (dropped) x = dropped_inputs(scratch, rows);
   if (dw) {
     if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
     Epilogue with_bias_grad;
@@ -211,7 +247,21 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
     be.gemm(Trans::Yes, Trans::No, features_, g, rows * T, x, features_, gates, g, 0.0f, dw, g, with_bias_grad);
     if (d_bias && s_.cell == CellKind::Gru) be.bias_grad(rows * T, g, second, d_bias + g);
   }
-  if (dx) be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, dx_beta, dx, features_, {});
+  if (!dx) return;
+  if (!dropped) {
+    be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, dx_beta, dx, features_, {});
+    return;
+  }
+  // Through the mask: the gradient of the dropped inputs times the mask, into the dropped inputs'
+  // buffer (no longer needed), then onto dx.
+  float* d_dropped = workspace + 2 * rows * u;
+  float* masked = dropped_inputs(scratch, rows);
+  be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, 0.0f, d_dropped, features_, {});
+  be.binary_forward(dropout_broadcast(), rows, d_dropped, dropout_mask(scratch, rows), masked);
+  if (dx_beta == 0.0f)
+    be.copy(rows * T * features_, masked, dx);
+  else
+    be.add(rows * T * features_, dx, masked, dx);
 }
 
 }  // namespace kx::core

@@ -34,10 +34,22 @@ struct RecurrentSettings {
   bool go_backwards = false;
   bool zero_output_for_mask = false;
   bool unit_forget_bias = true;  // LSTM: the forget gate's bias starts at 1 (Keras's default)
+  // Keras's dropout of the inputs in training (without recurrent_dropout): one mask per sample and
+  // feature, the same at every step and for every gate, kept values scaled by 1 / (1 - rate).
+  double dropout = 0;
+};
+
+// What a training run draws its input dropout mask from (LayerContext's step_seed, a stream of its
+// own per run, the rows' first global row); training false: no dropout (inference).
+struct InputDropout {
+  bool training = false;
+  const uint64_t* step_seed = nullptr;
+  uint64_t stream = 0;
+  int64_t first_row = 0;
 };
 
 // Keras's LSTM or GRU config read into settings; what kx does not do (return_state, stateful,
-// dropout, GRU without reset_after) is Unsupported naming the setting.
+// recurrent_dropout, GRU without reset_after) is Unsupported naming the setting.
 RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind cell, const std::string& what);
 // The settings as Keras's config keys (add_config).
 void write_recurrent_settings(const RecurrentSettings& s, json::Value& config);
@@ -68,19 +80,26 @@ class RecurrentSequence {
   int64_t workspace_floats(int64_t rows) const;
 
   // x [rows, steps, features]; w this run's parameters; mask [rows, steps] or null.
+  // With settings().dropout and drop.training, the run reads x times the dropout mask (drawn here, kept
+  // in the scratch for backward).
   void forward(backend::Backend& be, int64_t rows, const float* x, const float* w, const float* mask, float* scratch,
-               float* workspace, float* y, const SequenceOutput& out) const;
+               float* workspace, float* y, const SequenceOutput& out, const InputDropout& drop = {}) const;
   // dy as y's layout; dw (may be null) overwritten; dx (may be null) overwritten (dx_beta 0) or added to
   // (dx_beta 1). The scratch's gates are overwritten with their gradients.
   void backward(backend::Backend& be, int64_t rows, const float* x, const float* w, float* dw, const float* mask,
                 float* scratch, float* workspace, const float* dy, const SequenceOutput& out, float* dx,
-                float dx_beta) const;
+                float dx_beta, const InputDropout& drop = {}) const;
 
  private:
   // The input position of the k-th step processed, and the output position of its result.
   int64_t position(int64_t k) const { return s_.go_backwards ? steps_ - 1 - k : k; }
   int64_t output_position(int64_t k, const SequenceOutput& out) const { return out.reversed ? steps_ - 1 - k : k; }
   backend::RecurrentStep step_shape(int64_t rows, const SequenceOutput& out) const;
+  int64_t state_scratch_per_sample() const;
+  // The dropout mask [rows, features] and the dropped inputs [rows, steps, features] in the scratch.
+  float* dropout_mask(float* scratch, int64_t rows) const { return scratch + rows * state_scratch_per_sample(); }
+  float* dropped_inputs(float* scratch, int64_t rows) const { return dropout_mask(scratch, rows) + rows * features_; }
+  backend::BinaryShape dropout_broadcast() const;
   RecurrentSettings s_;
   int64_t steps_ = 0, features_ = 0;
 };

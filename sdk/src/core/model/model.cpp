@@ -5,6 +5,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer_registry.hpp"
+#include "core/model/call_arguments.hpp"
 #include "core/model/model_impl.hpp"
 #include "backend/recording_backend.hpp"
 #include "distribute/collective_factory.hpp"
@@ -270,7 +271,23 @@ std::vector<std::string> Model::layer_names() const {
 void Model::add(LayerSpec spec) { impl_->add(std::move(spec), {}); }
 void Model::add(LayerSpec spec, const std::vector<std::string>& inbound) { impl_->add(std::move(spec), inbound); }
 std::string Model::add_layer(const std::string& keras_layer_json, const std::vector<std::string>& inbound) {
-  return impl_->add(core::layer_spec_from_json(json::parse(keras_layer_json)), inbound);
+  const json::Value layer = json::parse(keras_layer_json);
+  LayerSpec spec = core::layer_spec_from_json(layer);
+  // Tensors passed by keyword (Keras's {"attention_mask": {"class_name": "__keras_tensor__", ...}}) read
+  // their layers after the named inputs; with no inputs named, the last layer added is the first.
+  std::vector<std::string> inputs = inbound;
+  if (const json::Value* kwargs = layer.find("kwargs")) {
+    bool tensors = false;
+    for (const auto& entry : kwargs->as_object("kwargs")) tensors = tensors || core::is_keras_tensor(entry.second);
+    if (inputs.empty() && tensors)
+      inputs.push_back(impl_->net.layers.empty() ? impl_->net.input_name : impl_->net.layers.back()->name());
+    const core::CallKeywords k = core::split_call_keywords(
+        *kwargs, inputs.size(), core::layer_entry(spec.kind).class_name,
+        std::string(core::layer_entry(spec.kind).class_name) + " \"" + spec.name + "\"");
+    inputs.insert(inputs.end(), k.tensors.begin(), k.tensors.end());
+    spec.call_config = k.call_config;
+  }
+  return impl_->add(std::move(spec), inputs);
 }
 void Model::set_trainable(const std::string& layer, bool trainable) { impl_->set_trainable(layer, trainable); }
 bool Model::trainable(const std::string& layer) const { return impl_->trainable(layer); }

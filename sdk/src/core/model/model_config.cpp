@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/model/call_arguments.hpp"
 #include "core/model/model_impl.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"
@@ -91,42 +92,54 @@ void collect_refs(const json::Value& v, std::vector<std::string>& out) {
   }
 }
 
-// The call's keyword arguments that are no tensors (Keras 3's inbound node {"args", "kwargs"}; a
-// Keras 2 tensor list's fourth entry), as a JSON object's text; "" when there are none.
-std::string call_kwargs(const json::Value& layer) {
-  const json::Value* nodes = layer.find("inbound_nodes");
-  if (!nodes || nodes->type() != json::Value::Type::Array || nodes->as_array("inbound_nodes").size() != 1) return "";
-  const json::Value& call = nodes->as_array("inbound_nodes").front();
-  const json::Value* kwargs = nullptr;
-  if (call.type() == json::Value::Type::Object) {
-    kwargs = call.find("kwargs");
-  } else if (call.type() == json::Value::Type::Array) {
-    for (const json::Value& ref : call.as_array("inbound node"))
-      if (ref.type() == json::Value::Type::Array && ref.as_array("inbound tensor").size() == 4)
-        kwargs = &ref.as_array("inbound tensor")[3];
-  }
-  if (!kwargs || kwargs->type() != json::Value::Type::Object) return "";
-  json::Value plain{json::Value::Object{}};
-  bool any = false;
-  for (const auto& [key, v] : kwargs->as_object("kwargs"))
-    if (v.type() != json::Value::Type::Object && v.type() != json::Value::Type::Array) {
-      plain.set(key, v);
-      any = true;
-    }
-  return any ? plain.dump() : "";
-}
+// A layer's call: the layers it reads and its keyword arguments as LayerSpec::call_config.
+struct Call {
+  std::vector<std::string> inbound;
+  std::string call_config;
+};
 
-std::vector<std::string> inbound_layers(const json::Value& layer, const std::string& name) {
+// Keras 3 writes a call as {"args": [...], "kwargs": {...}}: the positional tensors, then those passed
+// by keyword (attention_mask=m), which kx gives the layer as further inputs (call_arguments.hpp).
+// Keras 2 writes a list of tensor lists [layer, node, index, kwargs], plain kwargs in the fourth entry.
+Call read_call(const json::Value& layer, const std::string& name) {
   const json::Value* nodes = layer.find("inbound_nodes");
   require(nodes != nullptr, Status::InvalidArgument, "layer \"" + name + "\" of a Functional config has no inbound_nodes");
   const json::Value::Array& calls = nodes->as_array("inbound_nodes of \"" + name + "\"");
   require(calls.size() == 1, calls.empty() ? Status::InvalidArgument : Status::Unsupported,
           "layer \"" + name + "\" is called " + std::to_string(calls.size()) +
               " times; kx needs every layer but the input called exactly once (no shared layers)");
-  std::vector<std::string> refs;
-  collect_refs(calls.front(), refs);
-  require(!refs.empty(), Status::InvalidArgument, "layer \"" + name + "\" has no inputs");
-  return refs;
+  const json::Value& call = calls.front();
+  Call out;
+  const json::Value* kwargs = nullptr;
+  if (call.type() == json::Value::Type::Object && call.find("args")) {
+    collect_refs(*call.find("args"), out.inbound);
+    kwargs = call.find("kwargs");
+    if (kwargs && kwargs->type() == json::Value::Type::Object) {
+      const json::Value* cls = layer.find("class_name");
+      const std::string class_name = cls && cls->type() == json::Value::Type::String ? cls->as_string("class_name") : "";
+      core::CallKeywords k = core::split_call_keywords(*kwargs, out.inbound.size(), class_name, "layer \"" + name + "\"");
+      out.inbound.insert(out.inbound.end(), k.tensors.begin(), k.tensors.end());
+      out.call_config = std::move(k.call_config);
+    }
+  } else {
+    collect_refs(call, out.inbound);
+    if (call.type() == json::Value::Type::Array)
+      for (const json::Value& ref : call.as_array("inbound node"))
+        if (ref.type() == json::Value::Type::Array && ref.as_array("inbound tensor").size() == 4)
+          kwargs = &ref.as_array("inbound tensor")[3];
+    if (kwargs && kwargs->type() == json::Value::Type::Object) {
+      json::Value plain{json::Value::Object{}};
+      bool any = false;
+      for (const auto& [key, v] : kwargs->as_object("kwargs"))
+        if (v.type() != json::Value::Type::Object && v.type() != json::Value::Type::Array) {
+          plain.set(key, v);
+          any = true;
+        }
+      if (any) out.call_config = plain.dump();
+    }
+  }
+  require(!out.inbound.empty(), Status::InvalidArgument, "layer \"" + name + "\" has no inputs");
+  return out;
 }
 
 // The single output layer's name from output_layers: [["name", 0, 0]] or ["name", 0, 0].
@@ -144,7 +157,7 @@ Model functional_from_json(const Strategy& strategy, const json::Value& config) 
   struct Entry {
     const json::Value* layer;
     std::string name;
-    std::vector<std::string> inbound;
+    Call call;
   };
   const json::Value* input = nullptr;
   std::string input_name;
@@ -157,7 +170,7 @@ Model functional_from_json(const Strategy& strategy, const json::Value& config) 
       input_name = name;
       continue;
     }
-    entries.push_back({&l, name, inbound_layers(l, name)});
+    entries.push_back({&l, name, read_call(l, name)});
   }
   require(input != nullptr, Status::InvalidArgument, "a Functional config needs an InputLayer");
   require(!entries.empty(), Status::InvalidArgument, "model config has no layers");
@@ -172,13 +185,13 @@ Model functional_from_json(const Strategy& strategy, const json::Value& config) 
   for (size_t placed = 0; placed < entries.size(); ++placed) {
     size_t next = entries.size();
     for (size_t i = 0; i < entries.size() && next == entries.size(); ++i)
-      if (!done[i] && std::all_of(entries[i].inbound.begin(), entries[i].inbound.end(),
+      if (!done[i] && std::all_of(entries[i].call.inbound.begin(), entries[i].call.inbound.end(),
                                   [&](const std::string& n) { return added.count(n) > 0; }))
         next = i;
     if (next == entries.size()) {
       for (size_t i = 0; i < entries.size(); ++i)
         if (!done[i])
-          for (const std::string& n : entries[i].inbound)
+          for (const std::string& n : entries[i].call.inbound)
             require(added.count(n) > 0 || std::any_of(entries.begin(), entries.end(), [&](const Entry& e) { return e.name == n; }),
                     Status::InvalidArgument, "layer \"" + entries[i].name + "\" reads \"" + n + "\", which the config does not have");
       fail(Status::InvalidArgument, "the layers of the config form a cycle");
@@ -186,8 +199,8 @@ Model functional_from_json(const Strategy& strategy, const json::Value& config) 
     done[next] = true;
     LayerSpec spec = core::layer_spec_from_json(*entries[next].layer);
     spec.name = entries[next].name;
-    spec.call_config = call_kwargs(*entries[next].layer);
-    model.add(std::move(spec), entries[next].inbound);
+    spec.call_config = entries[next].call.call_config;
+    model.add(std::move(spec), entries[next].call.inbound);
     added.insert(entries[next].name);
   }
   // The output must be the last layer: with every layer leading to it, any topological order ends there.
@@ -218,15 +231,32 @@ std::string Model::Impl::to_json() const {
       json::Value call;
       if (l.inputs_as_arguments()) {
         // Keras 3's form: the inputs as separate arguments (attention(query, value)), and the kwargs.
+        // Inputs passed by keyword ({"kx_input": n} in the kwargs) go there as tensors, the rest are args.
+        const auto tensor_of = [&](int t) {
+          return keras_tensor(t == 0 ? net.input_name : net.layers[static_cast<size_t>(t - 1)]->name(),
+                              net.shapes[static_cast<size_t>(t)]);
+        };
+        json::Value kwargs{json::Value::Object{}};
+        std::set<size_t> by_keyword;
+        const json::Value call_keywords = l.call_kwargs();
+        for (const auto& [key, v] : call_keywords.as_object("kwargs")) {
+          const json::Value* index = v.type() == json::Value::Type::Object ? v.find("kx_input") : nullptr;
+          if (!index) {
+            kwargs.set(key, v);
+            continue;
+          }
+          const size_t n = static_cast<size_t>(index->as_int("kx_input"));
+          by_keyword.insert(n);
+          kwargs.set(key, tensor_of(net.inputs[i].at(n)));
+        }
         json::Value::Array args;
-        for (int t : net.inputs[i])
-          args.push_back(keras_tensor(t == 0 ? net.input_name : net.layers[static_cast<size_t>(t - 1)]->name(),
-                                      net.shapes[static_cast<size_t>(t)]));
+        for (size_t n = 0; n < net.inputs[i].size(); ++n)
+          if (!by_keyword.count(n)) args.push_back(tensor_of(net.inputs[i][n]));
         // Self-attention of one input: Keras calls it with the query as the value too.
         if (args.size() == 1) args.push_back(args.front());
         call = json::Value(json::Value::Object{});
         call.set("args", json::Value(std::move(args)));
-        call.set("kwargs", l.call_kwargs());
+        call.set("kwargs", std::move(kwargs));
       } else {
         json::Value::Array refs;
         for (int t : net.inputs[i])
