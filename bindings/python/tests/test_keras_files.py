@@ -198,7 +198,7 @@ class KerasFiles(unittest.TestCase):
         i = keras.Input((4,))
         self.refused(keras.Model(i, keras.ops.power(layers.Dense(4)(i), 3.0)), "op Power")
         self.refused(keras.Sequential([keras.Input((5, 3)), layers.SimpleRNN(2)]), "layer class SimpleRNN")
-        self.refused(keras.Sequential([keras.Input((5, 3)), layers.LSTM(2, dropout=0.2)]), "dropout")
+        self.refused(keras.Sequential([keras.Input((5, 3)), layers.LSTM(2, recurrent_dropout=0.2)]), "recurrent_dropout")
         self.refused(keras.Sequential([keras.Input((6, 6, 1)), layers.MaxPooling2D(padding="same")]), "padding")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, kernel_regularizer="l2")]), "kernel_regularizer")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, activation="mish")]), "mish")
