@@ -30,6 +30,18 @@ void require_known(const Value& options, std::initializer_list<const char*> know
   }
 }
 
+// The arguments the mobile applications share (MobileNetV2, MobileNetV3*, EfficientNetB0): each
+// options struct has these members with Keras's defaults.
+template <class Options>
+void read_top_and_shape(const Value& options, const std::string& name, Options& o) {
+  if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
+  if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
+  if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
+  if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
+  if (const Value* v = options.find("classifier_activation"))
+    o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+}
+
 }  // namespace
 
 Model application(const Strategy& strategy, const std::string& name, const std::string& options_json) {
@@ -49,12 +61,7 @@ Model application(const Strategy& strategy, const std::string& name, const std::
                   name);
     MobileNetV2Options o;
     if (const Value* v = options.find("alpha")) o.alpha = v->as_number(name + " alpha");
-    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
-    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
-    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
-    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
-    if (const Value* v = options.find("classifier_activation"))
-      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+    read_top_and_shape(options, name, o);
     return mobilenet_v2(strategy, o);
   }
   if (name == "MobileNetV3Small" || name == "MobileNetV3Large") {
@@ -66,13 +73,8 @@ Model application(const Strategy& strategy, const std::string& name, const std::
     o.large = name == "MobileNetV3Large";
     if (const Value* v = options.find("alpha")) o.alpha = v->as_number(name + " alpha");
     if (const Value* v = options.find("minimalistic")) o.minimalistic = v->as_bool(name + " minimalistic");
-    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
-    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
-    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
-    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
+    read_top_and_shape(options, name, o);
     if (const Value* v = options.find("dropout_rate")) o.dropout_rate = v->as_number(name + " dropout_rate");
-    if (const Value* v = options.find("classifier_activation"))
-      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
     if (const Value* v = options.find("include_preprocessing"))
       o.include_preprocessing = v->as_bool(name + " include_preprocessing");
     return mobilenet_v3(strategy, o);
@@ -81,12 +83,7 @@ Model application(const Strategy& strategy, const std::string& name, const std::
     require_known(options, {"include_top", "weights", "input_shape", "pooling", "classes", "classifier_activation"},
                   name);
     EfficientNetOptions o;
-    if (const Value* v = options.find("input_shape")) o.input_shape = shape_of(*v, name + " input_shape");
-    if (const Value* v = options.find("include_top")) o.include_top = v->as_bool(name + " include_top");
-    if (const Value* v = options.find("pooling"); v && !v->is_null()) o.pooling = v->as_string(name + " pooling");
-    if (const Value* v = options.find("classes")) o.classes = v->as_int(name + " classes");
-    if (const Value* v = options.find("classifier_activation"))
-      o.classifier_activation = v->is_null() ? "linear" : v->as_string(name + " classifier_activation");
+    read_top_and_shape(options, name, o);
     return efficientnet_b0(strategy, o);
   }
   fail(Status::InvalidArgument,
