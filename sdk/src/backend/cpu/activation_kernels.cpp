@@ -4,6 +4,7 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
+#include "backend/cpu/vector_exp.hpp"
 #include "backend/pointwise_activation_math.hpp"
 #include "backend/seed_mix.hpp"
 
@@ -103,6 +104,38 @@ KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, con
     KX_EACH_POINTWISE_ACTIVATION(KX_BACKWARD_CASE)
 #undef KX_BACKWARD_CASE
     case Activation::Softmax: break;
+  }
+}
+
+KX_CLONES void softmax_rows(int64_t rows, int64_t cols, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = y + r * cols;
+    float top = v[0];
+#pragma omp simd reduction(max : top)
+    for (int64_t j = 1; j < cols; ++j) top = v[j] > top ? v[j] : top;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float e = vector_exp(v[j] - top);
+      v[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) v[j] *= inv;
+  }
+}
+
+KX_CLONES void softmax_backward_rows(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dzr = dz + r * cols;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) dzr[j] = yr[j] * (dyr[j] - dot);
   }
 }
 
