@@ -1,13 +1,14 @@
-// The CPU's vectorised exp (softmax's) against double-precision exp over the whole float range, and
+// The CPU's vectorised exp, sigmoid and tanh (softmax's, the LSTM's) against double-precision exp over the whole float range, and
 // softmax rows built on it against a float64 softmax.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "backend/cpu/activation_kernels.hpp"
-#include "backend/cpu/vector_exp.hpp"
+#include "backend/cpu/vector_math.hpp"
 
 namespace kx {
 namespace {
@@ -37,6 +38,33 @@ TEST(VectorExp, SubnormalsZeroInfinityAndNaN) {
   EXPECT_EQ(vector_exp(89.0f), std::numeric_limits<float>::infinity());
   EXPECT_EQ(vector_exp(std::numeric_limits<float>::infinity()), std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(vector_exp(std::numeric_limits<float>::quiet_NaN())));
+}
+
+// Error of `f` against the double function `exact` in units of the float result's last place.
+template <class F, class Exact>
+double worst_ulps(float from, float to, float step, F f, Exact exact) {
+  double worst = 0.0;
+  for (float x = from; x < to; x += step) {
+    const double want = exact(static_cast<double>(x));
+    if (want == 0.0) continue;
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    worst = std::max(worst, std::fabs(static_cast<double>(f(x)) - want) / ulp);
+  }
+  return worst;
+}
+
+TEST(VectorExp, SigmoidAndTanhWithinFewUlp) {
+  const auto sigmoid = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  const auto tanh = [](double x) { return std::tanh(x); };
+  EXPECT_LE(worst_ulps(-80.0f, 80.0f, 0.000917f, backend::cpu::vector_sigmoid, sigmoid), 4.0);
+  EXPECT_LE(worst_ulps(-12.0f, 12.0f, 0.000317f, backend::cpu::vector_tanh, tanh), 4.0);
+  EXPECT_LE(worst_ulps(-0.01f, 0.01f, 0.0000013f, backend::cpu::vector_tanh, tanh), 2.0);  // near 0: no cancellation
+  EXPECT_EQ(backend::cpu::vector_tanh(50.0f), 1.0f);
+  EXPECT_EQ(backend::cpu::vector_tanh(-50.0f), -1.0f);
+  EXPECT_EQ(backend::cpu::vector_sigmoid(-200.0f), 0.0f);
+  EXPECT_EQ(backend::cpu::vector_sigmoid(200.0f), 1.0f);
+  EXPECT_TRUE(std::isnan(backend::cpu::vector_tanh(std::numeric_limits<float>::quiet_NaN())));
+  EXPECT_TRUE(std::isnan(backend::cpu::vector_sigmoid(std::numeric_limits<float>::quiet_NaN())));
 }
 
 TEST(VectorExp, SoftmaxRowsMatchFloat64) {

@@ -4,7 +4,7 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
-#include "backend/cpu/vector_exp.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/pointwise_activation_math.hpp"
 #include "backend/seed_mix.hpp"
 

@@ -1,9 +1,12 @@
 #include "backend/cpu/sequence_kernels.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <string>
 
+#include "backend/cpu/target_clones.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/recurrent_math.hpp"
 #include "kx/error.hpp"
 
@@ -59,8 +62,126 @@ void embedding_backward(int64_t n, int64_t vocab, int64_t dim, const float* ids,
   }
 }
 
+namespace {
+
+// Keras's default LSTM (tanh, sigmoid): recurrent_math.hpp's lstm_value_forward / _backward over rows
+// [first, last), the same operations in the same order, with the vectorised sigmoid and tanh
+// (vector_math.hpp) in loops over the units the compiler vectorises. The branches on what a step has
+// (a previous state, an output) are template arguments, decided once per span.
+template <bool HasPrev, bool HasY>
+inline void lstm_rows_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
+                              const float* h_prev, const float* mask, float* c, float* h, float* y) {
+  const int64_t u = s.units;
+  for (int64_t r = first; r < last; ++r) {
+    float* zi = gates + r * s.gates_ld;
+    float* zf = zi + u;
+    float* zg = zi + 2 * u;
+    float* zo = zi + 3 * u;
+    const int64_t at = r * s.state_ld;
+    const float* cp = HasPrev ? c_prev + at : nullptr;
+    const float* hp = HasPrev ? h_prev + at : nullptr;
+    float* cr = c + at;
+    float* hr = h + at;
+    float* yr = HasY ? y + r * s.y_ld : nullptr;
+    const bool kept = step_kept(s, mask, r), zero_out = s.zero_masked_output != 0;
+#pragma omp simd
+    for (int64_t j = 0; j < u; ++j) {
+      const float i = vector_sigmoid(zi[j]), f = vector_sigmoid(zf[j]), g = vector_tanh(zg[j]),
+                  o = vector_sigmoid(zo[j]);
+      zi[j] = i, zf[j] = f, zg[j] = g, zo[j] = o;
+      const float cpv = HasPrev ? cp[j] : 0.0f, hpv = HasPrev ? hp[j] : 0.0f;
+      const float c_new = f * cpv + i * g;
+      const float h_new = o * vector_tanh(c_new);
+      cr[j] = kept ? c_new : cpv;
+      hr[j] = kept ? h_new : hpv;
+      if (HasY) yr[j] = kept ? h_new : (zero_out ? 0.0f : hpv);
+    }
+  }
+}
+
+template <bool HasPrev, bool HasDy>
+inline void lstm_rows_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
+                               const float* c, const float* mask, const float* dy, float* dh, float* dc) {
+  const int64_t u = s.units;
+  for (int64_t r = first; r < last; ++r) {
+    float* zi = gates + r * s.gates_ld;
+    float* zf = zi + u;
+    float* zg = zi + 2 * u;
+    float* zo = zi + 3 * u;
+    const bool kept = step_kept(s, mask, r);
+    const float* dyr = HasDy ? dy + r * s.y_ld : nullptr;
+    float* dhr = dh + r * u;
+    float* dcr = dc + r * u;
+    if (!kept) {  // h and c passed through unchanged: their gradients go on to the step before
+      const bool add_dy = HasDy && !s.zero_masked_output;
+      for (int64_t j = 0; j < u; ++j) {
+        zi[j] = zf[j] = zg[j] = zo[j] = 0.0f;
+        if (add_dy) dhr[j] = dhr[j] + dyr[j];
+      }
+      continue;
+    }
+    const float* cp = HasPrev ? c_prev + r * s.state_ld : nullptr;
+    const float* cr = c + r * s.state_ld;
+#pragma omp simd
+    for (int64_t j = 0; j < u; ++j) {
+      const float dh_t = HasDy ? dhr[j] + dyr[j] : dhr[j];
+      const float i = zi[j], f = zf[j], g = zg[j], o = zo[j];
+      const float cpv = HasPrev ? cp[j] : 0.0f;
+      const float tc = vector_tanh(cr[j]);
+      const float dct = dcr[j] + tanh_backward(tc, dh_t * o);
+      zi[j] = sigmoid_backward(i, dct * g);
+      zf[j] = sigmoid_backward(f, dct * cpv);
+      zg[j] = tanh_backward(g, dct * i);
+      zo[j] = sigmoid_backward(o, dh_t * tc);
+      dcr[j] = dct * f;
+      dhr[j] = 0.0f;
+    }
+  }
+}
+
+bool default_lstm(const RecurrentStep& s) {
+  return s.activation == Activation::Tanh && s.recurrent_activation == Activation::Sigmoid;
+}
+
+// The threads' spans of rows for one step: whole rows each, at most one span per 8 rows.
+int row_parts(const RecurrentStep& s, int64_t values_per_row, int threads) {
+  if (s.rows * values_per_row < kParallelValues) return 1;
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, s.rows / 8)));
+}
+
+}  // namespace
+
+KX_CLONES void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+                                 const float* c_prev, const float* h_prev, const float* mask, float* c, float* h,
+                                 float* y) {
+  if (c_prev && h_prev) {
+    if (y) return lstm_rows_forward<true, true>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
+    return lstm_rows_forward<true, false>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
+  }
+  if (y) return lstm_rows_forward<false, true>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
+  lstm_rows_forward<false, false>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
+}
+
+KX_CLONES void lstm_span_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+                                  const float* c_prev, const float* c, const float* mask, const float* dy, float* dh,
+                                  float* dc) {
+  if (c_prev) {
+    if (dy) return lstm_rows_backward<true, true>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
+    return lstm_rows_backward<true, false>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
+  }
+  if (dy) return lstm_rows_backward<false, true>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
+  lstm_rows_backward<false, false>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
+}
+
 void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
                        const float* mask, float* c, float* h, float* y, int threads) {
+  if (default_lstm(s) && (c_prev != nullptr) == (h_prev != nullptr)) {
+    const int parts = row_parts(s, 4 * s.units, threads);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int t = 0; t < parts; ++t)
+      lstm_span_forward(s, s.rows * t / parts, s.rows * (t + 1) / parts, gates, c_prev, h_prev, mask, c, h, y);
+    return;
+  }
 #pragma omp parallel for num_threads(threads) if (s.rows * s.units * 4 >= kParallelValues)
   for (int64_t r = 0; r < s.rows; ++r)
     for (int64_t j = 0; j < s.units; ++j) lstm_value_forward(s, r, j, gates, c_prev, h_prev, mask, c, h, y);
@@ -68,6 +189,13 @@ void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev
 
 void lstm_step_backward(const RecurrentStep& s, float* gates, const float* c_prev, const float* c, const float* mask,
                         const float* dy, float* dh, float* dc, int threads) {
+  if (default_lstm(s)) {
+    const int parts = row_parts(s, 4 * s.units, threads);
+#pragma omp parallel for num_threads(parts) schedule(static) if (parts > 1)
+    for (int t = 0; t < parts; ++t)
+      lstm_span_backward(s, s.rows * t / parts, s.rows * (t + 1) / parts, gates, c_prev, c, mask, dy, dh, dc);
+    return;
+  }
 #pragma omp parallel for num_threads(threads) if (s.rows * s.units * 4 >= kParallelValues)
   for (int64_t r = 0; r < s.rows; ++r)
     for (int64_t j = 0; j < s.units; ++j) lstm_value_backward(s, r, j, gates, c_prev, c, mask, dy, dh, dc);

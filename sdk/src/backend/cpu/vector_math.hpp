@@ -1,9 +1,10 @@
-// exp(x) in float32 written without branches or library calls, so that a `#pragma omp simd` loop
+// exp, the logistic function and tanh in float32 written without branches or library calls, so that a `#pragma omp simd` loop
 // (KX_CLONES) runs it at full vector width, which libm's expf does not allow. Within about 2 ulp of
 // the exact value over the whole float range: exp(x) = 2^n exp(r) with n = round(x / ln 2) and
 // |r| <= ln(2) / 2, ln 2 split in two so r is exact, exp(r) by its Taylor polynomial to degree 7
 // (truncation below 1e-8 relative), 2^n applied as two normal powers so results down to the
 // subnormals and up to FLT_MAX stay right. NaN stays NaN; below -104 it is 0, above ln(FLT_MAX) inf.
+// sigmoid and tanh build on it (the LSTM's gates).
 #pragma once
 #include <bit>
 #include <cstdint>
@@ -34,6 +35,32 @@ inline float vector_exp(float x) {
   const int32_t n1 = ni / 2, n2 = ni - n1;  // each in [-75, 64]: both powers are normal floats
   const float scaled = p * std::bit_cast<float>((n1 + 127) << 23) * std::bit_cast<float>((n2 + 127) << 23);
   return x < kLowest ? 0.0f : (x > kHighest ? std::numeric_limits<float>::infinity() : scaled);
+}
+
+// The logistic function as loss_math.hpp's sigmoid (no overflow on either side), on vector_exp.
+inline float vector_sigmoid(float x) {
+  const float e = vector_exp(x >= 0.0f ? -x : x);  // exp(-|x|); NaN stays NaN
+  const float d = 1.0f + e;
+  return x >= 0.0f ? 1.0f / d : e / d;
+}
+
+// tanh: below |x| = 0.625 its Taylor series to x^19 (truncation below 1e-8 relative; no cancellation
+// near 0), above it 1 - 2 / (exp(2|x|) + 1) (within a few ulp there), the sign put back.
+inline float vector_tanh(float x) {
+  const float a = x < 0.0f ? -x : x;
+  const float x2 = x * x;
+  float p = -2.3912911424355248e-04f;  // the series' coefficients, x^19 down to x^3
+  p = p * x2 + 5.9002744094558598e-04f;
+  p = p * x2 - 1.4558343870513183e-03f;
+  p = p * x2 + 3.5921280365724810e-03f;
+  p = p * x2 - 8.8632355299021966e-03f;
+  p = p * x2 + 2.1869488536155203e-02f;
+  p = p * x2 - 5.3968253968253968e-02f;
+  p = p * x2 + 1.3333333333333333e-01f;
+  p = p * x2 - 3.3333333333333333e-01f;
+  const float series = x + x * (x2 * p);
+  const float far = 1.0f - 2.0f / (vector_exp(2.0f * a) + 1.0f);
+  return a < 0.625f ? series : (x < 0.0f ? -far : far);
 }
 
 }  // namespace kx::backend::cpu
