@@ -69,7 +69,7 @@ namespace {
 // (vector_math.hpp) in loops over the units the compiler vectorises. The branches on what a step has
 // (a previous state, an output) are template arguments, decided once per span.
 template <bool HasPrev, bool HasY>
-inline void lstm_rows_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
+[[gnu::always_inline]] inline void lstm_rows_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
                               const float* h_prev, const float* mask, float* c, float* h, float* y) {
   const int64_t u = s.units;
   for (int64_t r = first; r < last; ++r) {
@@ -83,24 +83,34 @@ inline void lstm_rows_forward(const RecurrentStep& s, int64_t first, int64_t las
     float* cr = c + at;
     float* hr = h + at;
     float* yr = HasY ? y + r * s.y_ld : nullptr;
-    const bool kept = step_kept(s, mask, r), zero_out = s.zero_masked_output != 0;
+    if (!step_kept(s, mask, r)) {  // a masked step: the gates as computed, h and c carried over
+      const bool zero_out = s.zero_masked_output != 0;
+      for (int64_t j = 0; j < u; ++j) {
+        zi[j] = vector_sigmoid(zi[j]), zf[j] = vector_sigmoid(zf[j]), zg[j] = vector_tanh(zg[j]),
+        zo[j] = vector_sigmoid(zo[j]);
+        const float cpv = HasPrev ? cp[j] : 0.0f, hpv = HasPrev ? hp[j] : 0.0f;
+        cr[j] = cpv;
+        hr[j] = hpv;
+        if (HasY) yr[j] = zero_out ? 0.0f : hpv;
+      }
+      continue;
+    }
 #pragma omp simd
     for (int64_t j = 0; j < u; ++j) {
       const float i = vector_sigmoid(zi[j]), f = vector_sigmoid(zf[j]), g = vector_tanh(zg[j]),
                   o = vector_sigmoid(zo[j]);
       zi[j] = i, zf[j] = f, zg[j] = g, zo[j] = o;
-      const float cpv = HasPrev ? cp[j] : 0.0f, hpv = HasPrev ? hp[j] : 0.0f;
-      const float c_new = f * cpv + i * g;
+      const float c_new = HasPrev ? f * cp[j] + i * g : f * 0.0f + i * g;
       const float h_new = o * vector_tanh(c_new);
-      cr[j] = kept ? c_new : cpv;
-      hr[j] = kept ? h_new : hpv;
-      if (HasY) yr[j] = kept ? h_new : (zero_out ? 0.0f : hpv);
+      cr[j] = c_new;
+      hr[j] = h_new;
+      if (HasY) yr[j] = h_new;
     }
   }
 }
 
 template <bool HasPrev, bool HasDy>
-inline void lstm_rows_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
+[[gnu::always_inline]] inline void lstm_rows_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
                                const float* c, const float* mask, const float* dy, float* dh, float* dc) {
   const int64_t u = s.units;
   for (int64_t r = first; r < last; ++r) {

@@ -40,8 +40,8 @@ inline float vector_exp(float x) {
 // The logistic function as loss_math.hpp's sigmoid (no overflow on either side), on vector_exp.
 inline float vector_sigmoid(float x) {
   const float e = vector_exp(x >= 0.0f ? -x : x);  // exp(-|x|); NaN stays NaN
-  const float d = 1.0f + e;
-  return x >= 0.0f ? 1.0f / d : e / d;
+  // One division for either sign (a division under a condition keeps a loop from vectorising).
+  return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
 }
 
 // tanh: below |x| = 0.625 its Taylor series to x^19 (truncation below 1e-8 relative; no cancellation
