@@ -66,11 +66,32 @@ namespace {
 
 // Keras's default LSTM (tanh, sigmoid): recurrent_math.hpp's lstm_value_forward / _backward over rows
 // [first, last), the same operations in the same order, with the vectorised sigmoid and tanh
-// (vector_math.hpp) in loops over the units the compiler vectorises. The branches on what a step has
-// (a previous state, an output) are template arguments, decided once per span.
-template <bool HasPrev, bool HasY>
-[[gnu::always_inline]] inline void lstm_rows_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
-                              const float* h_prev, const float* mask, float* c, float* h, float* y) {
+// (vector_math.hpp) in loops over the units the compiler vectorises. Each loop is written once per
+// case that changes its arithmetic (a previous state or none); what only copies (y, dy, masked rows)
+// is done outside the vectorised loops, which keeps the CPU clones of these kernels small.
+
+// A masked step (rare: padding): the gates as the other rows compute them, h and c carried over.
+[[gnu::noinline]] void lstm_masked_row_forward(const RecurrentStep& s, float* zi, const float* cp, const float* hp,
+                                               float* cr, float* hr, float* yr) {
+  const int64_t u = s.units;
+  float* zf = zi + u;
+  float* zg = zi + 2 * u;
+  float* zo = zi + 3 * u;
+  for (int64_t j = 0; j < u; ++j) {
+    zi[j] = vector_sigmoid(zi[j]), zf[j] = vector_sigmoid(zf[j]), zg[j] = vector_tanh(zg[j]),
+    zo[j] = vector_sigmoid(zo[j]);
+    const float cpv = cp ? cp[j] : 0.0f, hpv = hp ? hp[j] : 0.0f;
+    cr[j] = cpv;
+    hr[j] = hpv;
+    if (yr) yr[j] = s.zero_masked_output != 0 ? 0.0f : hpv;
+  }
+}
+
+}  // namespace
+
+KX_CLONES void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+                                 const float* c_prev, const float* h_prev, const float* mask, float* c, float* h,
+                                 float* y) {
   const int64_t u = s.units;
   for (int64_t r = first; r < last; ++r) {
     float* zi = gates + r * s.gates_ld;
@@ -78,65 +99,69 @@ template <bool HasPrev, bool HasY>
     float* zg = zi + 2 * u;
     float* zo = zi + 3 * u;
     const int64_t at = r * s.state_ld;
-    const float* cp = HasPrev ? c_prev + at : nullptr;
-    const float* hp = HasPrev ? h_prev + at : nullptr;
+    const float* cp = c_prev ? c_prev + at : nullptr;
     float* cr = c + at;
     float* hr = h + at;
-    float* yr = HasY ? y + r * s.y_ld : nullptr;
-    if (!step_kept(s, mask, r)) {  // a masked step: the gates as computed, h and c carried over
-      const bool zero_out = s.zero_masked_output != 0;
-      for (int64_t j = 0; j < u; ++j) {
-        zi[j] = vector_sigmoid(zi[j]), zf[j] = vector_sigmoid(zf[j]), zg[j] = vector_tanh(zg[j]),
-        zo[j] = vector_sigmoid(zo[j]);
-        const float cpv = HasPrev ? cp[j] : 0.0f, hpv = HasPrev ? hp[j] : 0.0f;
-        cr[j] = cpv;
-        hr[j] = hpv;
-        if (HasY) yr[j] = zero_out ? 0.0f : hpv;
-      }
+    float* yr = y ? y + r * s.y_ld : nullptr;
+    if (!step_kept(s, mask, r)) {
+      lstm_masked_row_forward(s, zi, cp, h_prev ? h_prev + at : nullptr, cr, hr, yr);
       continue;
     }
+    if (cp) {
 #pragma omp simd
-    for (int64_t j = 0; j < u; ++j) {
-      const float i = vector_sigmoid(zi[j]), f = vector_sigmoid(zf[j]), g = vector_tanh(zg[j]),
-                  o = vector_sigmoid(zo[j]);
-      zi[j] = i, zf[j] = f, zg[j] = g, zo[j] = o;
-      const float c_new = HasPrev ? f * cp[j] + i * g : f * 0.0f + i * g;
-      const float h_new = o * vector_tanh(c_new);
-      cr[j] = c_new;
-      hr[j] = h_new;
-      if (HasY) yr[j] = h_new;
+      for (int64_t j = 0; j < u; ++j) {
+        const float i = vector_sigmoid(zi[j]), f = vector_sigmoid(zf[j]), g = vector_tanh(zg[j]),
+                    o = vector_sigmoid(zo[j]);
+        zi[j] = i, zf[j] = f, zg[j] = g, zo[j] = o;
+        const float c_new = f * cp[j] + i * g;
+        cr[j] = c_new;
+        hr[j] = o * vector_tanh(c_new);
+      }
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < u; ++j) {
+        const float i = vector_sigmoid(zi[j]), f = vector_sigmoid(zf[j]), g = vector_tanh(zg[j]),
+                    o = vector_sigmoid(zo[j]);
+        zi[j] = i, zf[j] = f, zg[j] = g, zo[j] = o;
+        const float c_new = f * 0.0f + i * g;  // as with a zero state: a NaN gate stays visible
+        cr[j] = c_new;
+        hr[j] = o * vector_tanh(c_new);
+      }
     }
+    if (yr) std::copy(hr, hr + u, yr);
   }
 }
 
-template <bool HasPrev, bool HasDy>
-[[gnu::always_inline]] inline void lstm_rows_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates, const float* c_prev,
-                               const float* c, const float* mask, const float* dy, float* dh, float* dc) {
+KX_CLONES void lstm_span_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+                                  const float* c_prev, const float* c, const float* mask, const float* dy, float* dh,
+                                  float* dc) {
   const int64_t u = s.units;
   for (int64_t r = first; r < last; ++r) {
     float* zi = gates + r * s.gates_ld;
     float* zf = zi + u;
     float* zg = zi + 2 * u;
     float* zo = zi + 3 * u;
-    const bool kept = step_kept(s, mask, r);
-    const float* dyr = HasDy ? dy + r * s.y_ld : nullptr;
+    const float* dyr = dy ? dy + r * s.y_ld : nullptr;
     float* dhr = dh + r * u;
     float* dcr = dc + r * u;
-    if (!kept) {  // h and c passed through unchanged: their gradients go on to the step before
-      const bool add_dy = HasDy && !s.zero_masked_output;
+    if (!step_kept(s, mask, r)) {  // h and c passed through unchanged: their gradients go on to the step before
+      const bool add_dy = dyr && !s.zero_masked_output;
       for (int64_t j = 0; j < u; ++j) {
         zi[j] = zf[j] = zg[j] = zo[j] = 0.0f;
         if (add_dy) dhr[j] = dhr[j] + dyr[j];
       }
       continue;
     }
-    const float* cp = HasPrev ? c_prev + r * s.state_ld : nullptr;
+    // dh_t = dh + dy, summed once here as the loop below would.
+    if (dyr)
+      for (int64_t j = 0; j < u; ++j) dhr[j] = dhr[j] + dyr[j];
+    const float* cp = c_prev ? c_prev + r * s.state_ld : nullptr;
     const float* cr = c + r * s.state_ld;
 #pragma omp simd
     for (int64_t j = 0; j < u; ++j) {
-      const float dh_t = HasDy ? dhr[j] + dyr[j] : dhr[j];
+      const float dh_t = dhr[j];
       const float i = zi[j], f = zf[j], g = zg[j], o = zo[j];
-      const float cpv = HasPrev ? cp[j] : 0.0f;
+      const float cpv = cp ? cp[j] : 0.0f;
       const float tc = vector_tanh(cr[j]);
       const float dct = dcr[j] + tanh_backward(tc, dh_t * o);
       zi[j] = sigmoid_backward(i, dct * g);
@@ -149,6 +174,8 @@ template <bool HasPrev, bool HasDy>
   }
 }
 
+namespace {
+
 bool default_lstm(const RecurrentStep& s) {
   return s.activation == Activation::Tanh && s.recurrent_activation == Activation::Sigmoid;
 }
@@ -160,28 +187,6 @@ int row_parts(const RecurrentStep& s, int64_t values_per_row, int threads) {
 }
 
 }  // namespace
-
-KX_CLONES void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
-                                 const float* c_prev, const float* h_prev, const float* mask, float* c, float* h,
-                                 float* y) {
-  if (c_prev && h_prev) {
-    if (y) return lstm_rows_forward<true, true>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
-    return lstm_rows_forward<true, false>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
-  }
-  if (y) return lstm_rows_forward<false, true>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
-  lstm_rows_forward<false, false>(s, first, last, gates, c_prev, h_prev, mask, c, h, y);
-}
-
-KX_CLONES void lstm_span_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
-                                  const float* c_prev, const float* c, const float* mask, const float* dy, float* dh,
-                                  float* dc) {
-  if (c_prev) {
-    if (dy) return lstm_rows_backward<true, true>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
-    return lstm_rows_backward<true, false>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
-  }
-  if (dy) return lstm_rows_backward<false, true>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
-  lstm_rows_backward<false, false>(s, first, last, gates, c_prev, c, mask, dy, dh, dc);
-}
 
 void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
                        const float* mask, float* c, float* h, float* y, int threads) {
