@@ -10,7 +10,7 @@
 
 namespace kx::backend::cpu {
 
-KX_CLONES void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
+KX_CLONES_AVX2 void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dz[i] = relu_backward(y[i], dy[i]);
 }
@@ -21,7 +21,7 @@ bool clipped_relu(float slope, float threshold) { return slope == 0.0f && thresh
 
 }  // namespace
 
-KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
+KX_CLONES_AVX2 void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
   if (clipped_relu(slope, threshold)) {
     // relu then clip, as relu_general: NaN stays NaN (neither comparison holds).
     const float limit = max_value <= kReluNoClip ? max_value : INFINITY;
@@ -36,7 +36,7 @@ KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float 
   for (int64_t i = 0; i < n; ++i) y[i] = relu_general(x[i], slope, max_value, threshold);
 }
 
-KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
+KX_CLONES_AVX2 void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
                                           const float* dy, float* dx) {
   if (clipped_relu(slope, threshold)) {
     // relu_general_backward's pass: strictly inside (0, 6) for relu6, else above 0 and up to the clip.
@@ -54,7 +54,7 @@ KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_valu
   for (int64_t i = 0; i < n; ++i) dx[i] = relu_general_backward(x[i], dy[i], slope, max_value, threshold);
 }
 
-KX_CLONES void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+KX_CLONES_AVX2 void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
                             float* y) {
   const float keep_scale = 1.0f / (1.0f - rate);
 #pragma omp simd

@@ -120,9 +120,9 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float
   }
 }
 
-// Layer normalisation's rows, one at a time, in loops the compiler vectorises (KX_CLONES): the row
+// Layer normalisation's rows, one at a time, in loops the compiler vectorises (KX_CLONES_AVX2): the row
 // sums in double through SIMD reductions, whose order is fixed by the code, not the thread count.
-KX_CLONES void layer_norm_rows(int64_t first, int64_t last, int64_t cols, const float* x, float epsilon,
+KX_CLONES_AVX2 void layer_norm_rows(int64_t first, int64_t last, int64_t cols, const float* x, float epsilon,
                                const float* gamma, const float* beta, float* y, float* mean, float* inv_std) {
   for (int64_t r = first; r < last; ++r) {
     const float* xr = x + r * cols;
@@ -142,7 +142,7 @@ KX_CLONES void layer_norm_rows(int64_t first, int64_t last, int64_t cols, const 
   }
 }
 
-KX_CLONES void layer_norm_input_grad_rows(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
+KX_CLONES_AVX2 void layer_norm_input_grad_rows(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
                                           const float* mean, const float* inv_std, const float* gamma, float* dx) {
   for (int64_t r = first; r < last; ++r) {
     const float* xr = x + r * cols;
@@ -164,7 +164,7 @@ KX_CLONES void layer_norm_input_grad_rows(int64_t first, int64_t last, int64_t c
 }
 
 // sums[0][c] += dy and sums[1][c] += dy * xhat over rows [first, last), row by row.
-KX_CLONES void layer_norm_param_sums(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
+KX_CLONES_AVX2 void layer_norm_param_sums(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
                                      const float* mean, const float* inv_std, double* sums) {
   double* dbeta = sums;
   double* dgamma = sums + cols;

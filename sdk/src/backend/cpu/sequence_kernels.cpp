@@ -89,7 +89,7 @@ namespace {
 
 }  // namespace
 
-KX_CLONES void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+KX_CLONES_AVX2 void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
                                  const float* c_prev, const float* h_prev, const float* mask, float* c, float* h,
                                  float* y) {
   const int64_t u = s.units;
@@ -132,7 +132,7 @@ KX_CLONES void lstm_span_forward(const RecurrentStep& s, int64_t first, int64_t 
   }
 }
 
-KX_CLONES void lstm_span_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
+KX_CLONES_AVX2 void lstm_span_backward(const RecurrentStep& s, int64_t first, int64_t last, float* gates,
                                   const float* c_prev, const float* c, const float* mask, const float* dy, float* dh,
                                   float* dc) {
   const int64_t u = s.units;
