@@ -86,7 +86,7 @@ inline void backward_span(int64_t n, const float* x, const float* dy, float* dx)
 
 }  // namespace
 
-KX_CLONES void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
+KX_CLONES_AVX2 void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
   switch (act) {
 #define KX_FORWARD_CASE(a) \
   case Activation::a: return forward_span<Activation::a>(n, x, y);
@@ -96,7 +96,7 @@ KX_CLONES void pointwise_activation_span(Activation act, int64_t n, const float*
   }
 }
 
-KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
+KX_CLONES_AVX2 void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
                                                   float* dx) {
   switch (act) {
 #define KX_BACKWARD_CASE(a) \
@@ -107,7 +107,7 @@ KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, con
   }
 }
 
-KX_CLONES void softmax_rows(int64_t rows, int64_t cols, float* y) {
+KX_CLONES_AVX2 void softmax_rows(int64_t rows, int64_t cols, float* y) {
   for (int64_t r = 0; r < rows; ++r) {
     float* v = y + r * cols;
     float top = v[0];
@@ -126,7 +126,7 @@ KX_CLONES void softmax_rows(int64_t rows, int64_t cols, float* y) {
   }
 }
 
-KX_CLONES void softmax_backward_rows(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz) {
+KX_CLONES_AVX2 void softmax_backward_rows(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * cols;
     const float* dyr = dy + r * cols;

@@ -1,5 +1,5 @@
 // exp, the logistic function and tanh in float32 written without branches or library calls, so that a `#pragma omp simd` loop
-// (KX_CLONES) runs it at full vector width, which libm's expf does not allow. Within about 2 ulp of
+// (a KX_CLONES or KX_CLONES_AVX2 function) runs it at full vector width, which libm's expf does not allow. Within about 2 ulp of
 // the exact value over the whole float range: exp(x) = 2^n exp(r) with n = round(x / ln 2) and
 // |r| <= ln(2) / 2, ln 2 split in two so r is exact, exp(r) by its Taylor polynomial to degree 7
 // (truncation below 1e-8 relative), 2^n applied as two normal powers so results down to the
