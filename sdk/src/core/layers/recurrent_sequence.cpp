@@ -1,5 +1,6 @@
 #include "core/layers/recurrent_sequence.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/checked_size.hpp"
@@ -122,9 +123,11 @@ int64_t RecurrentSequence::scratch_per_sample() const {
   return state_scratch_per_sample() + (s_.dropout > 0 ? features_ * (steps_ + 1) : 0);
 }
 
-// dh and dc, then with dropout the inputs' gradient before the mask.
+// dh and dc, then every step's previous h (what the recurrent kernel's gradient multiplies) and, with
+// dropout, after it the inputs' gradient before the mask.
 int64_t RecurrentSequence::workspace_floats(int64_t rows) const {
-  return checked_product({rows, 2 * s_.units + (s_.dropout > 0 ? steps_ * features_ : 0)}, "dh");
+  const int64_t after = std::max(steps_ * s_.units, s_.dropout > 0 ? steps_ * features_ : 0);
+  return checked_product({rows, 2 * s_.units + after}, "a recurrent layer's workspace");
 }
 
 backend::BinaryShape RecurrentSequence::dropout_broadcast() const {
@@ -214,7 +217,6 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
   be.fill_zero(static_cast<size_t>(2 * rows * u) * sizeof(float), workspace);
   float* d_recurrent_kernel = dw ? dw + features_ * g : nullptr;
   float* d_bias = dw && s_.use_bias ? d_recurrent_kernel + u * g : nullptr;
-  bool recurrent_written = false;
   const backend::RecurrentStep st = step_shape(rows, out);
   for (int64_t k = T; k-- > 0;) {
     const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
@@ -232,16 +234,22 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
     }
     if (k == 0) break;  // the first step's h_prev is zero: nothing flows through the recurrent kernel
     be.gemm(Trans::No, Trans::Yes, rows, u, g, d_step, T * g, recurrent_kernel, g, 1.0f, dh, u, {});
-    if (d_recurrent_kernel) {
-      be.gemm(Trans::Yes, Trans::No, u, g, rows, h_prev, T * u, d_step, T * g, recurrent_written ? 1.0f : 0.0f,
-              d_recurrent_kernel, g, {});
-      recurrent_written = true;
-    }
   }
   const bool dropped = s_.dropout > 0 && drop.training;
   if (dropped) x = dropped_inputs(scratch, rows);
   if (dw) {
-    if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
+    // The recurrent kernel's gradient, sum over steps of h_prev^T d_step, as one product over every
+    // (row, step): each position's previous h lined up with it (zero for the first step processed).
+    float* h_before = workspace + 2 * rows * u;
+    be.fill_zero(static_cast<size_t>(rows * T * u) * sizeof(float), h_before);
+    if (T > 1) {
+      if (s_.go_backwards)  // position t follows position t + 1
+        be.copy_columns(rows, (T - 1) * u, h + u, T * u, h_before, T * u);
+      else
+        be.copy_columns(rows, (T - 1) * u, h, T * u, h_before + u, T * u);
+    }
+    be.gemm(Trans::Yes, Trans::No, u, g, rows * T, h_before, u, s_.cell == CellKind::Lstm ? gates : second, g, 0.0f,
+            d_recurrent_kernel, g, {});
     Epilogue with_bias_grad;
     with_bias_grad.bias_grad = d_bias;
     be.gemm(Trans::Yes, Trans::No, features_, g, rows * T, x, features_, gates, g, 0.0f, dw, g, with_bias_grad);
