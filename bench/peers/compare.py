@@ -62,7 +62,7 @@ def main():
     p.add_argument("--python", default=sys.executable, help="the bench venv's python")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--workloads", default="mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,efficientnetb0:32,lstm:64")
+    p.add_argument("--workloads", default="mlp:32,mlp:256,cnn:64,resnet50:16,mobilenetv2:32,efficientnetb0:32,lstm:64,transformer:32")
     p.add_argument("--peers", default="keras:xla,keras:graph,torch:eager,torch:compile")
     p.add_argument("--limit", type=int, default=900, help="seconds one measurement may take")
     a = p.parse_args()

@@ -1,6 +1,7 @@
 #include "backend/recording_backend.hpp"
 
 #include <exception>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,7 +12,22 @@
 namespace kx::backend {
 namespace {
 
-using Call = std::function<void(Backend&)>;
+// One recorded call: its closure on the heap and two plain functions that run and free it. Not a
+// std::function: that gives every kernel's closure a copier and type information, which a recording
+// never uses and which made this file a sizeable part of libkx.
+class Call {
+ public:
+  template <class F>
+  explicit Call(F call)
+      : state_(std::make_unique<F>(std::move(call)).release(),
+               [](void* p) { std::default_delete<F>{}(static_cast<F*>(p)); }),
+        invoke_([](void* p, Backend& target) { (*static_cast<F*>(p))(target); }) {}
+  void operator()(Backend& target) const { invoke_(state_.get(), target); }
+
+ private:
+  std::unique_ptr<void, void (*)(void*)> state_;
+  void (*invoke_)(void*, Backend&);
+};
 
 class RecordedGraph final : public StepGraph {
  public:

@@ -80,6 +80,32 @@ inline void backward_span(int64_t n, const float* x, const float* dy, float* dx)
   for (int64_t i = 0; i < n; ++i) dx[i] = pointwise_activation_backward(A, x[i], dy[i]);
 }
 
+// The logistic function and swish (EfficientNet's, MobileNetV3's hard-swish aside) with the vectorised
+// sigmoid: libm's expf would keep these loops scalar. The formulas are pointwise_activation_math.hpp's.
+template <>
+inline void forward_span<Activation::Sigmoid>(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = vector_sigmoid(x[i]);
+}
+template <>
+inline void backward_span<Activation::Sigmoid>(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) dx[i] = sigmoid_backward(vector_sigmoid(x[i]), dy[i]);
+}
+template <>
+inline void forward_span<Activation::Silu>(int64_t n, const float* x, float* y) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = mul_rn(x[i], vector_sigmoid(x[i]));
+}
+template <>
+inline void backward_span<Activation::Silu>(int64_t n, const float* x, const float* dy, float* dx) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {  // TensorFlow's: dy * s * (1 + x * (1 - s))
+    const float s = vector_sigmoid(x[i]);
+    dx[i] = mul_rn(dy[i], mul_rn(s, add_rn(1.0f, mul_rn(x[i], sub_rn(1.0f, s)))));
+  }
+}
+
 #define KX_EACH_POINTWISE_ACTIVATION(X) \
   X(None) X(Relu) X(Sigmoid) X(Tanh) X(Relu6) X(Silu) X(HardSilu) X(HardSigmoid) X(Gelu) X(GeluTanh) X(Elu) \
   X(LeakyRelu) X(Softplus)

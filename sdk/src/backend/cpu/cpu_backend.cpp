@@ -13,6 +13,7 @@
 #include "backend/cpu/rounding_kernels.hpp"
 #include "backend/loss_scale_math.hpp"
 #include "backend/cpu/activation_kernels.hpp"
+#include "backend/cpu/binary_kernels.hpp"
 #include "backend/cpu/loss_kernels.hpp"
 #include "backend/cpu/normalization_kernels.hpp"
 #include "backend/cpu/optimizer_kernels.hpp"
@@ -289,15 +290,11 @@ class CpuBackend final : public Backend {
     for_spans(n, [&](int64_t b, int64_t e) { pointwise_activation_backward_span(act, e - b, x + b, dy + b, dx + b); });
   }
   void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out) override {
-    const int64_t size = binary::size_of(s.dims, s.rank), n = rows * size;
-#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
-    for (int64_t i = 0; i < n; ++i) out[i] = binary::forward_at(s, a, b, i / size, i % size);
+    cpu::binary_forward(s, rows, a, b, out, threads_);
   }
   void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const float* a, const float* b,
                        const float* dy, float* d) override {
-    const int64_t size = binary::size_of(which == 0 ? s.a_dims : s.b_dims, s.rank), n = rows * size;
-#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements / 64)
-    for (int64_t i = 0; i < n; ++i) d[i] = binary::gradient_at(s, which, a, b, dy, i / size, i % size);
+    cpu::binary_backward(s, rows, which, a, b, dy, d, threads_);
   }
   void scale_shift(int64_t n, float scale, float offset, const float* x, float* y) override {
 #pragma omp parallel for simd num_threads(threads_) if (n >= kParallelElements)
