@@ -134,10 +134,8 @@ Model efficientnet_b0(const Strategy& strategy, const EfficientNetOptions& o) {
     x = k.add("GlobalAveragePooling2D", "avg_pool", {}, {x});
     x = k.add("Dropout", "top_dropout", {{"rate", Value(kTopDropoutRate)}}, {x});
     k.add("Dense", "predictions", {{"units", Value(o.classes)}, {"activation", Value(o.classifier_activation)}}, {x});
-  } else if (o.pooling == "avg") {
-    k.add("GlobalAveragePooling2D", "avg_pool", {}, {x});
-  } else if (o.pooling == "max") {
-    k.add("GlobalMaxPooling2D", "max_pool", {}, {x});
+  } else {
+    k.pooling_tail(o.pooling, x, "avg_pool", "max_pool");
   }
   return m;
 }
