@@ -48,6 +48,11 @@ def layer_cases():
         "ZeroPadding2D default": ((5, 4, 3), layers.ZeroPadding2D(), 1.0),
         "GlobalAveragePooling2D keepdims": ((5, 4, 3), layers.GlobalAveragePooling2D(keepdims=True), 1.0),
         "Rescaling": ((5, 4, 3), layers.Rescaling(1.0 / 127.5, offset=-1.0), 100.0),
+        # Per channel (the Conv2D before it has 5): lists, and a NumPy array Keras serialises as "__numpy__".
+        "Rescaling per channel": ((5, 4, 3), layers.Rescaling([0.5, -2.0, 0.25, 1.5, 3.0],
+                                                              offset=[0.1, 0.2, -0.3, 0.4, 0.5]), 1.0),
+        "Rescaling NumPy scale": ((5, 4, 3), layers.Rescaling(np.array([0.437, 2.5, -1.0, 0.75, 1.25], np.float32),
+                                                              offset=-1.0), 1.0),
         "Reshape": ((4, 4, 3), layers.Reshape((2, -1)), 1.0),
         "LeakyReLU default": ((6, 6, 3), layers.LeakyReLU(), 1.0),
         "LeakyReLU 0.1": ((6, 6, 3), layers.LeakyReLU(negative_slope=0.1), 1.0),

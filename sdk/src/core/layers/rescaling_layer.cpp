@@ -104,7 +104,8 @@ class RescalingLayer final : public Layer {
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
-    const bool nchw = e.input_prefers_nchw();
+    // Per channel, an image goes NCHW (OpenCV broadcasts [C, 1, 1] there, not [C] over NHWC).
+    const bool nchw = s_.scalar() ? e.input_prefers_nchw() : e.input_is_image();
     const auto constant = [&](const char* what, const std::vector<double>& v) {
       std::vector<float> values;
       for (size_t k = 0; k < v.size(); ++k) values.push_back(value(v, static_cast<int64_t>(k)));
