@@ -5,6 +5,7 @@ before it, which receives the layer's input gradient); and keras.applications.Mo
 .keras opens in kx and predicts and trains as Keras does, and kx.applications.MobileNetV2 loads its
 weights by name. Needs Keras 3 with TensorFlow (ctest's python_keras_layers runs this file in the
 pinned environment of scripts/python_venv.sh keras); skipped without them."""
+import json
 import os
 import tempfile
 import unittest
@@ -671,6 +672,19 @@ class KerasLayers(unittest.TestCase):
         keras_weights_ = [(w.path, tuple(w.shape)) for w in theirs.weights if w.path != "normalization/count"]
         self.assertEqual([(name, shape) for name, shape, _ in ours.weights], keras_weights_)
         self.assertEqual(ours.num_params, theirs.count_params() - 1)
+        # Keras's initializers (VarianceScaling on fan_out) in kx's config, layer for layer.
+        ours_layers = {l["config"]["name"]: l["config"] for l in json.loads(ours.to_json())["config"]["layers"]}
+        compared = 0
+        for layer in theirs.get_config()["layers"]:
+            for key in ("kernel_initializer", "depthwise_initializer"):
+                if key in layer["config"]:
+                    want, got = layer["config"][key], ours_layers[layer["config"]["name"]].get(key)
+                    self.assertIsNotNone(got, f"{layer['config']['name']} {key}")
+                    self.assertEqual(got["class_name"], want["class_name"])
+                    for setting in ("scale", "mode", "distribution"):
+                        self.assertEqual(got["config"].get(setting), want["config"][setting], layer["config"]["name"])
+                    compared += 1
+        self.assertGreater(compared, 80)
         ours.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         loaded, skipped = ours.load_weights(path)
         self.assertEqual((loaded, skipped), (len(ours.weights), 0))
