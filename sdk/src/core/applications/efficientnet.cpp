@@ -30,16 +30,15 @@ constexpr double kSeRatio = 0.25;
 
 Value pair(int64_t a, int64_t b) { return Value(Value::Array{Value(a), Value(b)}); }
 
-// Keras's VarianceScaling config.
-Value variance_scaling(double scale, const char* distribution) {
-  return Value(Value::Object{
-      {"class_name", Value("VarianceScaling")},
-      {"config", Value(Value::Object{{"scale", Value(scale)}, {"mode", Value("fan_out")},
-                                     {"distribution", Value(distribution)}})}});
-}
 // efficientnet.py's CONV_KERNEL_INITIALIZER (every convolution's kernel) and DENSE_KERNEL_INITIALIZER.
-Value conv_kernel_initializer() { return variance_scaling(2.0, "truncated_normal"); }
-Value dense_kernel_initializer() { return variance_scaling(1.0 / 3.0, "uniform"); }
+Value conv_kernel_initializer() {
+  return json::parse(R"({"class_name": "VarianceScaling", "config": {"scale": 2.0, "mode": "fan_out",
+                         "distribution": "truncated_normal"}})");
+}
+Value dense_kernel_initializer() {
+  return json::parse(R"({"class_name": "VarianceScaling", "config": {"scale": 0.3333333333333333,
+                         "mode": "fan_out", "distribution": "uniform"}})");
+}
 
 class EfficientNetBuilder {
  public:

@@ -185,4 +185,19 @@ void fill_keras_initializer(const std::string& initializer, const Shape& shape, 
   }
 }
 
+KernelAndBiasInitializers::KernelAndBiasInitializers(const LayerSpec& spec, const char* key)
+    : kernel_key(key), kernel(keras_initializer_setting(spec, key)),
+      bias(keras_initializer_setting(spec, "bias_initializer")) {}
+
+std::vector<ParamSpec> KernelAndBiasInitializers::applied(std::vector<ParamSpec> params) const {
+  params.front().initializer = kernel;
+  if (params.size() > 1) params[1].initializer = bias;
+  return params;
+}
+
+void KernelAndBiasInitializers::add_to(json::Value& config) const {
+  add_keras_initializer(config, kernel_key, kernel);
+  add_keras_initializer(config, "bias_initializer", bias);
+}
+
 }  // namespace kx::core

@@ -28,19 +28,10 @@ void fill_keras_initializer(const std::string& initializer, const Shape& shape, 
 // A convolution's or Dense's two: the kernel's (under kernel_key: DepthwiseConv2D's is
 // depthwise_initializer) and the bias's.
 struct KernelAndBiasInitializers {
-  KernelAndBiasInitializers(const LayerSpec& spec, const char* key = "kernel_initializer")
-      : kernel_key(key), kernel(keras_initializer_setting(spec, key)),
-        bias(keras_initializer_setting(spec, "bias_initializer")) {}
+  explicit KernelAndBiasInitializers(const LayerSpec& spec, const char* key = "kernel_initializer");
   // params: the kernel first, then the bias if there is one.
-  std::vector<ParamSpec> applied(std::vector<ParamSpec> params) const {
-    params.front().initializer = kernel;
-    if (params.size() > 1) params[1].initializer = bias;
-    return params;
-  }
-  void add_to(json::Value& config) const {
-    add_keras_initializer(config, kernel_key, kernel);
-    add_keras_initializer(config, "bias_initializer", bias);
-  }
+  std::vector<ParamSpec> applied(std::vector<ParamSpec> params) const;
+  void add_to(json::Value& config) const;
 
   const char* kernel_key;
   std::string kernel, bias;
