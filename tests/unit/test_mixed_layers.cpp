@@ -465,6 +465,20 @@ TEST_P(MixedLayerTest, MultiplyAndTensorOperation) {
   });
 }
 
+// Rescaling per channel: Keras casts the scales to the compute type before it multiplies, so the
+// reference takes them rounded (offsets 0, whose sum would round a second time).
+TEST_P(MixedLayerTest, RescalingPerChannel) {
+  LayerSpec s = spec_of(LayerKind::Rescaling, "rescaling");
+  s.config = R"({"scale": [2.0896, -0.47, 0.2108], "offset": [0, 0, 0]})";
+  auto layer = core::make_layer(s);
+  const std::vector<float> scale = rounded({2.0896f, -0.47f, 0.2108f}, r());
+  check_mixed(*layer, {{2, 3}}, 2, {}, r(), [&](const std::vector<Vec>& x, const Vec&) {
+    Vec y = x[0];
+    for (size_t i = 0; i < y.size(); ++i) y[i] *= scale[i % 3];
+    return y;
+  });
+}
+
 struct ActivationCase {
   Activation act;
   Rounding rounding;

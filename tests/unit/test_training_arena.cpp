@@ -64,6 +64,8 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "ReLU", "config": {"name": "r6", "max_value": 6.0, "negative_slope": 0.1}})", {"mix"});
   m.add_layer(R"({"class_name": "LeakyReLU", "config": {"name": "leaky", "negative_slope": 0.2}})", {"r6"});
   m.add_layer(R"({"class_name": "Rescaling", "config": {"name": "scaled", "scale": 0.5, "offset": 0.1}})", {"leaky"});
+  m.add_layer(R"({"class_name": "Rescaling", "config": {"name": "per_channel", "scale": [0.5, 2, -1, 1, 0.25, 3],
+      "offset": [0, 0.1, 0.2, 0.3, 0.4, 0.5]}})", {"scaled"});
   // And its convolutions and resampling: separable (keeps its depthwise output as scratch), transposed,
   // bilinear upsampling (reads neither x nor y), and a sequence branch through Conv1D and 1-D pooling.
   m.add_layer(R"({"class_name": "SeparableConv2D", "config": {"name": "sep", "filters": 6, "kernel_size": 3,
@@ -90,7 +92,7 @@ Model every_reader(const Strategy& s) {
   m.add_layer(R"({"class_name": "TensorOperation", "config": {"name": "flip", "operation": "Subtract",
               "arguments": [1.0, null]}})",
               {"excite"});
-  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "scaled", "sep", "tr", "up", "flip"});
+  m.add_layer(R"({"class_name": "Add", "config": {"name": "sum"}})", {"r1", "c2", "c3", "per_channel", "sep", "tr", "up", "flip"});
   m.add_layer(R"({"class_name": "Activation", "config": {"name": "act", "activation": "tanh"}})", {"sum"});
   m.add_layer(R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 2}})", {"act"});
   m.add_layer(R"({"class_name": "AveragePooling2D", "config": {"name": "ap", "pool_size": 2}})", {"act"});

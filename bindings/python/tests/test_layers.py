@@ -92,6 +92,28 @@ class KerasShapedFront(unittest.TestCase):
                     got = net.forward().reshape(3, -1)
                     self.assertLessEqual(float(np.abs(got - out).max()), 1e-4)
 
+    def test_rescaling_per_channel_predicts_and_exports(self):
+        # Keras's per-channel lists, on images (ONNX's NCHW constants [C, 1, 1]) and on features.
+        for shape, scale, offset in (((3, 4, 2), [0.5, -2.0], [1.0, 0.25]), ((3,), [0.5, 4.0, -1.0], 0.5)):
+            with self.subTest(shape=shape):
+                x = kx.Input(shape=shape)
+                m = kx.Model(inputs=x, outputs=kx.layers.Rescaling(scale=scale, offset=offset)(x))
+                m.compile(loss="mse")
+                xs = np.random.default_rng(2).normal(size=(3,) + shape).astype(np.float32)
+                out = m.predict(xs).reshape(xs.shape)
+                want = xs * np.array(scale, np.float32) + np.array(offset, np.float32)
+                np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)
+                if cv2 is None:
+                    continue
+                with tempfile.TemporaryDirectory() as d:
+                    path = os.path.join(d, "m.onnx")
+                    m.export_onnx(path)
+                    onnx.checker.check_model(onnx.load(path), full_check=True)
+                    net = cv2.dnn.readNetFromONNX(path)
+                    net.setInput(xs)
+                    got = net.forward().reshape(out.shape)
+                    self.assertLessEqual(float(np.abs(got - out).max()), 1e-5)
+
     def test_sequential_from_a_list_equals_the_add_methods(self):
         a = kx.Sequential([kx.Input(shape=(28, 28)), kx.layers.Flatten(), kx.layers.Dense(units=16, activation="relu"),
                            kx.layers.Dense(units=10, activation="softmax")])

@@ -3,8 +3,8 @@
 // variance 1 until Keras's weights load), 16 MBConv blocks named block1a_ ... block7a_ with swish,
 // squeeze-and-excite (GlobalAveragePooling2D, Reshape, two 1x1 convolutions, Multiply) and drop-connect
 // (Dropout with noise_shape (None, 1, 1, 1), its rate growing with the block's index) before each
-// residual sum. Layers the optimizer trains and their weight order are Keras's; the initializers are
-// kx's (Keras's VarianceScaling fan_out is not read from configs).
+// residual sum. Layers the optimizer trains, their weight order and their initializers are Keras's
+// (CONV_KERNEL_INITIALIZER and DENSE_KERNEL_INITIALIZER: VarianceScaling on fan_out).
 #include <algorithm>
 #include <string>
 
@@ -30,6 +30,16 @@ constexpr double kSeRatio = 0.25;
 
 Value pair(int64_t a, int64_t b) { return Value(Value::Array{Value(a), Value(b)}); }
 
+// efficientnet.py's CONV_KERNEL_INITIALIZER (every convolution's kernel) and DENSE_KERNEL_INITIALIZER.
+Value conv_kernel_initializer() {
+  return json::parse(R"({"class_name": "VarianceScaling", "config": {"scale": 2.0, "mode": "fan_out",
+                         "distribution": "truncated_normal"}})");
+}
+Value dense_kernel_initializer() {
+  return json::parse(R"({"class_name": "VarianceScaling", "config": {"scale": 0.3333333333333333,
+                         "mode": "fan_out", "distribution": "uniform"}})");
+}
+
 class EfficientNetBuilder {
  public:
   explicit EfficientNetBuilder(Model& m) : b_(m) {}
@@ -40,7 +50,8 @@ class EfficientNetBuilder {
                    const char* padding, bool bias, const char* activation = "linear") {
     return b_.add("Conv2D", name,
                   {{"filters", Value(filters)}, {"kernel_size", Value(kernel)}, {"strides", Value(stride)},
-                   {"padding", Value(padding)}, {"use_bias", Value(bias)}, {"activation", Value(activation)}},
+                   {"padding", Value(padding)}, {"use_bias", Value(bias)}, {"activation", Value(activation)},
+                   {"kernel_initializer", conv_kernel_initializer()}},
                   {from});
   }
   // Keras's BatchNormalization defaults (epsilon 1e-3, momentum 0.99), which EfficientNet keeps.
@@ -70,7 +81,8 @@ class EfficientNetBuilder {
     if (strides == 2) x = correct_pad(prefix + "dwconv_pad", x, a.kernel, h, w);
     x = b_.add("DepthwiseConv2D", prefix + "dwconv",
                {{"kernel_size", Value(a.kernel)}, {"strides", Value(strides)},
-                {"padding", Value(strides == 2 ? "valid" : "same")}, {"use_bias", Value(false)}},
+                {"padding", Value(strides == 2 ? "valid" : "same")}, {"use_bias", Value(false)},
+                {"depthwise_initializer", conv_kernel_initializer()}},
                {x});
     x = swish(prefix + "activation", batch_norm(prefix + "bn", x));
     const int64_t filters_se = std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(filters_in) * kSeRatio));
@@ -133,11 +145,12 @@ Model efficientnet_b0(const Strategy& strategy, const EfficientNetOptions& o) {
   if (o.include_top) {
     x = k.add("GlobalAveragePooling2D", "avg_pool", {}, {x});
     x = k.add("Dropout", "top_dropout", {{"rate", Value(kTopDropoutRate)}}, {x});
-    k.add("Dense", "predictions", {{"units", Value(o.classes)}, {"activation", Value(o.classifier_activation)}}, {x});
-  } else if (o.pooling == "avg") {
-    k.add("GlobalAveragePooling2D", "avg_pool", {}, {x});
-  } else if (o.pooling == "max") {
-    k.add("GlobalMaxPooling2D", "max_pool", {}, {x});
+    k.add("Dense", "predictions",
+          {{"units", Value(o.classes)}, {"activation", Value(o.classifier_activation)},
+           {"kernel_initializer", dense_kernel_initializer()}},
+          {x});
+  } else {
+    k.pooling_tail(o.pooling, x, "avg_pool", "max_pool");
   }
   return m;
 }

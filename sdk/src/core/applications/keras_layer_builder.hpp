@@ -33,6 +33,14 @@ class KerasLayerBuilder {
     return m_.add_layer(layer.dump(), from);
   }
 
+  // The tail of an application without its top: Keras's global pooling ("avg" or "max", named as the
+  // application names it) after `from`, or nothing for no pooling.
+  void pooling_tail(const std::string& pooling, const std::string& from, const std::string& avg_name,
+                    const std::string& max_name) {
+    if (pooling == "avg") add("GlobalAveragePooling2D", avg_name, {}, {from});
+    if (pooling == "max") add("GlobalMaxPooling2D", max_name, {}, {from});
+  }
+
   // Keras's x op constant (constant_first: constant op x), an operation node Keras names by its class.
   std::string operation(const std::string& op, const std::string& stem, const std::string& from, double constant,
                         bool constant_first = false) {

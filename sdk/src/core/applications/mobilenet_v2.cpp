@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "io/json.hpp"
+#include "core/applications/keras_layer_builder.hpp"
 #include "kx/applications.hpp"
 #include "kx/error.hpp"
 
@@ -27,16 +27,12 @@ int64_t scaled(int64_t filters, double alpha) { return static_cast<int64_t>(stat
 
 class MobileNetBuilder {
  public:
-  explicit MobileNetBuilder(Model& m) : m_(m) {}
+  explicit MobileNetBuilder(Model& m) : b_(m) {}
 
-  // Adds the layer of class `cls` with `config` (its name included) reading `from`; returns its name.
+  KerasLayerBuilder& keras() { return b_; }
+
   std::string add(const std::string& cls, const std::string& name, Value::Object config, const std::string& from) {
-    Value c{std::move(config)};
-    c.set("name", name);
-    Value layer{Value::Object{}};
-    layer.set("class_name", cls);
-    layer.set("config", std::move(c));
-    return m_.add_layer(layer.dump(), {from});
+    return b_.add(cls, name, std::move(config), {from});
   }
   std::string conv(const std::string& name, const std::string& from, int64_t filters, int64_t kernel, int64_t stride,
                    const char* padding = "same") {
@@ -80,19 +76,12 @@ class MobileNetBuilder {
     x = relu6(prefix + "depthwise_relu", batch_norm(prefix + "depthwise_BN", x));
     x = batch_norm(prefix + "project_BN", conv(prefix + "project", x, pointwise, 1, 1));
     out_channels = pointwise;
-    if (in_channels == pointwise && stride == 1) {
-      Value c{Value::Object{}};
-      c.set("name", prefix + "add");
-      Value layer{Value::Object{}};
-      layer.set("class_name", "Add");
-      layer.set("config", std::move(c));
-      return m_.add_layer(layer.dump(), {input, x});
-    }
+    if (in_channels == pointwise && stride == 1) return b_.add("Add", prefix + "add", {}, {input, x});
     return x;
   }
 
  private:
-  Model& m_;
+  KerasLayerBuilder b_;
 };
 
 }  // namespace
@@ -133,10 +122,8 @@ Model mobilenet_v2(const Strategy& strategy, const MobileNetV2Options& o) {
   if (o.include_top) {
     x = b.add("GlobalAveragePooling2D", "global_average_pooling2d", {}, x);
     b.add("Dense", "predictions", {{"units", Value(o.classes)}, {"activation", Value(o.classifier_activation)}}, x);
-  } else if (o.pooling == "avg") {
-    b.add("GlobalAveragePooling2D", "global_average_pooling2d", {}, x);
-  } else if (o.pooling == "max") {
-    b.add("GlobalMaxPooling2D", "global_max_pooling2d", {}, x);
+  } else {
+    b.keras().pooling_tail(o.pooling, x, "global_average_pooling2d", "global_max_pooling2d");
   }
   return m;
 }

@@ -163,10 +163,8 @@ Model mobilenet_v3(const Strategy& strategy, const MobileNetV3Options& o) {
     x = b.conv("logits", x, o.classes, 1, 1, true);
     x = k.add("Flatten", k.auto_name("flatten"), {}, {x});
     k.add("Activation", "predictions", {{"activation", Value(o.classifier_activation)}}, {x});
-  } else if (o.pooling == "avg") {
-    k.add("GlobalAveragePooling2D", "avg_pool", {}, {x});
-  } else if (o.pooling == "max") {
-    k.add("GlobalMaxPooling2D", "max_pool", {}, {x});
+  } else {
+    k.pooling_tail(o.pooling, x, "avg_pool", "max_pool");
   }
   return m;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -59,7 +60,7 @@ Conv1dSettings read_settings(const LayerSpec& spec) {
 
 class Conv1dLayer final : public Layer {
  public:
-  Conv1dLayer(const LayerSpec& spec, Conv1dSettings s) : Layer(spec), s_(s) {}
+  Conv1dLayer(const LayerSpec& spec, Conv1dSettings s) : Layer(spec), s_(s), init_(spec) {}
 
   Shape build(const Shape& in) override {
     const std::string what = "Conv1D layer \"" + name() + "\"";
@@ -102,7 +103,7 @@ class Conv1dLayer final : public Layer {
     std::vector<ParamSpec> p{
         {"kernel", {s_.kernel, C, s_.filters}, Init::GlorotUniform, s_.kernel * C, s_.kernel * s_.filters}};
     if (s_.use_bias) p.push_back({"bias", {s_.filters}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
 
   int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
@@ -168,10 +169,12 @@ class Conv1dLayer final : public Layer {
     config.set("groups", int64_t{1});
     config.set("activation", activation_name(s_.activation));
     config.set("use_bias", s_.use_bias);
+    init_.add_to(config);
   }
 
  private:
   Conv1dSettings s_;
+  KernelAndBiasInitializers init_;
   WindowedConv conv_;
 };
 

@@ -7,6 +7,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/conv_axis.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -25,7 +26,7 @@ struct Dilation {
 
 class Conv2dLayer final : public Layer {
  public:
-  Conv2dLayer(const LayerSpec& spec, Dilation dilation) : Layer(spec), dilation_(dilation) {}
+  Conv2dLayer(const LayerSpec& spec, Dilation dilation) : Layer(spec), dilation_(dilation), init_(spec) {}
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,
@@ -54,7 +55,7 @@ class Conv2dLayer final : public Layer {
     std::vector<ParamSpec> p{{"kernel", {g_.k_h, g_.k_w, g_.channels, spec_.filters}, Init::GlorotUniform,
                               field * g_.channels, field * spec_.filters}};
     if (spec_.use_bias) p.push_back({"bias", {spec_.filters}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
 
   int64_t workspace_floats_on(const backend::Backend& be, int64_t rows) const override {
@@ -116,10 +117,12 @@ class Conv2dLayer final : public Layer {
     config.set("dilation_rate", json::Value::Array{json::Value(dilation_.h), json::Value(dilation_.w)});
     config.set("activation", activation_name(spec_.activation));
     config.set("use_bias", spec_.use_bias);
+    init_.add_to(config);
   }
 
  private:
   Dilation dilation_;
+  KernelAndBiasInitializers init_;
   Window2d g_;
   WindowedConv conv_;
 };

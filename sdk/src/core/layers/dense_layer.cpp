@@ -2,6 +2,7 @@
 // use_bias false there is no b (y = act(x W)). Samples of higher rank are transformed along their last
 // axis, every position alike (Keras's Dense on a sequence [steps, features] -> [steps, units]).
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -15,7 +16,7 @@ using backend::Trans;
 
 class DenseLayer final : public Layer {
  public:
-  using Layer::Layer;
+  explicit DenseLayer(const LayerSpec& spec) : Layer(spec), init_(spec) {}
 
   Shape build(const Shape& in) override {
     require(!in.empty() && in.back() > 0, Status::InvalidArgument,
@@ -32,7 +33,7 @@ class DenseLayer final : public Layer {
   std::vector<ParamSpec> params() const override {
     std::vector<ParamSpec> p{{"kernel", {in_, spec_.units}, Init::GlorotUniform, in_, spec_.units}};
     if (spec_.use_bias) p.push_back({"bias", {spec_.units}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
 
   Activation output_activation() const override { return spec_.activation; }
@@ -106,11 +107,13 @@ class DenseLayer final : public Layer {
     config.set("units", spec_.units);
     config.set("activation", activation_name(spec_.activation));
     config.set("use_bias", spec_.use_bias);
+    init_.add_to(config);
   }
 
  private:
   int64_t in_ = 0;
   int64_t positions_ = 1;  // rows of the GEMM per sample: 1, or the positions of a sequence
+  KernelAndBiasInitializers init_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/conv_axis.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -57,7 +58,8 @@ DepthwiseSettings read_settings(const LayerSpec& spec) {
 
 class DepthwiseConv2dLayer final : public Layer {
  public:
-  DepthwiseConv2dLayer(const LayerSpec& spec, DepthwiseSettings s) : Layer(spec), s_(s) {}
+  DepthwiseConv2dLayer(const LayerSpec& spec, DepthwiseSettings s)
+      : Layer(spec), s_(s), init_(spec, "depthwise_initializer") {}
 
   Shape build(const Shape& in) override {
     const std::string what = "DepthwiseConv2D layer \"" + name() + "\"";
@@ -86,7 +88,7 @@ class DepthwiseConv2dLayer final : public Layer {
     std::vector<ParamSpec> p{{"kernel", {g_.k_h, g_.k_w, g_.channels, s_.multiplier}, Init::GlorotUniform,
                               field * g_.channels, field * s_.multiplier}};
     if (s_.use_bias) p.push_back({"bias", {outputs()}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
   Activation output_activation() const override { return s_.activation; }
 
@@ -154,6 +156,7 @@ class DepthwiseConv2dLayer final : public Layer {
     config.set("dilation_rate", A{json::Value(s_.dilation_h), json::Value(s_.dilation_w)});
     config.set("activation", activation_name(s_.activation));
     config.set("use_bias", s_.use_bias);
+    init_.add_to(config);
   }
 
  private:
@@ -165,6 +168,7 @@ class DepthwiseConv2dLayer final : public Layer {
     return s_.use_bias ? params + g_.patch() * s_.multiplier : nullptr;
   }
   DepthwiseSettings s_;
+  KernelAndBiasInitializers init_;
   backend::Window2d g_;
 };
 

@@ -30,6 +30,8 @@ struct ParamSpec {
   // made of sublayers names the sublayer's group (MultiHeadAttention's "query_dense/vars/0", an LSTM's
   // "cell/vars/0", a Bidirectional's "forward_layer/cell/vars/0").
   std::string keras_file_path{};
+  // Keras's initializer from the layer's config (keras_initializer.hpp), as JSON; empty: `init`.
+  std::string initializer{};
 };
 
 // Everything one call of forward or backward touches, for `rows` samples.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer_registry.hpp"
 #include "core/model/call_arguments.hpp"
 #include "core/model/model_impl.hpp"
@@ -221,7 +222,9 @@ void Model::Impl::init_weights(uint64_t seed) {
     uint64_t layer_seed = core::mix_seed(seed, i);
     for (const auto& spec : net.layers[i]->params()) {
       const int64_t n = num_elements(spec.shape);
-      if (spec.init == core::Init::GlorotUniform) {
+      if (!spec.initializer.empty()) {
+        core::fill_keras_initializer(spec.initializer, spec.shape, layer_seed, p);
+      } else if (spec.init == core::Init::GlorotUniform) {
         const double limit = std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
         for (int64_t j = 0; j < n; ++j) {
           const double u = static_cast<double>(core::mix_seed(layer_seed, static_cast<uint64_t>(j)) >> 11) * 0x1.0p-53;
