@@ -113,12 +113,14 @@ void export_recurrent_onnx(OnnxLayerExport& e, const std::vector<RecurrentSettin
   std::vector<OnnxAttribute> attributes{
       OnnxAttribute::integer("hidden_size", units),
       OnnxAttribute::text("direction", directions == 2 ? "bidirectional" : "forward"),
-      OnnxAttribute::texts("activations", std::move(functions.names)),
-      OnnxAttribute::reals("activation_alpha", std::move(functions.alphas)),
-      OnnxAttribute::reals("activation_beta", std::move(functions.betas)),
-      // Keras 3's GRU (reset_after) applies the reset gate after the recurrent product and its bias.
-      OnnxAttribute::integer("linear_before_reset", 1)};
-  if (lstm) attributes.pop_back();
+      OnnxAttribute::texts("activations", std::move(functions.names))};
+  // An attribute has at least one value (onnx.checker).
+  if (!functions.alphas.empty()) {
+    attributes.push_back(OnnxAttribute::reals("activation_alpha", std::move(functions.alphas)));
+    attributes.push_back(OnnxAttribute::reals("activation_beta", std::move(functions.betas)));
+  }
+  // Keras 3's GRU (reset_after) applies the reset gate after the recurrent product and its bias.
+  if (!lstm) attributes.push_back(OnnxAttribute::integer("linear_before_reset", 1));
   // Y [steps, directions, N, u] (the backward direction's in input order), Y_h [directions, N, u]
   // (each direction's last step).
   const std::string run = e.name() + "/Y";
