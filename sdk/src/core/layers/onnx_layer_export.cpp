@@ -43,16 +43,16 @@ void OnnxValues::alias(int t, int from) {
   nchw_[static_cast<size_t>(t)] = nchw_[static_cast<size_t>(from)];
 }
 
-std::string OnnxLayerExport::constant(const std::string& suffix, const std::vector<int64_t>& dims,
+std::string OnnxLayerExport::constant(std::string_view suffix, std::initializer_list<int64_t> dims,
                                       std::vector<float> values) {
-  const std::string name = name_ + "/" + suffix;
+  std::string name = name_ + "/" + std::string(suffix);
   values_.graph().add_initializer(name, dims, values);
   return name;
 }
 
-std::string OnnxLayerExport::constant_ints(const std::string& suffix, const std::vector<int64_t>& dims,
+std::string OnnxLayerExport::constant_ints(std::string_view suffix, std::initializer_list<int64_t> dims,
                                            std::vector<int64_t> values) {
-  const std::string name = name_ + "/" + suffix;
+  std::string name = name_ + "/" + std::string(suffix);
   values_.graph().add_initializer(name, dims, values);
   return name;
 }
@@ -71,9 +71,16 @@ std::string OnnxLayerExport::input_ncl(size_t k) {
   return out;
 }
 
-void OnnxLayerExport::node(const std::string& op_type, const std::vector<std::string>& inputs,
+void OnnxLayerExport::node(std::string_view op_type, const std::vector<std::string>& inputs,
                            const std::vector<std::string>& outputs, const std::vector<OnnxAttribute>& attributes) {
-  values_.graph().add_node(op_type, inputs, outputs, attributes);
+  values_.graph().add_node(std::string(op_type), inputs, outputs, attributes);
+}
+
+void OnnxLayerExport::node(std::string_view op_type, std::initializer_list<std::string_view> inputs,
+                           std::initializer_list<std::string_view> outputs,
+                           const std::vector<OnnxAttribute>& attributes) {
+  node(op_type, std::vector<std::string>(inputs.begin(), inputs.end()),
+       std::vector<std::string>(outputs.begin(), outputs.end()), attributes);
 }
 
 std::string OnnxLayerExport::step(const char* op_type, std::initializer_list<std::string_view> inputs,
@@ -87,7 +94,7 @@ std::string OnnxLayerExport::step(const char* op_type, std::initializer_list<std
   std::vector<std::string> names;
   for (std::string_view v : inputs) names.push_back(full(v));
   std::string out = full(output);
-  node(op_type, names, {out}, attributes);
+  node(op_type, names, std::vector<std::string>{out}, attributes);
   return out;
 }
 

@@ -80,11 +80,15 @@ class OnnxLayerExport {
   // The layer's parameters, in its params() order.
   const std::vector<std::vector<float>>& weights() const { return weights_; }
 
-  // A float32 constant named "<layer>/<suffix>"; returns its name.
-  std::string constant(const std::string& suffix, const std::vector<int64_t>& dims, std::vector<float> values);
-  std::string constant_ints(const std::string& suffix, const std::vector<int64_t>& dims, std::vector<int64_t> values);
-  void node(const std::string& op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+  // A float32 constant named "<layer>/<suffix>"; returns its name. (A view and a list: the many call
+  // sites build no string or vector of their own.)
+  std::string constant(std::string_view suffix, std::initializer_list<int64_t> dims, std::vector<float> values);
+  std::string constant_ints(std::string_view suffix, std::initializer_list<int64_t> dims, std::vector<int64_t> values);
+  void node(std::string_view op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
             const std::vector<io::OnnxAttribute>& attributes = {});
+  // The same from braced lists of names (preferred for {a, b}): the call sites build no vectors.
+  void node(std::string_view op_type, std::initializer_list<std::string_view> inputs,
+            std::initializer_list<std::string_view> outputs, const std::vector<io::OnnxAttribute>& attributes = {});
   // Compact forms for layers that write many nodes (recurrent layers, attention): a value name that
   // begins with '/' is the layer's own ("/scores" is "<layer>/scores"); others (inputs, constants) are
   // full names. Each returns its output's full name.
