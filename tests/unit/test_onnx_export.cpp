@@ -10,6 +10,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "kx/kx.hpp"
 
@@ -108,6 +109,92 @@ TEST(OnnxExport, EveryLayerKindBecomesNodesAndInitializers) {
   EXPECT_EQ(graph.count(5), 2u + 4u + 4u + 2u + 1u);
   EXPECT_EQ(fields(graph.find(11)->second).find(1)->second, "image");   // the input's name
   EXPECT_EQ(fields(graph.find(12)->second).find(1)->second, "output");
+}
+
+// The op types of an exported model's nodes, and the nodes' bytes (their attributes' strings).
+struct ExportedNodes {
+  std::multiset<std::string> ops;
+  std::string bytes;
+};
+
+ExportedNodes export_nodes(Model& m, const char* file) {
+  const auto path = std::filesystem::temp_directory_path() / file;
+  m.export_onnx(path.string());
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << f.rdbuf();
+  f.close();
+  std::filesystem::remove(path);
+  ExportedNodes out;
+  const auto graph = fields(fields(bytes.str()).find(7)->second);
+  for (auto [it, end] = graph.equal_range(1); it != end; ++it) {
+    out.ops.insert(fields(it->second).find(4)->second);
+    out.bytes += it->second;
+  }
+  return out;
+}
+
+size_t occurrences(const std::string& text, const std::string& word) {
+  size_t n = 0;
+  for (size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+  return n;
+}
+
+TEST(OnnxExport, RecurrentLayersAndAttentionBecomeOnnxOperators) {
+  Model m = Model::functional(Strategy::default_strategy(), {6, 4});
+  m.add_layer(R"({"class_name": "GRU", "config": {"name": "gru", "units": 5, "return_sequences": true}})");
+  m.add_layer(R"({"class_name": "Bidirectional", "config": {"name": "bi", "layer": {"class_name": "LSTM",
+                 "config": {"units": 3, "return_sequences": true}}}})");
+  m.add_layer(R"({"class_name": "LSTM", "config": {"name": "back", "units": 4, "return_sequences": true,
+                 "go_backwards": true, "activation": "relu"}})");
+  m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2, "key_dim": 3},
+                 "kwargs": {"use_causal_mask": true}})",
+              {"back", "back"});
+  m.add_layer(R"({"class_name": "Bidirectional", "config": {"name": "last", "layer": {"class_name": "GRU",
+                 "config": {"units": 2, "use_bias": false}}}})");
+  m.compile({});
+  const ExportedNodes nodes = export_nodes(m, "kx_unit_sequences.onnx");
+  EXPECT_EQ(nodes.ops.count("LSTM"), 2u);
+  EXPECT_EQ(nodes.ops.count("GRU"), 2u);
+  EXPECT_EQ(nodes.ops.count("Gather"), 1u);  // go_backwards reads the steps reversed
+  EXPECT_EQ(nodes.ops.count("Softmax"), 1u);
+  EXPECT_EQ(nodes.ops.count("Where"), 1u);  // the causal mask
+  EXPECT_EQ(occurrences(nodes.bytes, "bidirectional"), 2u);
+  EXPECT_EQ(occurrences(nodes.bytes, "linear_before_reset"), 2u);  // Keras 3's GRU
+  EXPECT_EQ(occurrences(nodes.bytes, "Relu"), 2u);                 // back's cell input and output
+}
+
+TEST(OnnxExport, RecurrentLayersRefuseWhatOnnxComputesOtherwise) {
+  const auto refused = [](const Shape& input, const std::vector<std::string>& layers, const char* why) {
+    Model m = Model::sequential(Strategy::default_strategy(), input);
+    for (const std::string& layer : layers) m.add_layer(layer);
+    m.compile({});
+    try {
+      export_nodes(m, "kx_unit_refused.onnx");
+      ADD_FAILURE() << "exported: " << layers.back();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  // Keras carries the state over masked steps; ONNX's sequence_lens only ends a sequence early.
+  refused({6},
+          {R"({"class_name": "Embedding", "config": {"input_dim": 5, "output_dim": 3, "mask_zero": true}})",
+           R"({"class_name": "LSTM", "config": {"units": 2}})"},
+          "mask");
+  // kx's cells compute linear, relu, sigmoid and tanh.
+  refused({4, 3}, {R"({"class_name": "GRU", "config": {"units": 2, "activation": "gelu"}})"}, "gelu");
+  // ONNX's bidirectional runs the forward layer forward.
+  refused({4, 3},
+          {R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "LSTM",
+              "config": {"units": 2, "go_backwards": true}}}})"},
+          "backwards");
+  // The same Embedding without mask_zero exports.
+  Model m = Model::sequential(Strategy::default_strategy(), {6});
+  m.add_layer(R"({"class_name": "Embedding", "config": {"input_dim": 5, "output_dim": 3}})");
+  m.add_layer(R"({"class_name": "LSTM", "config": {"units": 2}})");
+  m.compile({});
+  EXPECT_EQ(export_nodes(m, "kx_unit_embedding_lstm.onnx").ops.count("LSTM"), 1u);
 }
 
 }  // namespace

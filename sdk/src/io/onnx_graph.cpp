@@ -19,8 +19,8 @@ namespace node {
 constexpr int kInput = 1, kOutput = 2, kName = 3, kOpType = 4, kAttribute = 5;
 }
 namespace attribute {
-constexpr int kName = 1, kF = 2, kI = 3, kS = 4, kInts = 8, kType = 20;
-constexpr int kFloat = 1, kInt = 2, kString = 3, kIntList = 7;  // AttributeType
+constexpr int kName = 1, kF = 2, kI = 3, kS = 4, kFloats = 7, kInts = 8, kStrings = 9, kType = 20;
+constexpr int kFloat = 1, kInt = 2, kString = 3, kFloatList = 6, kIntList = 7, kStringList = 8;  // AttributeType
 }
 namespace tensor {
 constexpr int kDims = 1, kDataType = 2, kName = 8, kRawData = 9;
@@ -52,6 +52,21 @@ ProtoWriter tensor_proto(const std::string& name, const std::vector<int64_t>& di
 }
 
 }  // namespace
+
+OnnxAttribute OnnxAttribute::integer(std::string name, int64_t v) { return {std::move(name), Type::Int, v, 0, {}}; }
+OnnxAttribute OnnxAttribute::real(std::string name, float v) { return {std::move(name), Type::Float, 0, v, {}}; }
+OnnxAttribute OnnxAttribute::ints(std::string name, std::vector<int64_t> v) {
+  return {std::move(name), Type::Ints, 0, 0, std::move(v)};
+}
+OnnxAttribute OnnxAttribute::text(std::string name, std::string v) {
+  return {std::move(name), Type::String, 0, 0, {}, std::move(v)};
+}
+OnnxAttribute OnnxAttribute::reals(std::string name, std::vector<float> v) {
+  return {std::move(name), Type::Floats, 0, 0, {}, {}, std::move(v)};
+}
+OnnxAttribute OnnxAttribute::texts(std::string name, std::vector<std::string> v) {
+  return {std::move(name), Type::Strings, 0, 0, {}, {}, {}, std::move(v)};
+}
 
 ProtoWriter OnnxGraph::value_info(const std::string& name, const std::vector<int64_t>& sample_dims) const {
   ProtoWriter shape;
@@ -118,6 +133,14 @@ void OnnxGraph::add_node(const std::string& op_type, const std::vector<std::stri
       case OnnxAttribute::Type::String:
         w.bytes(attribute::kS, a.s);
         w.varint(attribute::kType, attribute::kString);
+        break;
+      case OnnxAttribute::Type::Floats:
+        for (float v : a.floats) w.float32(attribute::kFloats, v);
+        w.varint(attribute::kType, attribute::kFloatList);
+        break;
+      case OnnxAttribute::Type::Strings:
+        for (const auto& v : a.strings) w.bytes(attribute::kStrings, v);
+        w.varint(attribute::kType, attribute::kStringList);
         break;
     }
     n.message(node::kAttribute, w);

@@ -10,23 +10,25 @@
 
 namespace kx::io {
 
-// One attribute of a node: an integer, a float, a list of integers or a string.
+// One attribute of a node: an integer, a float, a list of integers, a string, or a list of floats or
+// of strings (a recurrent node's activations and their parameters).
 struct OnnxAttribute {
-  enum class Type { Int, Float, Ints, String };
-  static OnnxAttribute integer(std::string name, int64_t v) { return {std::move(name), Type::Int, v, 0, {}}; }
-  static OnnxAttribute real(std::string name, float v) { return {std::move(name), Type::Float, 0, v, {}}; }
-  static OnnxAttribute ints(std::string name, std::vector<int64_t> v) {
-    return {std::move(name), Type::Ints, 0, 0, std::move(v)};
-  }
-  static OnnxAttribute text(std::string name, std::string v) {
-    return {std::move(name), Type::String, 0, 0, {}, std::move(v)};
-  }
+  enum class Type { Int, Float, Ints, String, Floats, Strings };
+  // Out of line: the many call sites stay small.
+  static OnnxAttribute integer(std::string name, int64_t v);
+  static OnnxAttribute real(std::string name, float v);
+  static OnnxAttribute ints(std::string name, std::vector<int64_t> v);
+  static OnnxAttribute text(std::string name, std::string v);
+  static OnnxAttribute reals(std::string name, std::vector<float> v);
+  static OnnxAttribute texts(std::string name, std::vector<std::string> v);
   std::string name;
   Type type;
   int64_t i;
   float f;
   std::vector<int64_t> list;
   std::string s{};
+  std::vector<float> floats{};
+  std::vector<std::string> strings{};
 };
 
 class OnnxGraph {

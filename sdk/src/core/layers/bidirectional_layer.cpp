@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/layers/layer.hpp"
+#include "core/layers/onnx_recurrent_export.hpp"
 #include "core/layers/recurrent_sequence.hpp"
 #include "kx/error.hpp"
 
@@ -105,8 +106,9 @@ class BidirectionalLayer final : public Layer {
                        dropout_of(c, true));
   }
 
+  // ONNX's LSTM or GRU operator with direction "bidirectional" (onnx_recurrent_export.hpp).
   void export_onnx(OnnxLayerExport& e) const override {
-    e.not_exportable("ONNX export of recurrent layers is not implemented yet");
+    export_recurrent_onnx(e, {s_.forward.settings, s_.backward.settings});
   }
 
  protected:

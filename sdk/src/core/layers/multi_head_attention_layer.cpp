@@ -21,6 +21,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/layer.hpp"
+#include "core/layers/onnx_attention_export.hpp"
 #include "core/model/call_arguments.hpp"
 #include "kx/error.hpp"
 
@@ -284,9 +285,17 @@ class MultiHeadAttentionLayer final : public Layer {
     input_grad(c, d_k, tv_, dk_, H * K, w.wk, dkey, num_inputs_ < 3);
   }
 
-  // Opset 13 has MatMul and Softmax; kx does not write attention's reshapes and transposes yet.
+  // MatMul, Softmax, Reshape and Transpose nodes (onnx_attention_export.hpp), with this forward's masks.
   void export_onnx(OnnxLayerExport& e) const override {
-    e.not_exportable("MultiHeadAttention has no ONNX export in kx yet");
+    OnnxAttention a;
+    a.heads = s_.heads, a.key_dim = s_.key_dim, a.value_dim = s_.value_dim, a.output_dim = dout_;
+    a.attended_inputs = num_inputs_;
+    a.use_bias = s_.use_bias;
+    a.causal = s_.causal;
+    a.mask_input = s_.mask_input >= 0;
+    a.masked_score = a.mask_input ? masked_score() : kMaskedScore;  // causal alone: Keras's -1e9
+    a.zero_masked_attention = a.mask_input && dropout_on();
+    export_attention_onnx(e, a);
   }
 
  protected:

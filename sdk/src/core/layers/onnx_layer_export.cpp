@@ -12,6 +12,7 @@ OnnxValues::OnnxValues(io::OnnxGraph& graph, std::vector<Shape> shapes, const st
     : graph_(graph), shapes_(std::move(shapes)) {
   plain_.resize(shapes_.size());
   nchw_.resize(shapes_.size());
+  masked_.resize(shapes_.size());
   plain_[0] = input_name;
 }
 
@@ -42,16 +43,16 @@ void OnnxValues::alias(int t, int from) {
   nchw_[static_cast<size_t>(t)] = nchw_[static_cast<size_t>(from)];
 }
 
-std::string OnnxLayerExport::constant(const std::string& suffix, const std::vector<int64_t>& dims,
+std::string OnnxLayerExport::constant(std::string_view suffix, std::initializer_list<int64_t> dims,
                                       std::vector<float> values) {
-  const std::string name = name_ + "/" + suffix;
+  std::string name = name_ + "/" + std::string(suffix);
   values_.graph().add_initializer(name, dims, values);
   return name;
 }
 
-std::string OnnxLayerExport::constant_ints(const std::string& suffix, const std::vector<int64_t>& dims,
+std::string OnnxLayerExport::constant_ints(std::string_view suffix, std::initializer_list<int64_t> dims,
                                            std::vector<int64_t> values) {
-  const std::string name = name_ + "/" + suffix;
+  std::string name = name_ + "/" + std::string(suffix);
   values_.graph().add_initializer(name, dims, values);
   return name;
 }
@@ -70,9 +71,41 @@ std::string OnnxLayerExport::input_ncl(size_t k) {
   return out;
 }
 
-void OnnxLayerExport::node(const std::string& op_type, const std::vector<std::string>& inputs,
+void OnnxLayerExport::node(std::string_view op_type, const std::vector<std::string>& inputs,
                            const std::vector<std::string>& outputs, const std::vector<OnnxAttribute>& attributes) {
-  values_.graph().add_node(op_type, inputs, outputs, attributes);
+  values_.graph().add_node(std::string(op_type), inputs, outputs, attributes);
+}
+
+void OnnxLayerExport::node(std::string_view op_type, std::initializer_list<std::string_view> inputs,
+                           std::initializer_list<std::string_view> outputs,
+                           const std::vector<OnnxAttribute>& attributes) {
+  node(op_type, std::vector<std::string>(inputs.begin(), inputs.end()),
+       std::vector<std::string>(outputs.begin(), outputs.end()), attributes);
+}
+
+std::string OnnxLayerExport::step(const char* op_type, std::initializer_list<std::string_view> inputs,
+                                  std::string_view output) {
+  return step(op_type, inputs, output, {});
+}
+
+std::string OnnxLayerExport::step(const char* op_type, std::initializer_list<std::string_view> inputs,
+                                  std::string_view output, std::vector<OnnxAttribute> attributes) {
+  const auto full = [&](std::string_view v) { return v.front() == '/' ? name_ + std::string(v) : std::string(v); };
+  std::vector<std::string> names;
+  for (std::string_view v : inputs) names.push_back(full(v));
+  std::string out = full(output);
+  node(op_type, names, std::vector<std::string>{out}, attributes);
+  return out;
+}
+
+std::string OnnxLayerExport::transpose(std::string_view x, std::string_view output, std::vector<int64_t> perm) {
+  return step("Transpose", {x}, output, {OnnxAttribute::ints("perm", std::move(perm))});
+}
+
+std::string OnnxLayerExport::reshape(std::string_view x, std::string_view output, std::vector<int64_t> shape) {
+  const auto rank = static_cast<int64_t>(shape.size());
+  const std::string dims = constant_ints(std::string(output.substr(1)) + "_shape", {rank}, std::move(shape));
+  return step("Reshape", {x, dims}, output);
 }
 
 // ONNX's BatchNormalization (inference form) where the normalised axis is ONNX's axis 1 (images as

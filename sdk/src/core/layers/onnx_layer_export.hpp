@@ -7,7 +7,9 @@
 // a reader needs the other one (input_nchw / input_plain make it once, on first use).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/onnx_graph.hpp"
@@ -35,11 +37,15 @@ class OnnxValues {
   void set(int t, const std::string& name, bool nchw_layout);
   // Value t is value `from` (an identity at inference).
   void alias(int t, int from);
+  // Value t carries a Keras mask (Embedding's mask_zero, passed on as the training plan does).
+  bool masked(int t) const { return masked_[static_cast<size_t>(t)]; }
+  void set_masked(int t) { masked_[static_cast<size_t>(t)] = true; }
 
  private:
   io::OnnxGraph& graph_;
   std::vector<Shape> shapes_;
   std::vector<std::string> plain_, nchw_;  // per value: its name in each layout ("" = not made)
+  std::vector<bool> masked_;
 };
 
 class OnnxLayerExport {
@@ -62,6 +68,8 @@ class OnnxLayerExport {
   std::string input_plain(size_t k = 0) { return values_.plain(input(k)); }
   std::string input_nchw(size_t k = 0) { return values_.nchw(input(k)); }
   bool input_prefers_nchw(size_t k = 0) const { return values_.prefers_nchw(input(k)); }
+  // Whether input k carries a Keras mask, which the layer must export exactly or refuse.
+  bool input_masked(size_t k = 0) const { return values_.masked(input(k)); }
   // Input k, a sequence [N, steps, C], as [N, C, steps] for ONNX's 1-D Conv and pooling. It is reshaped
   // to its declared shape first: OpenCV feeds a rank-3 input with a trailing unit axis.
   std::string input_ncl(size_t k = 0);
@@ -72,11 +80,24 @@ class OnnxLayerExport {
   // The layer's parameters, in its params() order.
   const std::vector<std::vector<float>>& weights() const { return weights_; }
 
-  // A float32 constant named "<layer>/<suffix>"; returns its name.
-  std::string constant(const std::string& suffix, const std::vector<int64_t>& dims, std::vector<float> values);
-  std::string constant_ints(const std::string& suffix, const std::vector<int64_t>& dims, std::vector<int64_t> values);
-  void node(const std::string& op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
+  // A float32 constant named "<layer>/<suffix>"; returns its name. (A view and a list: the many call
+  // sites build no string or vector of their own.)
+  std::string constant(std::string_view suffix, std::initializer_list<int64_t> dims, std::vector<float> values);
+  std::string constant_ints(std::string_view suffix, std::initializer_list<int64_t> dims, std::vector<int64_t> values);
+  void node(std::string_view op_type, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs,
             const std::vector<io::OnnxAttribute>& attributes = {});
+  // The same from braced lists of names (preferred for {a, b}): the call sites build no vectors.
+  void node(std::string_view op_type, std::initializer_list<std::string_view> inputs,
+            std::initializer_list<std::string_view> outputs, const std::vector<io::OnnxAttribute>& attributes = {});
+  // Compact forms for layers that write many nodes (recurrent layers, attention): a value name that
+  // begins with '/' is the layer's own ("/scores" is "<layer>/scores"); others (inputs, constants) are
+  // full names. Each returns its output's full name.
+  std::string step(const char* op_type, std::initializer_list<std::string_view> inputs, std::string_view output);
+  std::string step(const char* op_type, std::initializer_list<std::string_view> inputs, std::string_view output,
+                   std::vector<io::OnnxAttribute> attributes);
+  std::string transpose(std::string_view x, std::string_view output, std::vector<int64_t> perm);
+  // x reshaped to `shape` (a constant named after the output).
+  std::string reshape(std::string_view x, std::string_view output, std::vector<int64_t> shape);
   // act applied to x into `out` (softmax over `axis`); returns the result's name (x for None).
   std::string activation(Activation act, const std::string& x, const std::string& out, int64_t axis);
   // y = gamma * (x - mean) / sqrt(variance + epsilon) + beta over the last axis of kx's order, into the

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/layers/layer.hpp"
+#include "core/layers/onnx_recurrent_export.hpp"
 #include "core/layers/recurrent_sequence.hpp"
 #include "kx/error.hpp"
 
@@ -44,9 +45,8 @@ class RecurrentLayer final : public Layer {
                   dropout_of(c));
   }
 
-  void export_onnx(OnnxLayerExport& e) const override {
-    e.not_exportable("ONNX export of recurrent layers is not implemented yet");
-  }
+  // ONNX's LSTM or GRU operator (onnx_recurrent_export.hpp).
+  void export_onnx(OnnxLayerExport& e) const override { export_recurrent_onnx(e, {s_}); }
 
  protected:
   void add_config(json::Value& config) const override { write_recurrent_settings(s_, config); }

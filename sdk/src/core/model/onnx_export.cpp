@@ -37,6 +37,8 @@ std::string onnx_model(const core::Network& net, const std::vector<float>& param
     core::OnnxLayerExport e(values, layer.name(), layer.class_name(), net.inputs[i], static_cast<int>(i) + 1,
                             layer_weights(net, params, i));
     layer.export_onnx(e);
+    if (layer.computes_mask() || (layer.passes_mask() && values.masked(net.inputs[i].front())))
+      values.set_masked(static_cast<int>(i) + 1);
   }
   const int last = static_cast<int>(net.layers.size());
   graph.add_node("Identity", {values.plain(last)}, {"output"});
