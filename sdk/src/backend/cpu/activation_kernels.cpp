@@ -106,32 +106,47 @@ inline void backward_span<Activation::Silu>(int64_t n, const float* x, const flo
   }
 }
 
-#define KX_EACH_POINTWISE_ACTIVATION(X) \
-  X(None) X(Relu) X(Sigmoid) X(Tanh) X(Relu6) X(Silu) X(HardSilu) X(HardSigmoid) X(Gelu) X(GeluTanh) X(Elu) \
-  X(LeakyRelu) X(Softplus)
+// The activations whose loops vectorise (in CPU clones) and those that call libm's erfc, exp, log1p or
+// tanh per element, whose loops stay scalar whatever the clone: one plain copy of those is enough.
+#define KX_EACH_VECTOR_ACTIVATION(X) X(None) X(Relu) X(Sigmoid) X(Relu6) X(Silu) X(HardSilu) X(HardSigmoid) X(LeakyRelu)
+#define KX_EACH_SCALAR_ACTIVATION(X) X(Tanh) X(Gelu) X(GeluTanh) X(Elu) X(Softplus)
 
-}  // namespace
-
-KX_CLONES_AVX2 void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
+KX_CLONES_AVX2 void vector_activation_span(Activation act, int64_t n, const float* x, float* y) {
   switch (act) {
 #define KX_FORWARD_CASE(a) \
   case Activation::a: return forward_span<Activation::a>(n, x, y);
-    KX_EACH_POINTWISE_ACTIVATION(KX_FORWARD_CASE)
-#undef KX_FORWARD_CASE
-    case Activation::Softmax: break;
+    KX_EACH_VECTOR_ACTIVATION(KX_FORWARD_CASE)
+    default: break;
   }
 }
 
-KX_CLONES_AVX2 void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
-                                                  float* dx) {
+KX_CLONES_AVX2 void vector_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
+                                                    float* dx) {
   switch (act) {
 #define KX_BACKWARD_CASE(a) \
   case Activation::a: return backward_span<Activation::a>(n, x, dy, dx);
-    KX_EACH_POINTWISE_ACTIVATION(KX_BACKWARD_CASE)
-#undef KX_BACKWARD_CASE
-    case Activation::Softmax: break;
+    KX_EACH_VECTOR_ACTIVATION(KX_BACKWARD_CASE)
+    default: break;
   }
 }
+
+}  // namespace
+
+void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
+  switch (act) {
+    KX_EACH_SCALAR_ACTIVATION(KX_FORWARD_CASE)
+    default: return vector_activation_span(act, n, x, y);
+  }
+}
+
+void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy, float* dx) {
+  switch (act) {
+    KX_EACH_SCALAR_ACTIVATION(KX_BACKWARD_CASE)
+    default: return vector_activation_backward_span(act, n, x, dy, dx);
+  }
+}
+#undef KX_FORWARD_CASE
+#undef KX_BACKWARD_CASE
 
 KX_CLONES_AVX2 void softmax_rows(int64_t rows, int64_t cols, float* y) {
   for (int64_t r = 0; r < rows; ++r) {

@@ -109,9 +109,9 @@ class RescalingLayer final : public Layer {
     const auto constant = [&](const char* what, const std::vector<double>& v) {
       std::vector<float> values;
       for (size_t k = 0; k < v.size(); ++k) values.push_back(value(v, static_cast<int64_t>(k)));
-      std::vector<int64_t> dims{static_cast<int64_t>(v.size())};
-      if (nchw && v.size() > 1) dims.insert(dims.end(), e.input_shape().size() - 1, 1);  // [C, 1, 1]
-      return e.constant(what, dims, std::move(values));
+      const auto C = static_cast<int64_t>(v.size());
+      // Per channel on an image (rank 3: nchw is set only for images then): [C, 1, 1].
+      return nchw && C > 1 ? e.constant(what, {C, 1, 1}, std::move(values)) : e.constant(what, {C}, std::move(values));
     };
     e.node("Mul", {e.input_as(0, nchw), constant("scale", s_.scale)}, {name() + "/scaled"});
     e.node("Add", {name() + "/scaled", constant("offset", s_.offset)}, {name()});
