@@ -1,5 +1,7 @@
-// Layers that join several inputs: Add (elementwise sum of equal shapes) and Concatenate (along the
-// last axis, the channels of channels-last samples).
+// Layers that join several inputs: Add (elementwise sum of equal shapes; Keras's masked sum when a
+// Keras mask reaches it, keras_masked_add.hpp) and Concatenate (along the last axis, the channels of
+// channels-last samples).
+#include "core/layers/keras_masked_add.hpp"
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -20,23 +22,51 @@ class AddLayer final : public Layer {
                   " differ");
     inputs_ = static_cast<int>(in.size());
     size_ = num_elements(in.front());
+    add_.steps = in.front().front();
+    add_.features = size_ / add_.steps;
     return in.front();
+  }
+
+  void take_input_masks(const std::vector<int>& sources) override {
+    masked_ = sources[0] >= 0 || sources[1] >= 0;
+    for (int k = 2; k < inputs_; ++k)
+      require(sources[static_cast<size_t>(k)] < 0 && !masked_, Status::Unsupported,
+              "Add layer \"" + name() + "\": Keras's masked sum of more than 2 inputs is not supported");
+    // Keras ORs the masks when both inputs have one; the same mask twice is that mask.
+    or_mask_ = sources[0] >= 0 && sources[1] >= 0 && sources[0] != sources[1];
+    passes_ = sources[0] >= 0 && sources[0] == sources[1];
+  }
+  bool computes_mask() const override { return or_mask_; }
+  bool passes_mask() const override { return passes_; }
+  int64_t scratch_per_sample() const override { return or_mask_ ? add_.steps : 0; }  // the OR of the masks
+  int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override {
+    return masked_ ? add_.workspace_floats(rows) : 0;
   }
 
   void forward(const LayerContext& c) const override {
     const int64_t n = c.rows * size_;
+    if (masked_ && (c.masks[0] || c.masks[1])) {
+      add_.forward(*c.be, c.rows, c.masks[0], c.masks[1], c.xs[0], c.xs[1], c.y, c.workspace);
+      if (or_mask_) add_.output_mask(*c.be, c.rows, c.masks[0], c.masks[1], c.scratch, c.workspace);
+      return;
+    }
     c.be->add(n, c.xs[0], c.xs[1], c.y);
     for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
   }
-  bool rounds_input_grads(bool) const override { return true; }  // copies of dy
+  bool rounds_input_grads(bool) const override { return true; }  // copies of dy (times 0, 1 or 2 when masked)
   bool backward_reads_input() const override { return false; }  // copies of dy
   bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
+    if (masked_ && (c.masks[0] || c.masks[1])) {
+      add_.backward(*c.be, c.rows, c.masks[0], c.masks[1], c.dy, c.dxs[0], c.dxs[1], c.workspace);
+      return;
+    }
     for (int k = 0; k < inputs_; ++k)
       if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
+    if (masked_) return e.not_exportable("Add over a Keras mask (Keras's masked sum) has no ONNX export in kx");
     const bool nchw = e.input_prefers_nchw();
     std::string sum = e.input_as(0, nchw);
     for (size_t k = 1; k < e.num_inputs(); ++k) {
@@ -50,6 +80,8 @@ class AddLayer final : public Layer {
  private:
   int inputs_ = 0;
   int64_t size_ = 0;
+  MaskedAdd add_;
+  bool masked_ = false, or_mask_ = false, passes_ = false;
 };
 
 class ConcatenateLayer final : public Layer {
@@ -74,6 +106,8 @@ class ConcatenateLayer final : public Layer {
     return out;
   }
 
+  // Keras's Concatenate merges its inputs' masks; kx does not yet.
+  void take_input_masks(const std::vector<int>& sources) override { refuse_masks(sources, *this); }
   // Values are only moved, both ways.
   bool rounds_output(bool) const override { return true; }
   bool rounds_input_grads(bool) const override { return true; }

@@ -40,6 +40,8 @@ class RescalingLayer final : public Layer {
     size_ = checked_elements(in, "Rescaling layer \"" + name() + "\"'s sample");
     return in;
   }
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override { c.be->scale_shift(c.rows * size_, scale(), offset(), c.x, c.y); }
   void backward(const LayerContext& c) const override {
     if (c.dx) c.be->scale_shift(c.rows * size_, scale(), 0.0f, c.dy, c.dx);
