@@ -194,6 +194,41 @@ TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
   }
 }
 
+// Keras masks through an attention block: the Embedding's mask (its scratch) read by the attention,
+// whose workspace holds the masks' AND in forward and again in backward, an Add ORing two masks into
+// its scratch, and the masked average.
+TEST(TrainingArena, MaskedAttentionTrainsBitForBitAsBuffersApart) {
+  auto train = [](Arena arena, Precision p) {
+    const ArenaHooks hooks(arena);
+    Model m = Model::functional(Strategy::default_strategy(), {7}, "ids");
+    m.add_layer(R"({"class_name": "Embedding", "config": {"name": "e", "input_dim": 300, "output_dim": 4, "mask_zero": true}})", {"ids"});
+    m.add_layer(R"({"class_name": "Embedding", "config": {"name": "f", "input_dim": 300, "output_dim": 4, "mask_zero": true}})", {"ids"});
+    m.add_layer(R"({"class_name": "Add", "config": {"name": "both"}})", {"e", "f"});
+    m.add_layer(R"({"class_name": "Dense", "config": {"name": "d", "units": 6}})", {"both"});
+    m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "a", "num_heads": 2, "key_dim": 3}})", {"d", "e"});
+    m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "n"}})", {"a"});
+    m.add_layer(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "p"}})", {"n"});
+    m.add_layer(R"({"class_name": "Dense", "config": {"name": "o", "units": 3, "activation": "softmax"}})", {"p"});
+    CompileOptions co;
+    co.precision = p;
+    m.compile(co);
+    const int64_t n = 8;
+    std::vector<float> x(n * 7), y(n);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
+    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+    for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
+    return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+  };
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
+    SCOPED_TRACE(precision_name(p));
+    const auto apart = train(Arena::Apart, p), zeroed = train(Arena::PackedZeroedWhenDead, p);
+    EXPECT_TRUE(same_bits(apart.first, zeroed.first));
+    EXPECT_TRUE(same_bits(apart.second, zeroed.second));
+    for (float w : zeroed.first) ASSERT_TRUE(std::isfinite(w));
+    for (float v : zeroed.second) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
 // A deep model: most activations and gradients are dead most of the step.
 TEST(TrainingArena, ResNet50TrainsBitForBitInAFractionOfTheBuffersApart) {
   auto train = [](Arena arena) {

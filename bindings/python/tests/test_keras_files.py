@@ -185,6 +185,32 @@ class KerasFiles(unittest.TestCase):
         x = inputs(model)
         assert_close(self, m.predict(x), model.predict(x, verbose=0), "uncompiled model after compile")
 
+    def test_masked_attention_model_opens_and_predicts_as_keras(self):
+        # Embedding(mask_zero=True) -> MultiHeadAttention -> GlobalAveragePooling1D -> Dense on padded ids,
+        # fitted in Keras: the .keras file predicts in kx what Keras predicts (the masks reach the
+        # attention and the pooling), and kx's own file of it predicts the same in Keras.
+        keras.utils.set_random_seed(7)
+        i = keras.Input((8,), dtype="int32")
+        x = layers.Embedding(20, 8, mask_zero=True)(i)
+        a = layers.MultiHeadAttention(2, 4)(x, x)
+        x = layers.LayerNormalization()(layers.Add()([x, a]))
+        o = layers.Dense(3, activation="softmax")(layers.GlobalAveragePooling1D()(x))
+        theirs = keras.Model(i, o)
+        theirs.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+        rng = np.random.default_rng(5)
+        ids = rng.integers(1, 20, size=(32, 8)).astype(np.int32)
+        for r in range(32):
+            ids[r, 1 + r % 7:] = 0  # 1 to 7 tokens, then padding
+        theirs.fit(ids, rng.integers(0, 3, 32).astype(np.float32), epochs=1, batch_size=8, verbose=0)
+        path = os.path.join(self.dir.name, "masked_attention.keras")
+        theirs.save(path)
+        want = theirs.predict(ids, verbose=0)
+        ours = kx.models.load_model(path)
+        assert_close(self, ours.predict(ids).reshape(want.shape), want, "masked attention")
+        back = os.path.join(self.dir.name, "masked_attention_from_kx.keras")
+        ours.save(back)
+        assert_close(self, keras.models.load_model(back).predict(ids, verbose=0), want, "kx's file in Keras")
+
     def refused(self, model, needle, compile_args=None):
         model.compile(**(compile_args or {"optimizer": "adam", "loss": "mse"}))
         path = os.path.join(self.dir.name, "refused.keras")

@@ -1,7 +1,6 @@
-// Layers that join several inputs: Add (elementwise sum of equal shapes; Keras's masked sum when a
-// Keras mask reaches it, keras_masked_add.hpp) and Concatenate (along the last axis, the channels of
-// channels-last samples).
-#include "core/layers/keras_masked_add.hpp"
+// Layers that join several inputs: Add (elementwise sum of equal shapes; with Keras's masks on every
+// input, its output carries their OR, as Keras's Merge.compute_mask) and Concatenate (along the last
+// axis, the channels of channels-last samples).
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -22,51 +21,41 @@ class AddLayer final : public Layer {
                   " differ");
     inputs_ = static_cast<int>(in.size());
     size_ = num_elements(in.front());
-    add_.steps = in.front().front();
-    add_.features = size_ / add_.steps;
+    steps_ = in.front().front();
     return in.front();
   }
 
+  // Keras's Add sums the values as they are; its output's mask is the OR of the inputs' when every input
+  // has one (the same mask on every input is that mask), and none otherwise.
   void take_input_masks(const std::vector<int>& sources) override {
-    masked_ = sources[0] >= 0 || sources[1] >= 0;
-    for (int k = 2; k < inputs_; ++k)
-      require(sources[static_cast<size_t>(k)] < 0 && !masked_, Status::Unsupported,
-              "Add layer \"" + name() + "\": Keras's masked sum of more than 2 inputs is not supported");
-    // Keras ORs the masks when both inputs have one; the same mask twice is that mask.
-    or_mask_ = sources[0] >= 0 && sources[1] >= 0 && sources[0] != sources[1];
-    passes_ = sources[0] >= 0 && sources[0] == sources[1];
+    bool all = true, same = true;
+    for (int m : sources) {
+      all = all && m >= 0;
+      same = same && m == sources.front();
+    }
+    passes_ = all && same;
+    or_mask_ = all && !same;
   }
   bool computes_mask() const override { return or_mask_; }
   bool passes_mask() const override { return passes_; }
-  int64_t scratch_per_sample() const override { return or_mask_ ? add_.steps : 0; }  // the OR of the masks
-  int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override {
-    return masked_ ? add_.workspace_floats(rows) : 0;
-  }
+  int64_t scratch_per_sample() const override { return or_mask_ ? steps_ : 0; }  // the masks' OR
+  int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override { return or_mask_ ? rows * steps_ : 0; }
 
   void forward(const LayerContext& c) const override {
     const int64_t n = c.rows * size_;
-    if (masked_ && (c.masks[0] || c.masks[1])) {
-      add_.forward(*c.be, c.rows, c.masks[0], c.masks[1], c.xs[0], c.xs[1], c.y, c.workspace);
-      if (or_mask_) add_.output_mask(*c.be, c.rows, c.masks[0], c.masks[1], c.scratch, c.workspace);
-      return;
-    }
     c.be->add(n, c.xs[0], c.xs[1], c.y);
     for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
+    if (or_mask_) or_of_masks(c);
   }
-  bool rounds_input_grads(bool) const override { return true; }  // copies of dy (times 0, 1 or 2 when masked)
+  bool rounds_input_grads(bool) const override { return true; }  // copies of dy
   bool backward_reads_input() const override { return false; }  // copies of dy
   bool backward_reads_output() const override { return false; }
   void backward(const LayerContext& c) const override {
-    if (masked_ && (c.masks[0] || c.masks[1])) {
-      add_.backward(*c.be, c.rows, c.masks[0], c.masks[1], c.dy, c.dxs[0], c.dxs[1], c.workspace);
-      return;
-    }
     for (int k = 0; k < inputs_; ++k)
       if (c.dxs[k]) c.be->copy(c.rows * size_, c.dy, c.dxs[k]);
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
-    if (masked_) return e.not_exportable("Add over a Keras mask (Keras's masked sum) has no ONNX export in kx");
     const bool nchw = e.input_prefers_nchw();
     std::string sum = e.input_as(0, nchw);
     for (size_t k = 1; k < e.num_inputs(); ++k) {
@@ -78,10 +67,20 @@ class AddLayer final : public Layer {
   }
 
  private:
+  // scratch = OR of the masks = 1 - prod(1 - mask) for masks of 1 and 0.
+  void or_of_masks(const LayerContext& c) const {
+    const int64_t n = c.rows * steps_;
+    c.be->scale_shift(n, -1.0f, 1.0f, c.masks[0], c.scratch);
+    for (int k = 1; k < inputs_; ++k) {
+      c.be->scale_shift(n, -1.0f, 1.0f, c.masks[k], c.workspace);
+      c.be->multiply(n, c.scratch, c.workspace, c.scratch);
+    }
+    c.be->scale_shift(n, -1.0f, 1.0f, c.scratch, c.scratch);
+  }
+
   int inputs_ = 0;
-  int64_t size_ = 0;
-  MaskedAdd add_;
-  bool masked_ = false, or_mask_ = false, passes_ = false;
+  int64_t size_ = 0, steps_ = 0;
+  bool or_mask_ = false, passes_ = false;
 };
 
 class ConcatenateLayer final : public Layer {
