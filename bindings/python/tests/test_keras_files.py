@@ -211,6 +211,38 @@ class KerasFiles(unittest.TestCase):
         ours.save(back)
         assert_close(self, keras.models.load_model(back).predict(ids, verbose=0), want, "kx's file in Keras")
 
+    def test_recurrent_dropout_models_open_both_ways(self):
+        # LSTM and GRU (in Bidirectional too) with dropout and recurrent_dropout, fitted in Keras: kx opens
+        # the file and predicts what Keras predicts (inference has no dropout), trains on it, and Keras
+        # opens kx's file with the setting and predicts what kx predicts.
+        keras.utils.set_random_seed(7)
+        i = keras.Input((6, 4))
+        x = layers.LSTM(5, return_sequences=True, dropout=0.2, recurrent_dropout=0.3)(i)
+        x = layers.Bidirectional(layers.GRU(3, recurrent_dropout=0.25))(x)
+        theirs = keras.Model(i, layers.Dense(2)(x))
+        theirs.compile(optimizer="adam", loss="mse")
+        rng = np.random.default_rng(6)
+        x_in = rng.normal(size=(32, 6, 4)).astype(np.float32)
+        y = rng.normal(size=(32, 2)).astype(np.float32)
+        theirs.fit(x_in, y, epochs=1, batch_size=8, verbose=0)
+        path = os.path.join(self.dir.name, "recurrent_dropout.keras")
+        theirs.save(path)
+        want = theirs.predict(x_in, verbose=0)
+        ours = kx.models.load_model(path)
+        assert_close(self, ours.predict(x_in).reshape(want.shape), want, "recurrent_dropout")
+        before = np.concatenate([w.ravel() for w in ours.get_weights()])
+        ours.train_on_batch(x_in, y)
+        after = np.concatenate([w.ravel() for w in ours.get_weights()])
+        self.assertTrue(np.all(np.isfinite(after)))
+        self.assertGreater(np.max(np.abs(after - before)), 0.0)
+        back = os.path.join(self.dir.name, "recurrent_dropout_from_kx.keras")
+        ours.save(back)
+        again = keras.models.load_model(back)
+        by_class = {type(l).__name__: l for l in again.layers}
+        self.assertEqual(by_class["LSTM"].recurrent_dropout, 0.3)
+        self.assertEqual(by_class["Bidirectional"].forward_layer.recurrent_dropout, 0.25)
+        assert_close(self, again.predict(x_in, verbose=0), ours.predict(x_in).reshape(want.shape), "kx's file in Keras")
+
     def refused(self, model, needle, compile_args=None):
         model.compile(**(compile_args or {"optimizer": "adam", "loss": "mse"}))
         path = os.path.join(self.dir.name, "refused.keras")
@@ -224,7 +256,8 @@ class KerasFiles(unittest.TestCase):
         i = keras.Input((4,))
         self.refused(keras.Model(i, keras.ops.power(layers.Dense(4)(i), 3.0)), "op Power")
         self.refused(keras.Sequential([keras.Input((5, 3)), layers.SimpleRNN(2)]), "layer class SimpleRNN")
-        self.refused(keras.Sequential([keras.Input((5, 3)), layers.LSTM(2, recurrent_dropout=0.2)]), "recurrent_dropout")
+        i = keras.Input((5, 3))
+        self.refused(keras.Model(i, layers.LSTM(2, return_state=True)(i)[0]), "return_state")
         self.refused(keras.Sequential([keras.Input((6, 6, 1)), layers.MaxPooling2D(padding="same")]), "padding")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, kernel_regularizer="l2")]), "kernel_regularizer")
         self.refused(keras.Sequential([keras.Input((3,)), layers.Dense(2, activation="mish")]), "mish")

@@ -423,11 +423,13 @@ class KerasLayers(unittest.TestCase):
                 np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
 
     def test_recurrent_dropout_models_open_and_predict_as_keras(self):
-        # LSTM and GRU with input dropout: a .keras file opens, and inference (no dropout) is Keras's.
+        # LSTM and GRU with input and recurrent dropout: a .keras file opens, and inference (no dropout)
+        # is Keras's.
         keras.utils.set_random_seed(3)
         i = keras.Input((6, 4))
-        x = layers.LSTM(5, return_sequences=True, dropout=0.3)(i)
-        x = layers.Bidirectional(layers.GRU(3, dropout=0.2))(x)
+        x = layers.LSTM(5, return_sequences=True, dropout=0.3, recurrent_dropout=0.2)(i)
+        x = layers.GRU(4, return_sequences=True, recurrent_dropout=0.4)(x)
+        x = layers.Bidirectional(layers.GRU(3, dropout=0.2, recurrent_dropout=0.1))(x)
         theirs = keras.Model(i, layers.Dense(2)(x))
         theirs.compile(optimizer="adam", loss="mse")
         ours = kx.models.load_model(self.save(theirs, "recurrent dropout"))
