@@ -4,12 +4,13 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/cpu/target_clones.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/pointwise_activation_math.hpp"
 #include "backend/seed_mix.hpp"
 
 namespace kx::backend::cpu {
 
-KX_CLONES void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
+KX_CLONES_AVX2 void relu_backward_span(int64_t n, const float* y, const float* dy, float* dz) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dz[i] = relu_backward(y[i], dy[i]);
 }
@@ -20,7 +21,7 @@ bool clipped_relu(float slope, float threshold) { return slope == 0.0f && thresh
 
 }  // namespace
 
-KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
+KX_CLONES_AVX2 void relu_general_span(int64_t n, float slope, float max_value, float threshold, const float* x, float* y) {
   if (clipped_relu(slope, threshold)) {
     // relu then clip, as relu_general: NaN stays NaN (neither comparison holds).
     const float limit = max_value <= kReluNoClip ? max_value : INFINITY;
@@ -35,7 +36,7 @@ KX_CLONES void relu_general_span(int64_t n, float slope, float max_value, float 
   for (int64_t i = 0; i < n; ++i) y[i] = relu_general(x[i], slope, max_value, threshold);
 }
 
-KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
+KX_CLONES_AVX2 void relu_general_backward_span(int64_t n, float slope, float max_value, float threshold, const float* x,
                                           const float* dy, float* dx) {
   if (clipped_relu(slope, threshold)) {
     // relu_general_backward's pass: strictly inside (0, 6) for relu6, else above 0 and up to the clip.
@@ -53,7 +54,7 @@ KX_CLONES void relu_general_backward_span(int64_t n, float slope, float max_valu
   for (int64_t i = 0; i < n; ++i) dx[i] = relu_general_backward(x[i], dy[i], slope, max_value, threshold);
 }
 
-KX_CLONES void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
+KX_CLONES_AVX2 void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const float* x, float* mask,
                             float* y) {
   const float keep_scale = 1.0f / (1.0f - rate);
 #pragma omp simd
@@ -85,7 +86,7 @@ inline void backward_span(int64_t n, const float* x, const float* dy, float* dx)
 
 }  // namespace
 
-KX_CLONES void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
+KX_CLONES_AVX2 void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y) {
   switch (act) {
 #define KX_FORWARD_CASE(a) \
   case Activation::a: return forward_span<Activation::a>(n, x, y);
@@ -95,7 +96,7 @@ KX_CLONES void pointwise_activation_span(Activation act, int64_t n, const float*
   }
 }
 
-KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
+KX_CLONES_AVX2 void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy,
                                                   float* dx) {
   switch (act) {
 #define KX_BACKWARD_CASE(a) \
@@ -103,6 +104,38 @@ KX_CLONES void pointwise_activation_backward_span(Activation act, int64_t n, con
     KX_EACH_POINTWISE_ACTIVATION(KX_BACKWARD_CASE)
 #undef KX_BACKWARD_CASE
     case Activation::Softmax: break;
+  }
+}
+
+KX_CLONES_AVX2 void softmax_rows(int64_t rows, int64_t cols, float* y) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = y + r * cols;
+    float top = v[0];
+#pragma omp simd reduction(max : top)
+    for (int64_t j = 1; j < cols; ++j) top = v[j] > top ? v[j] : top;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < cols; ++j) {
+      const float e = vector_exp(v[j] - top);
+      v[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) v[j] *= inv;
+  }
+}
+
+KX_CLONES_AVX2 void softmax_backward_rows(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dzr = dz + r * cols;
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) dzr[j] = yr[j] * (dyr[j] - dot);
   }
 }
 

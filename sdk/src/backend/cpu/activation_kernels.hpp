@@ -22,4 +22,9 @@ void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const flo
 void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y);
 void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy, float* dx);
 
+// Softmax over each row of y [rows, cols] in place: the row's maximum subtracted first (no overflow),
+// exp vectorised (vector_math.hpp). And its backward: dz = y * (dy - sum(dy * y)) per row (dz may be dy).
+void softmax_rows(int64_t rows, int64_t cols, float* y);
+void softmax_backward_rows(int64_t rows, int64_t cols, const float* y, const float* dy, float* dz);
+
 }  // namespace kx::backend::cpu

@@ -83,15 +83,9 @@ class CpuBackend final : public Backend {
     gemm_.run(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
   }
 
-  // Each GEMM of the batch in turn, each on every thread (attention's products are small but many;
-  // the order of every sum is the single GEMM's).
+  // The products shared between the threads, each whole on one (attention's are small but many).
   void gemm_batched(const BatchedGemm& g, const float* A, const float* B, float* C) override {
-    Epilogue ep;
-    ep.rounding = g.rounding;
-    for (int64_t o = 0; o < g.outer; ++o)
-      for (int64_t i = 0; i < g.inner; ++i)
-        gemm_.run(g.ta, g.tb, g.M, g.N, g.K, A + o * g.a_outer + i * g.a_inner, g.lda, B + o * g.b_outer + i * g.b_inner,
-                  g.ldb, g.beta, C + o * g.c_outer + i * g.c_inner, g.ldc, ep);
+    gemm_.run_batched(g, A, B, C);
   }
 
   void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
@@ -148,15 +142,7 @@ class CpuBackend final : public Backend {
         pointwise_activation_forward(act, n, y, y);
         return;
       case Activation::Softmax:
-#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t r = 0; r < rows; ++r) {
-          float* v = y + r * cols;
-          const float mx = *std::max_element(v, v + cols);
-          float sum = 0;
-          for (int64_t j = 0; j < cols; ++j) sum += (v[j] = std::exp(v[j] - mx));
-          const float inv = 1.0f / sum;
-          for (int64_t j = 0; j < cols; ++j) v[j] *= inv;
-        }
+        for_row_spans(rows, cols, [&](int64_t b, int64_t e) { softmax_rows(e - b, cols, y + b * cols); });
         return;
     }
   }
@@ -183,15 +169,9 @@ class CpuBackend final : public Backend {
         fail(Status::Internal, std::string("the gradient of ") + activation_name(act) +
                                    " needs its input: pointwise_activation_backward");
       case Activation::Softmax:
-#pragma omp parallel for num_threads(threads_) if (n >= kParallelElements)
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* yr = y + r * cols;
-          const float* dyr = dy + r * cols;
-          float* dzr = dz + r * cols;
-          float dot = 0;
-          for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
-          for (int64_t j = 0; j < cols; ++j) dzr[j] = yr[j] * (dyr[j] - dot);
-        }
+        for_row_spans(rows, cols, [&](int64_t b, int64_t e) {
+          softmax_backward_rows(e - b, cols, y + b * cols, dy + b * cols, dz + b * cols);
+        });
         return;
     }
   }
@@ -470,6 +450,17 @@ class CpuBackend final : public Backend {
 #pragma omp parallel for num_threads(parts) if (parts > 1)
     for (int t = 0; t < parts; ++t) {
       const int64_t begin = std::min(n, t * chunk), end = std::min(n, begin + chunk);
+      if (end > begin) fn(begin, end);
+    }
+  }
+
+  // fn(first_row, end_row) over one span of whole rows per thread; a single span below the threshold.
+  template <class Fn>
+  void for_row_spans(int64_t rows, int64_t cols, Fn fn) {
+    const int parts = rows * cols >= kParallelElements ? static_cast<int>(std::min<int64_t>(threads_, rows)) : 1;
+#pragma omp parallel for num_threads(parts) if (parts > 1)
+    for (int t = 0; t < parts; ++t) {
+      const int64_t begin = rows * t / parts, end = rows * (t + 1) / parts;
       if (end > begin) fn(begin, end);
     }
   }

@@ -68,6 +68,9 @@ struct GemmProblem {
 // Runs `p` on up to `threads` threads; `workspace` holds partial sums when K is split. The kernel
 // decides what a "k" is: a float32 column of A, or (bfloat16 kernels) a pair of packed columns.
 void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace);
+// `p` on the calling thread, tile by tile in blocked_gemm's order and sums (never sliced over K): for
+// many small products, each on a thread of its own.
+void serial_gemm(const GemmProblem& p, TileKernel kernel);
 
 void tile_portable(const Tile& t);
 // Null when this build or this CPU has no AVX-512.

@@ -16,6 +16,17 @@ constexpr int64_t kParallelFlops = 1 << 16;
 // From this many rows of A on, C = A B^T transposes B and runs the register-tile kernel.
 constexpr int64_t kDotMaxRows = 256;
 
+// dst[cols, rows] = src[rows, cols]^T on the calling thread, in 32x32 blocks to stay in cache.
+void transpose_into(int64_t rows, int64_t cols, const float* src, int64_t ld, float* dst) {
+  constexpr int64_t kB = 32;
+  for (int64_t i0 = 0; i0 < rows; i0 += kB)
+    for (int64_t j0 = 0; j0 < cols; j0 += kB) {
+      const int64_t i1 = std::min(rows, i0 + kB), j1 = std::min(cols, j0 + kB);
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t i = i0; i < i1; ++i) dst[j * rows + i] = src[i * ld + j];
+    }
+}
+
 }  // namespace
 
 GemmDispatch::GemmDispatch(int threads, CpuGemm choice, CpuBf16Gemm bf16) : threads_(threads) {
@@ -74,6 +85,56 @@ void GemmDispatch::run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, cons
   const int64_t rsa = ta == Trans::No ? lda : 1;
   const int64_t csa = ta == Trans::No ? 1 : lda;
   blocked_gemm({M, N, K, A, rsa, csa, B, ldb, beta, C, ldc, ep.bias, relu, store}, tile_, threads_, workspace_);
+}
+
+void GemmDispatch::run_batched(const BatchedGemm& g, const float* A, const float* B, float* C) {
+  if (g.M <= 0 || g.N <= 0 || g.outer <= 0 || g.inner <= 0) return;
+  Epilogue ep;
+  ep.rounding = g.rounding;
+  if (use_blas_ || (g.rounding == Rounding::BFloat16 && bf16_dot_)) {  // their own kernels, one product at a time
+    for (int64_t o = 0; o < g.outer; ++o)
+      for (int64_t i = 0; i < g.inner; ++i)
+        run(g.ta, g.tb, g.M, g.N, g.K, A + o * g.a_outer + i * g.a_inner, g.lda, B + o * g.b_outer + i * g.b_inner,
+            g.ldb, g.beta, C + o * g.c_outer + i * g.c_inner, g.ldc, ep);
+    return;
+  }
+  // Work units: a product's rows in chunks of whole tiles, so that a few long products still share
+  // out; each tile is computed whole by one thread, in the same order whoever runs it.
+  constexpr int64_t kChunkRows = 8 * kTileRows;
+  const int64_t items = g.outer * g.inner, chunks = (g.M + kChunkRows - 1) / kChunkRows, units = items * chunks;
+  const int nt = items * g.M * g.N * g.K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads_, units)) : 1;
+  const bool transpose_b = g.tb == Trans::Yes;
+  if (thread_transposed_.size() < static_cast<size_t>(nt)) thread_transposed_.resize(static_cast<size_t>(nt));
+  if (transpose_b)
+    for (int t = 0; t < nt; ++t)
+      if (thread_transposed_[t].size() < static_cast<size_t>(g.K * g.N))
+        thread_transposed_[t].resize(static_cast<size_t>(g.K * g.N));
+  const int64_t rsa = g.ta == Trans::No ? g.lda : 1, csa = g.ta == Trans::No ? 1 : g.lda;
+  const TileKernel kernel = tile_;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int id = omp_get_thread_num(), n = omp_get_num_threads();
+    float* own = transpose_b ? thread_transposed_[id].data() : nullptr;
+    int64_t transposed_item = -1;
+    for (int64_t u = units * id / n; u < units * (id + 1) / n; ++u) {
+      const int64_t item = u / chunks, i0 = (u % chunks) * kChunkRows;
+      const int64_t o = item / g.inner, i = item % g.inner;
+      const float* b = B + o * g.b_outer + i * g.b_inner;
+      int64_t ldb = g.ldb;
+      if (transpose_b) {  // the tile kernel needs rows of B contiguous
+        if (transposed_item != item) transpose_into(g.N, g.K, b, g.ldb, own);
+        transposed_item = item;
+        b = own;
+        ldb = g.N;
+      }
+      const GemmProblem p{std::min(kChunkRows, g.M - i0), g.N, g.K,
+                          A + o * g.a_outer + i * g.a_inner + i0 * rsa, rsa, csa,
+                          b, ldb, g.beta,
+                          C + o * g.c_outer + i * g.c_inner + i0 * g.ldc, g.ldc,
+                          nullptr, false, g.rounding};
+      serial_gemm(p, kernel);
+    }
+  }
 }
 
 // C = A B^T with the dot-product kernel: no transposed copy of B.

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/cpu/gemm.hpp"
@@ -18,6 +19,9 @@ class GemmDispatch {
   // Backend::gemm but for the epilogue's bias gradient, which the backend computes beside it.
   void run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
            int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep);
+  // Backend::gemm_batched: the products shared between the threads, each whole on one thread (small
+  // products gain nothing from splitting), so every sum is the same whatever the thread count.
+  void run_batched(const BatchedGemm& g, const float* A, const float* B, float* C);
   // "builtin avx512", "cblas (...)", "builtin portable"; with " + bf16 dot" or " + bf16 fma".
   std::string kernel_name() const;
 
@@ -33,6 +37,7 @@ class GemmDispatch {
   TileKernel tile_ = nullptr;
   DotKernel dot_ = nullptr;
   FloatBuffer transposed_, workspace_, packed_a_, packed_b_, pack_scratch_;
+  std::vector<FloatBuffer> thread_transposed_;  // run_batched's transposed B, one per thread
 };
 
 }  // namespace kx::backend::cpu

@@ -94,15 +94,42 @@ void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, 
   }
 }
 
-}  // namespace
+// The tile grid of `p`, and the passes its K is cut into.
+struct Plan {
+  TileGrid grid;
+  int64_t passes, depth;
+};
 
-void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
-  if (p.M <= 0 || p.N <= 0) return;
+Plan plan(const GemmProblem& p) {
   TileGrid grid{ceil_div(p.M, kTileRows), ceil_div(p.N, kTileCols), true};
   const bool revisit_c = p.M * p.N <= kRevisitableC;
   const int64_t passes = revisit_c && p.K > kLongK ? ceil_div(p.K, kPassDepth) : 1;
   const int64_t depth = ceil_div(std::max<int64_t>(p.K, 1), passes);
   grid.rows_outer = depth * p.N <= kCachedB;
+  return {grid, passes, depth};
+}
+
+// Tiles [first, last) of the plan through every pass.
+void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t first, int64_t last) {
+  for (int64_t pass = 0; pass < pl.passes; ++pass) {
+    const int64_t k0 = pass * pl.depth;
+    const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, pl.depth);
+    run_tiles(p, pl.grid, kernel, first, last, k0, kn, p.C, p.ldc, pass == 0 ? p.beta : 1.0f, pass + 1 == pl.passes);
+  }
+}
+
+}  // namespace
+
+void serial_gemm(const GemmProblem& p, TileKernel kernel) {
+  if (p.M <= 0 || p.N <= 0) return;
+  const Plan pl = plan(p);
+  run_passes(p, pl, kernel, 0, pl.grid.tiles());
+}
+
+void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
+  if (p.M <= 0 || p.N <= 0) return;
+  const Plan pl = plan(p);
+  const TileGrid& grid = pl.grid;
   const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::max<int64_t>(1, threads)) : 1;
 
   if (grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth)  // whatever the thread count: same sums
@@ -112,12 +139,7 @@ void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuf
 #pragma omp parallel num_threads(threads_used) if (threads_used > 1)
   {
     const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t first = grid.tiles() * id / n, last = grid.tiles() * (id + 1) / n;
-    for (int64_t pass = 0; pass < passes; ++pass) {
-      const int64_t k0 = pass * depth;
-      const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, depth);
-      run_tiles(p, grid, kernel, first, last, k0, kn, p.C, p.ldc, pass == 0 ? p.beta : 1.0f, pass + 1 == passes);
-    }
+    run_passes(p, pl, kernel, grid.tiles() * id / n, grid.tiles() * (id + 1) / n);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/target_clones.hpp"
 #include "backend/layer_norm_math.hpp"
 
 namespace kx::backend::cpu {
@@ -119,55 +120,101 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float
   }
 }
 
-void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
-                        const float* beta, float* y, float* mean, float* inv_std, int threads) {
-  const int nt = rows * cols >= kParallelValues ? threads : 1;
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t r = 0; r < rows; ++r) {
+// Layer normalisation's rows, one at a time, in loops the compiler vectorises (KX_CLONES_AVX2): the row
+// sums in double through SIMD reductions, whose order is fixed by the code, not the thread count.
+KX_CLONES_AVX2 void layer_norm_rows(int64_t first, int64_t last, int64_t cols, const float* x, float epsilon,
+                               const float* gamma, const float* beta, float* y, float* mean, float* inv_std) {
+  for (int64_t r = first; r < last; ++r) {
     const float* xr = x + r * cols;
     double s = 0;
+#pragma omp simd reduction(+ : s)
     for (int64_t c = 0; c < cols; ++c) s += xr[c];
     const double m = s / static_cast<double>(cols);
     double q = 0;
+#pragma omp simd reduction(+ : q)
     for (int64_t c = 0; c < cols; ++c) q += (xr[c] - m) * (xr[c] - m);
     const float mf = static_cast<float>(m), inv = layer_norm_inv_std(q / static_cast<double>(cols), epsilon);
     mean[r] = mf;
     inv_std[r] = inv;
     float* yr = y + r * cols;
+#pragma omp simd
     for (int64_t c = 0; c < cols; ++c) yr[c] = layer_norm_value(xr[c], mf, inv, gamma, beta, c);
   }
+}
+
+KX_CLONES_AVX2 void layer_norm_input_grad_rows(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
+                                          const float* mean, const float* inv_std, const float* gamma, float* dx) {
+  for (int64_t r = first; r < last; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    const double m = mean[r], inv = inv_std[r];
+    double a = 0, b = 0;
+#pragma omp simd reduction(+ : a, b)
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = static_cast<double>(dyr[c]) * (gamma ? gamma[c] : 1.0f);
+      a += g;
+      b += g * (static_cast<double>(xr[c]) - m) * inv;
+    }
+    float* dxr = dx + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c)
+      dxr[c] = layer_norm_input_grad(xr[c], dyr[c], mean[r], inv_std[r], gamma ? gamma[c] : 1.0f, a, b,
+                                     static_cast<double>(cols));
+  }
+}
+
+// sums[0][c] += dy and sums[1][c] += dy * xhat over rows [first, last), row by row.
+KX_CLONES_AVX2 void layer_norm_param_sums(int64_t first, int64_t last, int64_t cols, const float* x, const float* dy,
+                                     const float* mean, const float* inv_std, double* sums) {
+  double* dbeta = sums;
+  double* dgamma = sums + cols;
+  for (int64_t r = first; r < last; ++r) {
+    const float* xr = x + r * cols;
+    const float* dyr = dy + r * cols;
+    const double m = mean[r], inv = inv_std[r];
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = dyr[c];
+      dbeta[c] += g;
+      dgamma[c] += g * (static_cast<double>(xr[c]) - m) * inv;
+    }
+  }
+}
+
+void layer_norm_forward(int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,
+                        const float* beta, float* y, float* mean, float* inv_std, int threads) {
+  const int nt = rows * cols >= kParallelValues ? static_cast<int>(std::min<int64_t>(threads, rows)) : 1;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (int t = 0; t < nt; ++t)
+    layer_norm_rows(rows * t / nt, rows * (t + 1) / nt, cols, x, epsilon, gamma, beta, y, mean, inv_std);
 }
 
 void layer_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
                          const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta,
                          int threads) {
+  const int nt = rows * cols >= kParallelValues ? static_cast<int>(std::min<int64_t>(threads, rows)) : 1;
   if (dgamma || dbeta) {
-    const std::vector<double> sums = column_sums<2>(rows, cols, threads, [&](int64_t r, int64_t c, double* t) {
-      const double g = dy[r * cols + c];
-      t[0] = g;
-      t[1] = g * (static_cast<double>(x[r * cols + c]) - mean[r]) * inv_std[r];
-    });
+    // Per fixed chunk of rows, then the chunks added in order: the same sums whatever the thread count.
+    const int64_t chunks = (rows + kChunkRows - 1) / kChunkRows;
+    std::vector<double> partial(static_cast<size_t>(chunks * 2 * cols), 0.0);
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && chunks > 1)
+    for (int64_t k = 0; k < chunks; ++k)
+      layer_norm_param_sums(k * kChunkRows, std::min(rows, (k + 1) * kChunkRows), cols, x, dy, mean, inv_std,
+                            partial.data() + k * 2 * cols);
     for (int64_t c = 0; c < cols; ++c) {
-      if (dbeta) dbeta[c] = static_cast<float>(sums[static_cast<size_t>(c)]);
-      if (dgamma) dgamma[c] = static_cast<float>(sums[static_cast<size_t>(cols + c)]);
+      double sb = 0, sg = 0;
+      for (int64_t k = 0; k < chunks; ++k) {
+        sb += partial[static_cast<size_t>(k * 2 * cols + c)];
+        sg += partial[static_cast<size_t>(k * 2 * cols + cols + c)];
+      }
+      if (dbeta) dbeta[c] = static_cast<float>(sb);
+      if (dgamma) dgamma[c] = static_cast<float>(sg);
     }
   }
   if (!dx) return;
-  const int nt = rows * cols >= kParallelValues ? threads : 1;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float* dyr = dy + r * cols;
-    double a = 0, b = 0;
-    for (int64_t c = 0; c < cols; ++c) {
-      const double g = static_cast<double>(dyr[c]) * (gamma ? gamma[c] : 1.0f);
-      a += g;
-      b += g * (static_cast<double>(xr[c]) - mean[r]) * inv_std[r];
-    }
-    for (int64_t c = 0; c < cols; ++c)
-      dx[r * cols + c] = layer_norm_input_grad(xr[c], dyr[c], mean[r], inv_std[r], gamma ? gamma[c] : 1.0f, a, b,
-                                               static_cast<double>(cols));
-  }
+  for (int t = 0; t < nt; ++t)
+    layer_norm_input_grad_rows(rows * t / nt, rows * (t + 1) / nt, cols, x, dy, mean, inv_std, gamma, dx);
 }
 
 }  // namespace kx::backend::cpu

@@ -1,5 +1,5 @@
 // Optimizer kernels. The Adam update is bound by square roots and divisions at SSE width: hence the
-// AVX-512 and AVX2 clones (KX_CLONES).
+// AVX-512 and AVX2 clones (KX_CLONES; RMSprop, the larger, stops at AVX2).
 #include "backend/cpu/optimizer_kernels.hpp"
 
 #include <cmath>
@@ -38,7 +38,7 @@ KX_CLONES void adamw_span(int64_t n, float* __restrict p, const float* __restric
   }
 }
 
-KX_CLONES void rmsprop_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict v,
+KX_CLONES_AVX2 void rmsprop_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict v,
                             float* __restrict m, float* __restrict a, const RmsPropConstants& c, float lr,
                             float grad_factor) {
   // The four variants apart, so that each loop vectorises without tests of m and a.

@@ -47,7 +47,7 @@ void round_span(Rounding r, int64_t n, const float* x, float* y) {
     for (int64_t i = 0; i < n; ++i) y[i] = round_float16(x[i]);
 }
 
-KX_CLONES bool all_finite(int64_t n, const float* x) {
+KX_CLONES_AVX2 bool all_finite(int64_t n, const float* x) {
   uint32_t bad = 0;
 #pragma omp simd reduction(| : bad)
   for (int64_t i = 0; i < n; ++i) bad |= (float_bits(x[i]) & 0x7F800000u) == 0x7F800000u;

@@ -1,5 +1,6 @@
 #include "core/layers/recurrent_sequence.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/checked_size.hpp"
@@ -131,11 +132,13 @@ int64_t RecurrentSequence::scratch_per_sample() const {
   return state_scratch_per_sample() + input_mask_per_sample() + dropped_per_sample() + recurrent_mask_per_sample();
 }
 
-// dh and dc; with recurrent_dropout a copy of h and the masked states [G, u]; with dropout the inputs'
-// gradient before the mask.
+// dh and dc; with recurrent_dropout a copy of h and the masked states [G, u]; then every step's previous
+// h (what the recurrent kernel's gradient multiplies) and, with dropout, after it the inputs' gradient
+// before the mask.
 int64_t RecurrentSequence::workspace_floats(int64_t rows) const {
   const int64_t masked_states = per_gate() ? (gate_count() + 1) * s_.units : 0;
-  return checked_product({rows, 2 * s_.units + masked_states + dropped_per_sample()}, "dh");
+  const int64_t after = std::max(steps_ * s_.units, dropped_per_sample());
+  return checked_product({rows, 2 * s_.units + masked_states + after}, "a recurrent layer's workspace");
 }
 
 backend::BinaryShape RecurrentSequence::per_gate_broadcast() const {
@@ -309,12 +312,12 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
   be.fill_zero(static_cast<size_t>(2 * rows * u) * sizeof(float), workspace);
   float* d_recurrent_kernel = dw ? dw + features_ * g : nullptr;
   float* d_bias = dw && s_.use_bias ? d_recurrent_kernel + u * g : nullptr;
-  bool recurrent_written = false;
   const backend::RecurrentStep st = step_shape(rows, out);
   const bool rec = per_gate() && drop.training;
   const float* rmask = recurrent_mask(scratch, rows);
   float* hcopy = workspace + 2 * rows * u;
   float* hm = hcopy + rows * u;
+  bool recurrent_written = false;  // with recurrent_dropout, dU is summed per step
   for (int64_t k = T; k-- > 0;) {
     const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
     const float* dy_step =
@@ -351,17 +354,27 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
       continue;
     }
     be.gemm(Trans::No, Trans::Yes, rows, u, g, d_step, T * g, recurrent_kernel, g, 1.0f, dh, u, {});
-    if (d_recurrent_kernel) {
-      be.gemm(Trans::Yes, Trans::No, u, g, rows, h_prev, T * u, d_step, T * g, recurrent_written ? 1.0f : 0.0f,
-              d_recurrent_kernel, g, {});
-      recurrent_written = true;
-    }
   }
   const bool dropped = s_.dropout > 0 && drop.training;
   const bool gate_inputs = dropped && per_gate();
   if (dropped) x = dropped_inputs(scratch, rows);
   if (dw) {
-    if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
+    if (rec) {
+      if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
+    } else {
+      // The recurrent kernel's gradient, sum over steps of h_prev^T d_step, as one product over every
+      // (row, step): each position's previous h lined up with it (zero for the first step processed).
+      float* h_before = workspace + 2 * rows * u + (per_gate() ? rows * (gate_count() + 1) * u : 0);
+      be.fill_zero(static_cast<size_t>(rows * T * u) * sizeof(float), h_before);
+      if (T > 1) {
+        if (s_.go_backwards)  // position t follows position t + 1
+          be.copy_columns(rows, (T - 1) * u, h + u, T * u, h_before, T * u);
+        else
+          be.copy_columns(rows, (T - 1) * u, h, T * u, h_before + u, T * u);
+      }
+      be.gemm(Trans::Yes, Trans::No, u, g, rows * T, h_before, u, s_.cell == CellKind::Lstm ? gates : second, g, 0.0f,
+              d_recurrent_kernel, g, {});
+    }
     if (gate_inputs) {  // each gate's kernel from its own dropped inputs
       for (int64_t j = 0; j < gate_count(); ++j)
         be.gemm(Trans::Yes, Trans::No, features_, u, rows * T, x + j * features_, gate_count() * features_, gates + j * u, g,
