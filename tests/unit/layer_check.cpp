@@ -12,9 +12,25 @@ namespace kx::test {
 
 Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
                     const Reference& ref, double tol, bool check_w, const std::vector<float>& mask,
-                    const std::vector<std::vector<float>>& given_inputs) {
+                    const std::vector<std::vector<float>>& given_inputs,
+                    const std::vector<std::vector<float>>& input_masks) {
   auto be = backend::make_cpu_backend(2);
   const Shape out = layer.build_inputs(in_shapes);
+  // Each input's mask (input_masks, or `mask` for the first) and where it comes from: the first input
+  // with an equal mask.
+  std::vector<std::vector<float>> masks(in_shapes.size());
+  for (size_t k = 0; k < masks.size(); ++k) masks[k] = k < input_masks.size() ? input_masks[k] : std::vector<float>{};
+  if (input_masks.empty() && !mask.empty()) masks[0] = mask;
+  std::vector<int> sources;
+  std::vector<const float*> mask_ptrs;
+  for (size_t k = 0; k < masks.size(); ++k) {
+    int source = masks[k].empty() ? -1 : static_cast<int>(k);
+    for (size_t j = 0; j < k && source >= 0; ++j)
+      if (masks[j] == masks[k]) source = sources[j];
+    sources.push_back(source);
+    mask_ptrs.push_back(masks[k].empty() ? nullptr : masks[k].data());
+  }
+  layer.take_input_masks(sources);
   std::vector<FloatBuffer> xs;
   std::vector<const float*> x_ptrs;
   std::vector<Vec> xd;
@@ -38,7 +54,8 @@ Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int
   c.y = r.y.data();
   c.w = wb.data();
   c.scratch = r.scratch.data();
-  c.mask = mask.empty() ? nullptr : mask.data();
+  c.masks = mask_ptrs.data();
+  c.mask = mask_ptrs.front();
   // The plan hands a call's workspace to other buffers between calls: backward may not find forward's.
   FloatBuffer workspace(std::max<int64_t>(layer.workspace_floats_on(*be, rows), 1));
   c.workspace = workspace.data();

@@ -25,10 +25,12 @@ struct Checked {
 // ref and every gradient against finite differences of dot(dy, ref). Parameters are w (their count
 // must be the layer's); inputs are random. mask, when not empty, is the input's sequence mask
 // (LayerContext::mask, [rows, steps]). given_inputs[k], when there and not empty, is input k's values
-// instead of random ones. Returns the buffers for further checks.
+// instead of random ones. input_masks[k], when there and not empty, is input k's mask (inputs with
+// equal masks are told they share one, Layer::take_input_masks). Returns the buffers for further checks.
 Checked check_layer(core::Layer& layer, const std::vector<Shape>& in_shapes, int64_t rows, const std::vector<float>& w,
                     const Reference& ref, double tol = 1e-4, bool check_w = true, const std::vector<float>& mask = {},
-                    const std::vector<std::vector<float>>& given_inputs = {});
+                    const std::vector<std::vector<float>>& given_inputs = {},
+                    const std::vector<std::vector<float>>& input_masks = {});
 
 // A spec of this kind and name, everything else at its default.
 LayerSpec spec_of(LayerKind kind, const char* name);

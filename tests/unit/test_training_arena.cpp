@@ -167,15 +167,17 @@ TEST(TrainingArena, ReuseTrainsBitForBitAsBuffersApartWithTwoReplicas) {
 }
 
 // Issue 35's sequence layers: an Embedding's mask (in its scratch) read by recurrent layers whose
-// backward reads x and their scratch but not y; int32-like ids, which mixed precision leaves as they are.
+// backward reads x and their scratch but not y; int32-like ids, which mixed precision leaves as they are;
+// and with dropout and recurrent_dropout, whose masks the scratch keeps and whose masked states the
+// workspace holds per call.
 TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
-  auto train = [](Arena arena, Precision p) {
+  auto train = [](Arena arena, Precision p, const std::string& drop) {
     const ArenaHooks hooks(arena);
     Model m = Model::sequential(Strategy::default_strategy(), {7});
     m.add_layer(R"({"class_name": "Embedding", "config": {"input_dim": 300, "output_dim": 4, "mask_zero": true}})");
     m.add_layer(R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "LSTM",
-                   "config": {"units": 3, "return_sequences": true}}}})");
-    m.add_layer(R"({"class_name": "GRU", "config": {"units": 4}})");
+                   "config": {"units": 3, "return_sequences": true)" + drop + "}}}}");
+    m.add_layer(R"({"class_name": "GRU", "config": {"units": 4)" + drop + "}}");
     m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
     CompileOptions co;
     co.precision = p;
@@ -187,12 +189,48 @@ TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
     for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
     return std::make_pair(m.get_weights(), m.predict(x.data(), n));
   };
+  for (const std::string drop : {"", R"(, "dropout": 0.2, "recurrent_dropout": 0.3)"})
   for (Precision p : {Precision::Float32, Precision::MixedBfloat16}) {
+    SCOPED_TRACE(std::string(precision_name(p)) + drop);
+    const auto apart = train(Arena::Apart, p, drop), zeroed = train(Arena::PackedZeroedWhenDead, p, drop);
+    EXPECT_TRUE(same_bits(apart.first, zeroed.first));
+    EXPECT_TRUE(same_bits(apart.second, zeroed.second));
+    for (float w : zeroed.first) ASSERT_TRUE(std::isfinite(w));
+  }
+}
+
+// Keras masks through an attention block: the Embedding's mask (its scratch) read by the attention,
+// whose workspace holds the masks' AND in forward and again in backward, an Add ORing two masks into
+// its scratch, and the masked average.
+TEST(TrainingArena, MaskedAttentionTrainsBitForBitAsBuffersApart) {
+  auto train = [](Arena arena, Precision p) {
+    const ArenaHooks hooks(arena);
+    Model m = Model::functional(Strategy::default_strategy(), {7}, "ids");
+    m.add_layer(R"({"class_name": "Embedding", "config": {"name": "e", "input_dim": 300, "output_dim": 4, "mask_zero": true}})", {"ids"});
+    m.add_layer(R"({"class_name": "Embedding", "config": {"name": "f", "input_dim": 300, "output_dim": 4, "mask_zero": true}})", {"ids"});
+    m.add_layer(R"({"class_name": "Add", "config": {"name": "both"}})", {"e", "f"});
+    m.add_layer(R"({"class_name": "Dense", "config": {"name": "d", "units": 6}})", {"both"});
+    m.add_layer(R"({"class_name": "MultiHeadAttention", "config": {"name": "a", "num_heads": 2, "key_dim": 3}})", {"d", "e"});
+    m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "n"}})", {"a"});
+    m.add_layer(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "p"}})", {"n"});
+    m.add_layer(R"({"class_name": "Dense", "config": {"name": "o", "units": 3, "activation": "softmax"}})", {"p"});
+    CompileOptions co;
+    co.precision = p;
+    m.compile(co);
+    const int64_t n = 8;
+    std::vector<float> x(n * 7), y(n);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
+    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+    for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
+    return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+  };
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
     SCOPED_TRACE(precision_name(p));
     const auto apart = train(Arena::Apart, p), zeroed = train(Arena::PackedZeroedWhenDead, p);
     EXPECT_TRUE(same_bits(apart.first, zeroed.first));
     EXPECT_TRUE(same_bits(apart.second, zeroed.second));
     for (float w : zeroed.first) ASSERT_TRUE(std::isfinite(w));
+    for (float v : zeroed.second) ASSERT_TRUE(std::isfinite(v));
   }
 }
 

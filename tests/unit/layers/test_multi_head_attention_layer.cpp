@@ -352,6 +352,82 @@ TEST(DenseLayer, TransformsEachPositionOfASequence) {
   });
 }
 
+// Keras masks of the inputs (Embedding's mask_zero upstream): the attention mask is the query's mask
+// times the value's (and the key's when a key is given) per position pair, ANDed with attention_mask
+// and use_causal_mask; a query step masked throughout attends uniformly (Keras's fused path). Forward
+// against the reference given that AND, every gradient by finite differences, and the output carrying
+// the query's mask.
+TEST(MultiHeadAttentionLayer, KerasMasksOfTheInputsMatchTheReferenceAndFiniteDifferences) {
+  const int64_t tq = 4, tv = 5, dq = 3, dv = 6, dk = 2, rows = 2;
+  // Holes, padding at the end, and a query step masked in every sample.
+  const std::vector<float> query_mask{1, 1, 0, 1, 1, 0, 0, 1}, value_mask{0, 1, 1, 1, 0, 1, 1, 1, 0, 0},
+      key_mask{1, 1, 0, 1, 1, 1, 0, 1, 1, 1};
+  std::vector<float> attention(static_cast<size_t>(rows * tq * tv));
+  for (size_t n = 0; n < attention.size(); ++n) attention[n] = n % 5 == 2 ? 0.0f : 1.0f;
+  struct Case {
+    const char* name;
+    bool cross, key, q, v, k, attention, causal;
+  };
+  const Case cases[] = {
+      {"self, one input", false, false, true, false, false, false, false},
+      {"self, one input, causal", false, false, true, false, false, false, true},
+      {"cross, query mask", true, false, true, false, false, false, false},
+      {"cross, value mask", true, false, false, true, false, false, false},
+      {"cross, both", true, false, true, true, false, false, false},
+      {"cross, key mask", true, true, false, true, true, false, false},
+      {"cross, all and attention_mask", true, true, true, true, true, true, false},
+      {"cross, query mask, attention_mask, causal", true, false, true, false, false, true, true},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.name);
+    const Attention a{2, 3, 2, 0, true, k.causal};
+    const int64_t steps_v = k.cross ? tv : tq;
+    LayerSpec spec = spec_for(a);
+    std::vector<Shape> in{{tq, dq}};
+    if (k.cross) in.push_back({tv, dv});
+    if (k.key) in.push_back({tv, dk});
+    if (k.attention) {
+      spec.call_config = R"({"attention_mask": {"kx_input": )" + std::to_string(in.size()) + "}" +
+                         (k.causal ? R"(, "use_causal_mask": true})" : "}");
+      in.push_back({tq, steps_v});
+    }
+    auto layer = core::make_layer(spec);
+    EXPECT_TRUE(layer->passes_mask());
+    std::vector<std::vector<float>> masks(in.size()), given(in.size());
+    if (k.q) masks[0] = query_mask;
+    if (k.v) masks[1] = value_mask;
+    if (k.k) masks[2] = key_mask;
+    if (k.attention) given.back() = attention;
+    // The AND of every mask per position pair (self-attention: the query's mask is the value's).
+    Vec both(static_cast<size_t>(rows * tq * steps_v), 1.0);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < tq; ++i)
+        for (int64_t j = 0; j < steps_v; ++j) {
+          double m = 1;
+          if (k.q) m *= query_mask[static_cast<size_t>(r * tq + i)];
+          if (k.q && !k.cross) m *= query_mask[static_cast<size_t>(r * tq + j)];
+          if (k.v) m *= value_mask[static_cast<size_t>(r * tv + j)];
+          if (k.k) m *= key_mask[static_cast<size_t>(r * tv + j)];
+          const size_t at = static_cast<size_t>((r * tq + i) * steps_v + j);
+          if (k.attention) m *= attention[at];
+          both[at] = m;
+        }
+    int64_t n = 0;
+    EXPECT_EQ(layer->build_inputs(in), (Shape{tq, dq}));
+    for (const core::ParamSpec& p : layer->params()) n += num_elements(p.shape);
+    const std::vector<float> w = test::random_floats(static_cast<size_t>(n), 6);
+    test::check_layer(
+        *layer, in, rows, w,
+        [&](const std::vector<Vec>& x, const Vec& wd) {
+          const Vec& value = k.cross ? x[1] : x[0];
+          const Vec& key = k.key ? x[2] : value;
+          return reference(a, rows, x[0], value, key, tq, steps_v, dq, k.cross ? dv : dq, k.key ? dk : (k.cross ? dv : dq),
+                           wd, &both);
+        },
+        1e-4, true, {}, given, masks);
+  }
+}
+
 // Self-attention with dropout and the causal mask, then the classifier: the mask drawn from the
 // global batch's rows, so two replicas train as one.
 const std::vector<std::string> kTrainedLayers{

@@ -40,8 +40,11 @@ size_t n_params(const Rnn& c) {
   return static_cast<size_t>((c.features + c.units) * g + (c.bias ? (c.gru ? 2 * g : g) : 0));
 }
 
-// Keras 3's run of one direction over row r: the output of each step processed, in that order.
-std::vector<Vec> run(const Rnn& c, int64_t r, const Vec& x, const Vec& w, size_t w0, const std::vector<float>& mask) {
+// Keras 3's run of one direction over row r: the output of each step processed, in that order. With
+// recurrent_dropout (Keras's implementation 1), gate j reads x times xmask [rows, gates, features] (when
+// not empty) and h_{t-1} times hmask [rows, gates, units] (when not empty).
+std::vector<Vec> run(const Rnn& c, int64_t r, const Vec& x, const Vec& w, size_t w0, const std::vector<float>& mask,
+                     const Vec& xmask = {}, const Vec& hmask = {}) {
   const int64_t T = c.steps, F = c.features, U = c.units, G = (c.gru ? 3 : 4) * U;
   const double* K = w.data() + w0;
   const double* R = K + F * G;
@@ -52,10 +55,13 @@ std::vector<Vec> run(const Rnn& c, int64_t r, const Vec& x, const Vec& w, size_t
     const int64_t t = c.backwards ? T - 1 - k : k;
     Vec xz(static_cast<size_t>(G), 0.0), hr(static_cast<size_t>(G), 0.0);
     for (int64_t j = 0; j < G; ++j) {
+      const int64_t gate = r * (G / U) + j / U;
+      const auto xm = [&](int64_t f) { return xmask.empty() ? 1.0 : xmask[static_cast<size_t>(gate * F + f)]; };
+      const auto hm = [&](int64_t i) { return hmask.empty() ? 1.0 : hmask[static_cast<size_t>(gate * U + i)]; };
       double s = b ? b[j] : 0.0;
-      for (int64_t f = 0; f < F; ++f) s += x[static_cast<size_t>((r * T + t) * F + f)] * K[f * G + j];
+      for (int64_t f = 0; f < F; ++f) s += x[static_cast<size_t>((r * T + t) * F + f)] * xm(f) * K[f * G + j];
       double q = c.gru && b ? b[G + j] : 0.0;
-      for (int64_t i = 0; i < U; ++i) q += h[static_cast<size_t>(i)] * R[i * G + j];
+      for (int64_t i = 0; i < U; ++i) q += h[static_cast<size_t>(i)] * hm(i) * R[i * G + j];
       xz[static_cast<size_t>(j)] = s;
       hr[static_cast<size_t>(j)] = q;
     }
@@ -85,10 +91,11 @@ std::vector<Vec> run(const Rnn& c, int64_t r, const Vec& x, const Vec& w, size_t
   return outs;
 }
 
-Vec reference(const Rnn& c, int64_t rows, const Vec& x, const Vec& w, const std::vector<float>& mask) {
+Vec reference(const Rnn& c, int64_t rows, const Vec& x, const Vec& w, const std::vector<float>& mask,
+              const Vec& xmask = {}, const Vec& hmask = {}) {
   Vec y;
   for (int64_t r = 0; r < rows; ++r) {
-    const std::vector<Vec> outs = run(c, r, x, w, 0, mask);
+    const std::vector<Vec> outs = run(c, r, x, w, 0, mask, xmask, hmask);
     if (!c.sequences) {
       y.insert(y.end(), outs.back().begin(), outs.back().end());
       continue;
@@ -271,13 +278,19 @@ TEST(RecurrentLayers, RefusesWhatItCannotDoAndSaysSo) {
   EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2})"), Status::Ok);
   EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 1.0})"), Status::InvalidArgument);
   EXPECT_EQ(status("GRU", R"({"units": 3, "dropout": -0.1})"), Status::InvalidArgument);
-  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2, "recurrent_dropout": 0.2})"), Status::Unsupported);
-  EXPECT_EQ(status("GRU", R"({"units": 3, "recurrent_dropout": 0.1})"), Status::Unsupported);
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "dropout": 0.2, "recurrent_dropout": 0.2})"), Status::Ok);
+  EXPECT_EQ(status("GRU", R"({"units": 3, "recurrent_dropout": 0.1})"), Status::Ok);
+  EXPECT_EQ(status("GRU", R"({"units": 3, "recurrent_dropout": 1.0})"), Status::InvalidArgument);
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "recurrent_dropout": -0.5})"), Status::InvalidArgument);
   EXPECT_EQ(status("GRU", R"({"units": 3, "reset_after": false})"), Status::Unsupported);
   EXPECT_EQ(status("LSTM", R"({"units": 3, "stateful": true})"), Status::Unsupported);
   EXPECT_EQ(status("LSTM", R"({"units": 0})"), Status::InvalidArgument);
   EXPECT_EQ(status("LSTM", R"({})"), Status::InvalidArgument);
   EXPECT_EQ(status("LSTM", R"({"units": 3, "activation": "softmax"})"), Status::Unsupported);
+  // Activations the cell kernels do not compute are refused, not run as linear.
+  EXPECT_EQ(status("LSTM", R"({"units": 3, "recurrent_activation": "hard_sigmoid"})"), Status::Unsupported);
+  EXPECT_EQ(status("GRU", R"({"units": 3, "activation": "elu"})"), Status::Unsupported);
+  EXPECT_EQ(status("GRU", R"({"units": 3, "activation": "relu", "recurrent_activation": "linear"})"), Status::Ok);
   EXPECT_EQ(status("Bidirectional", R"({"merge_mode": "sum", "layer": {"class_name": "LSTM", "config": {"units": 2}}})"),
             Status::Unsupported);
   EXPECT_EQ(status("Bidirectional", R"({"layer": {"class_name": "Dense", "config": {"units": 2}}})"),
@@ -450,6 +463,123 @@ TEST(RecurrentLayers, TwoReplicasTrainAsOneWithDropout) {
   // And dropout changes the training (a rate of zero would train as kTrainedLayers-like layers do).
   std::vector<std::string> without = layers;
   without[0] = R"({"class_name": "LSTM", "config": {"units": 5, "return_sequences": true}})";
+  without[1] = R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "GRU", "config": {"units": 3}}}})";
+  EXPECT_GT(test::relative_difference(one, test::weights_after_training({6, 4}, without, 1)), 1e-4);
+}
+
+// Keras's recurrent_dropout (its cell's implementation 1): in training a mask per sample, gate and unit
+// on h_{t-1} before the recurrent kernel, and with dropout a mask per sample, gate and feature on the
+// inputs, each drawn once per call (the same at every step) with kept values 1 / (1 - rate). The masks
+// are read from the end of the layer's scratch (the state's) and after its state (the inputs'); the run
+// equals the float64 reference given those masks at every step, forward and every gradient by finite
+// differences. Rows a replica holds from row 12 on draw what the whole batch draws there; inference is
+// the run without dropout.
+TEST(RecurrentLayers, RecurrentDropoutKeepsAMaskPerGateForEveryStep) {
+  const double rate = 0.4, input_rate = 0.3;
+  const int64_t rows = 24;
+  for (const bool gru : {false, true})
+    for (const bool inputs_too : {false, true}) {
+      SCOPED_TRACE(std::string(gru ? "GRU" : "LSTM") + (inputs_too ? " with dropout" : ""));
+      Rnn c;
+      c.gru = gru;
+      c.steps = 4;
+      c.features = 3;
+      c.sequences = true;
+      std::string config = config_of(c);
+      config.insert(config.size() - 1, std::string(R"(, "recurrent_dropout": 0.4)") + (inputs_too ? R"(, "dropout": 0.3)" : ""));
+      auto layer = layer_from(gru ? "GRU" : "LSTM", config);
+      layer->build({c.steps, c.features});
+      EXPECT_NE(layer->to_json().dump().find(R"("recurrent_dropout": 0.4)"), std::string::npos);
+      const int64_t gates = gru ? 3 : 4, g = gates * c.units;
+      const int64_t nx = rows * c.steps * c.features, ny = rows * c.steps * c.units;
+      auto be = backend::make_cpu_backend(2);
+      FloatBuffer x = test::to_buffer(test::random_floats(static_cast<size_t>(nx), 21));
+      FloatBuffer w = test::to_buffer(test::random_floats(n_params(c), 13, -0.8f, 0.8f));
+      FloatBuffer y(static_cast<size_t>(ny)), scratch(static_cast<size_t>(layer->scratch_floats(rows)));
+      FloatBuffer workspace(static_cast<size_t>(layer->workspace_floats_on(*be, rows)));
+      FloatBuffer dy = test::to_buffer(test::random_floats(static_cast<size_t>(ny), 22));
+      FloatBuffer dx(static_cast<size_t>(nx)), dw(w.size());
+      uint64_t step_seed = 5;
+      core::LayerContext ctx;
+      ctx.be = be.get();
+      ctx.rows = rows;
+      ctx.x = x.data();
+      ctx.xs = &ctx.x;
+      ctx.y = y.data();
+      ctx.w = w.data();
+      ctx.scratch = scratch.data();
+      ctx.workspace = workspace.data();
+      ctx.training = true;
+      ctx.step_seed = &step_seed;
+      ctx.seed_stream = 3;
+      layer->forward(ctx);
+      // The masks as the layer kept them.
+      const int64_t state = c.steps * (g + c.units + (gru ? g : c.units));
+      const Vec hmask(scratch.end() - rows * gates * c.units, scratch.end());
+      const Vec xmask = inputs_too ? Vec(scratch.begin() + rows * state, scratch.begin() + rows * (state + gates * c.features))
+                                   : Vec{};
+      for (const auto& [m, r] : {std::make_pair(&hmask, rate), std::make_pair(&xmask, input_rate)}) {
+        if (m->empty()) continue;
+        int64_t dropped = 0;
+        for (double v : *m) {
+          ASSERT_TRUE(v == 0.0 || std::abs(v - 1.0 / (1.0 - r)) < 1e-6) << v;
+          dropped += v == 0.0;
+        }
+        // 288 or 216 draws: 5 standard deviations are at most 0.17.
+        EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(m->size()), r, 0.17);
+      }
+      const Vec xd = test::to_double(x.data(), x.size()), wd = test::to_double(w.data(), w.size());
+      const Vec dyd = test::to_double(dy.data(), dy.size());
+      const Vec want = reference(c, rows, xd, wd, {}, xmask, hmask);
+      EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1) << "forward";
+      // Without the masks the reference differs: the test can fail.
+      EXPECT_EQ(test::first_mismatch(y, reference(c, rows, xd, wd, {}), want.size(), 1e-5) == -1, false);
+      ctx.dy = dy.data();
+      ctx.dx = dx.data();
+      float* dxs[1] = {dx.data()};
+      ctx.dxs = dxs;
+      ctx.dw = dw.data();
+      layer->backward(ctx);
+      const Vec gx = test::numeric_gradient(
+          [&](const Vec& v) { return test::dot(dyd, reference(c, rows, v, wd, {}, xmask, hmask)); }, xd);
+      EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
+      const Vec gw = test::numeric_gradient(
+          [&](const Vec& v) { return test::dot(dyd, reference(c, rows, xd, v, {}, xmask, hmask)); }, wd);
+      EXPECT_EQ(test::first_mismatch(dw, gw, gw.size(), 1e-4), -1) << "parameter gradient";
+      // A replica with the rows from 12 on.
+      FloatBuffer y_part(static_cast<size_t>(ny / 2)), scratch_part(static_cast<size_t>(layer->scratch_floats(rows / 2)));
+      ctx.rows = rows / 2;
+      ctx.first_row = rows / 2;
+      ctx.x = x.data() + nx / 2;
+      ctx.y = y_part.data();
+      ctx.scratch = scratch_part.data();
+      layer->forward(ctx);
+      EXPECT_EQ(std::vector<float>(y_part.begin(), y_part.end()), std::vector<float>(y.begin() + ny / 2, y.end()));
+      // Inference: no dropout.
+      ctx.training = false;
+      ctx.rows = rows;
+      ctx.first_row = 0;
+      ctx.x = x.data();
+      ctx.y = y.data();
+      ctx.scratch = scratch.data();
+      layer->forward(ctx);
+      const Vec plain = reference(c, rows, xd, wd, {});
+      EXPECT_EQ(test::first_mismatch(y, plain, plain.size(), 1e-5), -1) << "inference";
+    }
+}
+
+TEST(RecurrentLayers, TwoReplicasTrainAsOneWithRecurrentDropout) {
+  const std::vector<std::string> layers = {
+      R"({"class_name": "LSTM", "config": {"units": 5, "return_sequences": true, "dropout": 0.2, "recurrent_dropout": 0.3}})",
+      R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "GRU", "config": {"units": 3, "recurrent_dropout": 0.5}}}})",
+      R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})",
+  };
+  const std::vector<float> one = test::weights_after_training({6, 4}, layers, 1);
+  const std::vector<float> two = test::weights_after_training({6, 4}, layers, 2);
+  ASSERT_EQ(one.size(), two.size());
+  EXPECT_LE(test::relative_difference(one, two), 1e-5);
+  std::vector<std::string> without = layers;
+  without[0] = R"({"class_name": "LSTM", "config": {"units": 5, "return_sequences": true, "dropout": 0.2}})";
   without[1] = R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "GRU", "config": {"units": 3}}}})";
   EXPECT_GT(test::relative_difference(one, test::weights_after_training({6, 4}, without, 1)), 1e-4);
 }

@@ -20,6 +20,8 @@ class ActivationLayer final : public Layer {
   bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
   bool rounds_input_grads(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     if (!c.fold_activation && keeps_linear_output(spec_.activation)) {
       c.be->pointwise_activation_forward(spec_.activation, c.rows * size_, c.x, c.y);

@@ -36,6 +36,12 @@ class BatchNormalizationLayer final : public Layer {
   // The batch's mean and variance, and zeros (the mean that the frozen backward normalises with).
   int64_t scratch_floats(int64_t) const override { return 3 * channels_; }
 
+  // Keras's batch normalisation takes its training statistics over the mask's steps only.
+  void take_input_masks(const std::vector<int>& sources) override {
+    require(sources.front() < 0, Status::Unsupported,
+            "BatchNormalization layer \"" + name() + "\" reads a sequence with a Keras mask (Embedding's mask_zero): "
+            "Keras's statistics over the masked steps are not supported");
+  }
   void forward(const LayerContext& c) const override {
     const int64_t rows = c.rows * positions_, C = channels_;
     const float* gamma = c.w;

@@ -41,6 +41,8 @@ class DenseLayer final : public Layer {
   bool rounds_output(bool fold) const override { return fold || piecewise_linear(spec_.activation); }
   bool rounds_input_grads(bool) const override { return true; }
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     const int64_t units = spec_.units, rows = c.rows * positions_;
     const Activation act = c.fold_activation ? Activation::None : spec_.activation;

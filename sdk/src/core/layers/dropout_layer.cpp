@@ -56,6 +56,8 @@ class DropoutLayer final : public Layer {
   }
   int64_t scratch_per_sample() const override { return mask_size_; }  // the mask
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     if (!c.training || spec_.rate <= 0.0f) {
       c.be->copy(c.rows * n_, c.x, c.y);

@@ -14,6 +14,14 @@ void require_last_axis(const LayerSpec& spec, const Shape& in, const char* class
               " is not supported, only the last (channels) axis (-1 or " + std::to_string(in.size()) + ")");
 }
 
+void refuse_masks(const std::vector<int>& sources, const Layer& layer) {
+  for (int m : sources)
+    require(m < 0, Status::Unsupported,
+            std::string(layer.class_name()) + " layer \"" + layer.name() +
+                "\" reads a tensor with a Keras mask (Embedding's mask_zero): Keras's masking in this layer is not "
+                "supported");
+}
+
 Shape Layer::build_inputs(const std::vector<Shape>& inputs) {
   require(inputs.size() == 1, Status::InvalidArgument,
           std::string(class_name()) + " layer \"" + name() + "\" takes one input, not " + std::to_string(inputs.size()));

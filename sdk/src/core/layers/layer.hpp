@@ -71,6 +71,8 @@ struct LayerContext {
   // Keras's sequence mask of the input, [rows, steps]: 1 where a time step counts, 0 where it is
   // masked; null when the input has none (see Layer::computes_mask).
   const float* mask = nullptr;
+  // The mask of every input (masks[0] == mask), for layers with several inputs; null entries for none.
+  const float* const* masks = nullptr;
 };
 
 class Layer {
@@ -125,6 +127,11 @@ class Layer {
   // (LayerContext::mask). Layers that do neither end the mask, as Keras's layers without masking.
   virtual bool computes_mask() const { return false; }
   virtual bool passes_mask() const { return false; }
+  // Which inputs carry a Keras mask, once, after build_inputs and before the scratch is sized: an entry
+  // per input, the same number for the same mask, -1 for none. A layer whose Keras counterpart would
+  // use a mask in a way kx does not throws Unsupported here; the others answer computes_mask and
+  // passes_mask (and size their buffers) by it.
+  virtual void take_input_masks(const std::vector<int>& sources) { (void)sources; }
   // The layer reads integer ids (Embedding): mixed precision leaves the model's input as it is for it,
   // as Keras casts only floating inputs to the compute type.
   virtual bool reads_integer_input() const { return false; }
@@ -176,6 +183,9 @@ std::unique_ptr<Layer> make_layer(const LayerSpec& spec);
 // Unsupported unless spec.axis is the last axis of samples of shape `in` (-1, or in.size() counting
 // the batch axis as Keras does).
 void require_last_axis(const LayerSpec& spec, const Shape& in, const char* class_name);
+// Unsupported, naming the layer, when any of its inputs carries a Keras mask (take_input_masks' sources):
+// for layers whose Keras counterparts use masks in ways kx does not.
+void refuse_masks(const std::vector<int>& sources, const Layer& layer);
 // The LayerSpec of a {"class_name", "config"} object (Layer::to_json's inverse): the name and
 // trainable here, the rest by the layer's reader in the table; InvalidArgument naming what is wrong.
 LayerSpec layer_spec_from_json(const json::Value& v);

@@ -65,6 +65,8 @@ class LayerNormalizationLayer final : public Layer {
   int64_t scratch_per_sample() const override { return 2 * positions_; }
   bool backward_reads_output() const override { return false; }
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     const int64_t rows = c.rows * positions_;
     c.be->layer_norm_forward(rows, features_, c.x, eps(), gamma(c.w), beta(c.w), c.y, c.scratch, c.scratch + rows);

@@ -36,6 +36,8 @@ class LeakyReluLayer final : public Layer {
 
   bool backward_reads_output() const override { return false; }  // the gradient comes from x
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     c.be->relu_general_forward(c.rows * size_, slope(), kNoCap, 0.0f, c.x, c.y);
   }

@@ -1,5 +1,6 @@
-// Layers that join several inputs: Add (elementwise sum of equal shapes) and Concatenate (along the
-// last axis, the channels of channels-last samples).
+// Layers that join several inputs: Add (elementwise sum of equal shapes; with Keras's masks on every
+// input, its output carries their OR, as Keras's Merge.compute_mask) and Concatenate (along the last
+// axis, the channels of channels-last samples).
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -20,13 +21,31 @@ class AddLayer final : public Layer {
                   " differ");
     inputs_ = static_cast<int>(in.size());
     size_ = num_elements(in.front());
+    steps_ = in.front().front();
     return in.front();
   }
+
+  // Keras's Add sums the values as they are; its output's mask is the OR of the inputs' when every input
+  // has one (the same mask on every input is that mask), and none otherwise.
+  void take_input_masks(const std::vector<int>& sources) override {
+    bool all = true, same = true;
+    for (int m : sources) {
+      all = all && m >= 0;
+      same = same && m == sources.front();
+    }
+    passes_ = all && same;
+    or_mask_ = all && !same;
+  }
+  bool computes_mask() const override { return or_mask_; }
+  bool passes_mask() const override { return passes_; }
+  int64_t scratch_per_sample() const override { return or_mask_ ? steps_ : 0; }  // the masks' OR
+  int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override { return or_mask_ ? rows * steps_ : 0; }
 
   void forward(const LayerContext& c) const override {
     const int64_t n = c.rows * size_;
     c.be->add(n, c.xs[0], c.xs[1], c.y);
     for (int k = 2; k < inputs_; ++k) c.be->add(n, c.y, c.xs[k], c.y);
+    if (or_mask_) or_of_masks(c);
   }
   bool rounds_input_grads(bool) const override { return true; }  // copies of dy
   bool backward_reads_input() const override { return false; }  // copies of dy
@@ -48,8 +67,20 @@ class AddLayer final : public Layer {
   }
 
  private:
+  // scratch = OR of the masks = 1 - prod(1 - mask) for masks of 1 and 0.
+  void or_of_masks(const LayerContext& c) const {
+    const int64_t n = c.rows * steps_;
+    c.be->scale_shift(n, -1.0f, 1.0f, c.masks[0], c.scratch);
+    for (int k = 1; k < inputs_; ++k) {
+      c.be->scale_shift(n, -1.0f, 1.0f, c.masks[k], c.workspace);
+      c.be->multiply(n, c.scratch, c.workspace, c.scratch);
+    }
+    c.be->scale_shift(n, -1.0f, 1.0f, c.scratch, c.scratch);
+  }
+
   int inputs_ = 0;
-  int64_t size_ = 0;
+  int64_t size_ = 0, steps_ = 0;
+  bool or_mask_ = false, passes_ = false;
 };
 
 class ConcatenateLayer final : public Layer {
@@ -74,6 +105,8 @@ class ConcatenateLayer final : public Layer {
     return out;
   }
 
+  // Keras's Concatenate merges its inputs' masks; kx does not yet.
+  void take_input_masks(const std::vector<int>& sources) override { refuse_masks(sources, *this); }
   // Values are only moved, both ways.
   bool rounds_output(bool) const override { return true; }
   bool rounds_input_grads(bool) const override { return true; }

@@ -5,7 +5,8 @@
 // use_causal_mask), dropout on P in training, O = P V, and y = concat_h(O) Wo + bo.
 //
 // The call's attention_mask (a tensor [steps_q, steps_v] of the graph, the layer's last input; a
-// position attends where it is not 0) and use_causal_mask combine as Keras ANDs them. Keras then
+// position attends where it is not 0), use_causal_mask and the Keras masks of the query, value and key
+// (attention_keras_mask.hpp; the output carries the query's) combine as Keras ANDs them. Keras then
 // replaces each masked score: by -0.7 * 3.38953e38 in its fused path (dropout 0), where a row with
 // every position masked attends uniformly; by its Softmax's -1e9 with dropout, where such a row's
 // attention is then zero. kx does the same per path.
@@ -20,9 +21,11 @@
 #include <cmath>
 
 #include "core/checked_size.hpp"
+#include "core/layers/attention_keras_mask.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/onnx_attention_export.hpp"
 #include "core/model/call_arguments.hpp"
+#include "core/layers/multi_head_attention_settings.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -31,70 +34,6 @@ namespace {
 using backend::BatchedGemm;
 using backend::Epilogue;
 using backend::Trans;
-
-struct AttentionSettings {
-  int64_t heads = 0, key_dim = 0, value_dim = 0;  // value_dim 0: key_dim (Keras's default)
-  int64_t output_dim = 0;                          // 0: the query's features (Keras's output_shape None)
-  double dropout = 0;
-  bool use_bias = true;
-  bool causal = false;  // the call's use_causal_mask
-  int mask_input = -1;  // the input that is the call's attention_mask, or -1
-};
-
-// The single size of output_shape (an int or a one-entry list), or 0 for null.
-int64_t output_dim_of(const json::Value& v, const std::string& what) {
-  if (v.is_null()) return 0;
-  if (v.type() == json::Value::Type::Array) {
-    const json::Value::Array& dims = v.as_array(what);
-    require(dims.size() == 1, Status::Unsupported, what + " " + v.dump() + ": only one output axis is supported");
-    return checked_dimension(dims.front().as_int(what), 1, what);
-  }
-  return checked_dimension(v.as_int(what), 1, what);
-}
-
-AttentionSettings read_settings(const LayerSpec& spec) {
-  const std::string what = "MultiHeadAttention \"" + spec.name + "\"";
-  require(!spec.config.empty(), Status::InvalidArgument, what + " needs num_heads and key_dim");
-  const json::Value config = json::parse(spec.config);
-  AttentionSettings s;
-  s.heads = checked_dimension(config.at("num_heads", what).as_int(what + " num_heads"), 1, what + " num_heads");
-  s.key_dim = checked_dimension(config.at("key_dim", what).as_int(what + " key_dim"), 1, what + " key_dim");
-  s.value_dim = s.key_dim;
-  if (const json::Value* v = config.find("value_dim"); v && !v->is_null())
-    s.value_dim = checked_dimension(v->as_int(what + " value_dim"), 1, what + " value_dim");
-  if (const json::Value* v = config.find("output_shape")) s.output_dim = output_dim_of(*v, what + " output_shape");
-  if (const json::Value* v = config.find("dropout")) s.dropout = v->as_number(what + " dropout");
-  require(std::isfinite(s.dropout) && s.dropout >= 0 && s.dropout < 1, Status::InvalidArgument,
-          what + " dropout must be in [0, 1)");
-  if (const json::Value* v = config.find("use_bias")) s.use_bias = v->as_bool(what + " use_bias");
-  if (const json::Value* v = config.find("use_gate"))
-    require(!v->as_bool(what + " use_gate"), Status::Unsupported, what + ": use_gate is not supported");
-  if (const json::Value* v = config.find("sliding_window"))
-    require(v->is_null(), Status::Unsupported, what + ": sliding_window is not supported");
-  if (const json::Value* v = config.find("attention_axes"); v && !v->is_null()) {
-    // Over the steps axis (1, or -2 for sequences): the only axis a sequence has.
-    const bool steps = v->type() == json::Value::Type::Array
-                           ? v->as_array(what).size() == 1 &&
-                                 (v->as_array(what).front().as_int(what) == 1 || v->as_array(what).front().as_int(what) == -2)
-                           : (v->as_int(what) == 1 || v->as_int(what) == -2);
-    require(steps, Status::Unsupported, what + ": attention_axes " + v->dump() + " is not supported, only the steps axis");
-  }
-  if (!spec.call_config.empty()) {
-    const json::Value call = json::parse(spec.call_config);
-    if (const json::Value* v = call.find("use_causal_mask"); v && !v->is_null())
-      s.causal = v->as_bool(what + " use_causal_mask");
-    if (const json::Value* v = call.find("return_attention_scores"); v && !v->is_null())
-      require(!v->as_bool(what), Status::Unsupported, what + ": return_attention_scores is not supported");
-    s.mask_input = call_keyword_input(call, "attention_mask", what);
-    // key by keyword is the third input, as the positional key is.
-    const int key = call_keyword_input(call, "key", what);
-    require(key < 0 || key == 2, Status::Unsupported, what + ": key passed by keyword needs query and value before it");
-    for (const char* k : {"query_mask", "value_mask", "key_mask", "query", "value"})
-      if (const json::Value* v = call.find(k); v && !v->is_null())
-        fail(Status::Unsupported, what + ": the call's keyword argument " + k + " is not supported");
-  }
-  return s;
-}
 
 class MultiHeadAttentionLayer final : public Layer {
  public:
@@ -163,11 +102,16 @@ class MultiHeadAttentionLayer final : public Layer {
   int64_t scratch_per_sample() const override {
     return q_size() + k_size() + v_size() + (dropout_on() ? 3 : 1) * p_size() + o_size();
   }
-  // Backward's gradients of the heads' outputs, attention and projections.
+  // Backward's gradients of the heads' outputs, attention and projections; then the Keras masks' AND.
   int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override {
-    return checked_product({rows, o_size() + p_size() + v_size() + q_size() + k_size()},
+    return checked_product({rows, o_size() + p_size() + v_size() + q_size() + k_size() + keras_mask_size()},
                            "MultiHeadAttention layer \"" + name() + "\"'s workspace");
   }
+  void take_input_masks(const std::vector<int>& sources) override {
+    keras_masked_ = false;
+    for (int k = 0; k < num_inputs_; ++k) keras_masked_ = keras_masked_ || sources[static_cast<size_t>(k)] >= 0;
+  }
+  bool passes_mask() const override { return true; }  // Keras sets the query's mask on the output
   bool backward_reads_output() const override { return false; }
   bool rounds_output(bool) const override { return true; }
   bool inputs_as_arguments() const override { return true; }
@@ -194,14 +138,14 @@ class MultiHeadAttentionLayer final : public Layer {
     c.be->scale_shift(rows * q_size(), scale, 0.0f, b.q, b.q);
     round(c, rows * q_size(), b.q);
     c.be->gemm_batched(scores_gemm(rows, Trans::No, Trans::Yes, K, H * K, H * K, 0.0f, c.rounding), b.q, b.k, b.p);
-    const float* mask = attention_mask(c);
-    if (mask)
-      c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, masked_score(), b.p);
+    const Masks mask = masks(c, c.workspace);
+    if (mask.any())
+      fill_masked(c, mask, masked_score(), b.p);
     else if (s_.causal)
       c.be->causal_mask_add(rows * H, tq_, tv_, kMaskedScore, b.p);
     c.be->activation_forward(Activation::Softmax, rows * H * tq_, tv_, b.p);
     // Keras's Softmax path (dropout on) zeroes masked positions: a row masked throughout attends nowhere.
-    if (mask && dropout_on()) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, b.p);
+    if (mask.any() && dropout_on()) fill_masked(c, mask, 0.0f, b.p);
     round(c, rows * p_size(), b.p);
     const float* attention = b.p;
     if (dropout_on() && c.training) {
@@ -249,13 +193,13 @@ class MultiHeadAttentionLayer final : public Layer {
     dv.ldc = H * V, dv.c_outer = v_size(), dv.c_inner = V;
     c.be->gemm_batched(dv, attention, d_o, d_v);
     if (dropped) c.be->multiply(rows * p_size(), d_p, b.mask, d_p);
-    const float* mask = attention_mask(c);
-    if (mask && dropout_on()) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, d_p);
+    const Masks mask = masks(c, d_k + rows * k_size());
+    if (mask.any() && dropout_on()) fill_masked(c, mask, 0.0f, d_p);
     c.be->activation_backward(Activation::Softmax, rows * H * tq_, tv_, b.p, d_p, d_p);
     // A replaced score has no gradient (a row masked throughout has a uniform, not a zero, softmax).
-    if (mask) c.be->attention_mask_fill(rows, H, tq_, tv_, mask, s_.causal ? 1 : 0, 0.0f, d_p);
+    if (mask.any()) fill_masked(c, mask, 0.0f, d_p);
     // Keras casts the mask to bool: nothing flows back into it.
-    if (mask && c.dxs && c.dxs[s_.mask_input])
+    if (mask.attention && c.dxs && c.dxs[s_.mask_input])
       c.be->fill_zero(static_cast<size_t>(rows * tq_ * tv_) * sizeof(float), c.dxs[s_.mask_input]);
     round(c, rows * p_size(), d_p);
     // dQ = dS K and dK = dS^T Q (Q as scaled), per sample and head; then dQ through the scale.
@@ -287,6 +231,10 @@ class MultiHeadAttentionLayer final : public Layer {
 
   // MatMul, Softmax, Reshape and Transpose nodes (onnx_attention_export.hpp), with this forward's masks.
   void export_onnx(OnnxLayerExport& e) const override {
+    // kx attends only where Keras's masks allow; the exported graph would attend everywhere.
+    if (keras_masked_)
+      e.not_exportable("a Keras mask reaches its query, value or key (Embedding mask_zero): the exported "
+                       "attention would not apply it");
     OnnxAttention a;
     a.heads = s_.heads, a.key_dim = s_.key_dim, a.value_dim = s_.value_dim, a.output_dim = dout_;
     a.attended_inputs = num_inputs_;
@@ -316,7 +264,27 @@ class MultiHeadAttentionLayer final : public Layer {
   // largest value as Keras spells it.
   static constexpr float kFusedMaskedScore = static_cast<float>(-0.7 * 3.38953e38);
   float masked_score() const { return dropout_on() ? kMaskedScore : kFusedMaskedScore; }
-  const float* attention_mask(const LayerContext& c) const { return s_.mask_input >= 0 ? c.xs[s_.mask_input] : nullptr; }
+
+  // The call's attention_mask and the AND of the inputs' Keras masks (made at `at`), each null for none.
+  struct Masks {
+    const float *attention, *keras;
+    bool any() const { return attention || keras; }
+  };
+  Masks masks(const LayerContext& c, float* at) const {
+    Masks m{s_.mask_input >= 0 ? c.xs[s_.mask_input] : nullptr, nullptr};
+    if (keras_masked_ && c.masks) {
+      const float* query = c.masks[0];
+      const float* value = num_inputs_ > 1 ? c.masks[1] : query;
+      m.keras = attention_keras_mask(*c.be, c.rows, tq_, tv_, query, value, num_inputs_ > 2 ? c.masks[2] : nullptr, at);
+    }
+    return m;
+  }
+  // scores = value where either mask (or use_causal_mask) masks them.
+  void fill_masked(const LayerContext& c, const Masks& m, float value, float* scores) const {
+    const int causal = s_.causal ? 1 : 0;
+    if (m.attention) c.be->attention_mask_fill(c.rows, s_.heads, tq_, tv_, m.attention, causal, value, scores);
+    if (m.keras) c.be->attention_mask_fill(c.rows, s_.heads, tq_, tv_, m.keras, causal, value, scores);
+  }
 
   struct Buffers {
     float *q, *k, *v, *p, *mask, *dropped, *o;
@@ -336,6 +304,7 @@ class MultiHeadAttentionLayer final : public Layer {
   int64_t v_size() const { return tv_ * s_.heads * s_.value_dim; }
   int64_t p_size() const { return s_.heads * tq_ * tv_; }
   int64_t o_size() const { return tq_ * s_.heads * s_.value_dim; }
+  int64_t keras_mask_size() const { return keras_masked_ ? tq_ * tv_ : 0; }
   bool dropout_on() const { return s_.dropout > 0; }
   float inv_sqrt_key_dim() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(s_.key_dim))); }
 
@@ -437,13 +406,14 @@ class MultiHeadAttentionLayer final : public Layer {
 
   AttentionSettings s_;
   int num_inputs_ = 1;
+  bool keras_masked_ = false;  // a Keras mask reaches the query, value or key
   int64_t tq_ = 0, tv_ = 0, dq_ = 0, dv_ = 0, dk_ = 0, dout_ = 0;
 };
 
 }  // namespace
 
 std::unique_ptr<Layer> make_multi_head_attention_layer(const LayerSpec& spec) {
-  return std::make_unique<MultiHeadAttentionLayer>(spec, read_settings(spec));
+  return std::make_unique<MultiHeadAttentionLayer>(spec, read_attention_settings(spec));
 }
 
 }  // namespace kx::core

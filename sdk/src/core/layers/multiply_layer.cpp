@@ -21,6 +21,8 @@ class MultiplyLayer final : public Layer {
     return output_shape(shape_);
   }
 
+  // Keras's Multiply replaces masked inputs' values by 1 and ORs the masks; kx does not yet.
+  void take_input_masks(const std::vector<int>& sources) override { refuse_masks(sources, *this); }
   void forward(const LayerContext& c) const override { c.be->binary_forward(shape_, c.rows, c.xs[0], c.xs[1], c.y); }
   // Each input's gradient is dy times the other input.
   bool backward_reads_output() const override { return false; }

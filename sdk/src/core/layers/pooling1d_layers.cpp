@@ -1,8 +1,11 @@
 // Pooling over the steps of (steps, channels) samples, as keras.layers.MaxPooling1D, AveragePooling1D
 // ("valid" windows, strides defaulting to the pool size) and GlobalAveragePooling1D (the mean of each
 // channel over the steps, (steps, c) -> (c) or (1, c) with keepdims). Windows one row high, run by the
-// 2-D pooling kernels. Their settings live in LayerSpec::config.
+// 2-D pooling kernels. Their settings live in LayerSpec::config. GlobalAveragePooling1D reached by a
+// Keras mask averages the steps the mask keeps, as Keras does; a sample masked throughout gives 0s
+// (Keras's 0 / 0 gives NaN).
 #include "core/checked_size.hpp"
+#include "core/layers/broadcast_shape.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_json.hpp"
 #include "kx/error.hpp"
@@ -114,14 +117,38 @@ class GlobalAveragePooling1dLayer final : public Layer {
     g_ = steps_window(in, in[0], in[0]);
     return keepdims_ ? Shape{1, in[1]} : Shape{in[1]};
   }
+  void take_input_masks(const std::vector<int>& sources) override { masked_ = sources.front() >= 0; }
+  // With a mask: each step's weight (the mask over the count of steps it keeps) and the count.
+  int64_t scratch_per_sample() const override { return masked_ ? steps() + 1 : 0; }
   bool backward_reads_input() const override { return false; }  // dy spread over the steps
   bool backward_reads_output() const override { return false; }
-  void forward(const LayerContext& c) const override { c.be->avg_pool_forward(g_, c.rows, c.x, c.y); }
+  void forward(const LayerContext& c) const override {
+    if (!c.mask) return c.be->avg_pool_forward(g_, c.rows, c.x, c.y);
+    const int64_t T = steps(), F = g_.channels, rows = c.rows;
+    float* weight = c.scratch;
+    float* count = weight + rows * T;
+    // count = mask . mask (masks are 1 or 0), at least 1; weight = mask / count; y = weight x per sample.
+    backend::BatchedGemm g;
+    g.M = 1, g.N = 1, g.K = T, g.outer = rows, g.lda = T, g.ldb = 1, g.ldc = 1;
+    g.a_outer = T, g.b_outer = T, g.c_outer = 1;
+    c.be->gemm_batched(g, c.mask, c.mask, count);
+    c.be->scale_shift(rows, 1.0f, -1.0f, count, count);
+    c.be->pointwise_activation_forward(Activation::Relu, rows, count, count);
+    c.be->scale_shift(rows, 1.0f, 1.0f, count, count);
+    c.be->binary_forward(broadcast_shape(backend::BinaryOp::Divide, {T}, {1}, name()), rows, c.mask, count, weight);
+    g.N = F, g.ldb = F, g.ldc = F, g.b_outer = T * F, g.c_outer = F;  // float32 weights: the plan rounds y
+    c.be->gemm_batched(g, weight, c.x, c.y);
+  }
   void backward(const LayerContext& c) const override {
-    if (c.dx) c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
+    if (!c.dx) return;
+    if (!c.mask) return c.be->avg_pool_backward(g_, c.rows, c.dy, c.dx);
+    // dx[t, f] = weight[t] dy[f] per sample.
+    const backend::BinaryShape s = broadcast_shape(backend::BinaryOp::Multiply, {steps(), 1}, {1, g_.channels}, name());
+    c.be->binary_forward(s, c.rows, c.scratch, c.dy, c.dx);
   }
 
   void export_onnx(OnnxLayerExport& e) const override {
+    if (masked_) return e.not_exportable("GlobalAveragePooling1D over a Keras mask has no ONNX export in kx");
     e.node("ReduceMean", {e.input_sequence()}, {name()},
            {io::OnnxAttribute::ints("axes", {1}), io::OnnxAttribute::integer("keepdims", keepdims_ ? 1 : 0)});
     e.output(name(), false);
@@ -134,7 +161,8 @@ class GlobalAveragePooling1dLayer final : public Layer {
   }
 
  private:
-  bool keepdims_ = false;
+  int64_t steps() const { return g_.in_w; }
+  bool keepdims_ = false, masked_ = false;
   Window2d g_;
 };
 

@@ -13,6 +13,19 @@ using backend::Trans;
 
 namespace {
 
+// The state's masks draw from a stream of their own beside the inputs' (a Bidirectional's directions
+// already differ in theirs).
+constexpr uint64_t kRecurrentStream = 0x52d1'7a3c'e90b'4f61ull;
+
+// A rate of dropout: in [0, 1) (Keras drops nothing at 1; kx asks for a rate it can apply).
+double rate_of(const json::Value& config, const char* key, const std::string& what) {
+  const json::Value* v = config.find(key);
+  const double rate = v && !v->is_null() ? v->as_number(what + " " + key) : 0.0;
+  require(std::isfinite(rate) && rate >= 0 && rate < 1, Status::InvalidArgument,
+          what + ": " + key + " must be in [0, 1), got " + std::to_string(rate));
+  return rate;
+}
+
 bool flag(const json::Value& config, const char* key, bool fallback, const std::string& what) {
   const json::Value* v = config.find(key);
   return v && !v->is_null() ? v->as_bool(what + " " + key) : fallback;
@@ -30,7 +43,10 @@ void require_zero(const json::Value& config, const char* key, const std::string&
 
 Activation recurrent_activation_from_json(const json::Value& v, const std::string& what) {
   const Activation a = v.is_null() ? Activation::None : activation_from_name(v.as_string(what));
-  require(a != Activation::Softmax, Status::Unsupported, what + " softmax is not supported in a recurrent layer");
+  // The cell kernels (backend/recurrent_math.hpp) compute these; any other would run as linear.
+  require(a == Activation::None || a == Activation::Relu || a == Activation::Sigmoid || a == Activation::Tanh,
+          Status::Unsupported,
+          what + " " + v.dump() + " is not supported in a recurrent layer (linear, relu, sigmoid or tanh)");
   return a;
 }
 
@@ -54,12 +70,8 @@ RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind ce
   // A layer has one output in kx's graphs: the states cannot be returned beside it.
   require_zero(config, "return_state", what);
   require_zero(config, "stateful", what);
-  if (const json::Value* v = config.find("dropout"); v && !v->is_null()) s.dropout = v->as_number(what + " dropout");
-  // Keras drops nothing at 1 (its cell checks 0 < rate < 1); kx asks for a rate it can apply.
-  require(std::isfinite(s.dropout) && s.dropout >= 0 && s.dropout < 1, Status::InvalidArgument,
-          what + ": dropout must be in [0, 1), got " + std::to_string(s.dropout));
-  // recurrent_dropout switches Keras's cell to a mask per gate on the inputs and the state; kx has none.
-  require_zero(config, "recurrent_dropout", what);
+  s.dropout = rate_of(config, "dropout", what);
+  s.recurrent_dropout = rate_of(config, "recurrent_dropout", what);
   if (cell == CellKind::Gru)
     require(flag(config, "reset_after", true, what), Status::Unsupported,
             what + ": reset_after false is not supported (Keras 3's default, true, is)");
@@ -78,7 +90,7 @@ void write_recurrent_settings(const RecurrentSettings& s, json::Value& config) {
   config.set("unroll", false);
   config.set("zero_output_for_mask", s.zero_output_for_mask);
   config.set("dropout", s.dropout);
-  config.set("recurrent_dropout", 0.0);
+  config.set("recurrent_dropout", s.recurrent_dropout);
   if (s.cell == CellKind::Lstm) config.set("unit_forget_bias", s.unit_forget_bias);
   if (s.cell == CellKind::Gru) config.set("reset_after", true);
 }
@@ -120,14 +132,73 @@ int64_t RecurrentSequence::state_scratch_per_sample() const {
 }
 
 int64_t RecurrentSequence::scratch_per_sample() const {
-  return state_scratch_per_sample() + (s_.dropout > 0 ? features_ * (steps_ + 1) : 0);
+  return state_scratch_per_sample() + input_mask_per_sample() + dropped_per_sample() + recurrent_mask_per_sample();
 }
 
-// dh and dc, then every step's previous h (what the recurrent kernel's gradient multiplies) and, with
-// dropout, after it the inputs' gradient before the mask.
+// dh and dc; with recurrent_dropout a copy of h and the masked states [G, u]; then every step's previous
+// h (what the recurrent kernel's gradient multiplies) and, with dropout, after it the inputs' gradient
+// before the mask.
 int64_t RecurrentSequence::workspace_floats(int64_t rows) const {
-  const int64_t after = std::max(steps_ * s_.units, s_.dropout > 0 ? steps_ * features_ : 0);
-  return checked_product({rows, 2 * s_.units + after}, "a recurrent layer's workspace");
+  const int64_t masked_states = per_gate() ? (gate_count() + 1) * s_.units : 0;
+  const int64_t after = std::max(steps_ * s_.units, dropped_per_sample());
+  return checked_product({rows, 2 * s_.units + masked_states + after}, "a recurrent layer's workspace");
+}
+
+backend::BinaryShape RecurrentSequence::per_gate_broadcast() const {
+  backend::BinaryShape b;
+  b.op = backend::BinaryOp::Multiply;
+  b.rank = 3;
+  b.dims[0] = b.a_dims[0] = steps_;
+  b.dims[1] = b.b_dims[1] = gate_count();
+  b.dims[2] = b.a_dims[2] = b.b_dims[2] = features_;
+  b.a_dims[1] = b.b_dims[0] = 1;
+  return b;
+}
+
+backend::BinaryShape RecurrentSequence::state_broadcast() const {
+  backend::BinaryShape b;
+  b.op = backend::BinaryOp::Multiply;
+  b.rank = 2;
+  b.dims[0] = b.b_dims[0] = gate_count();
+  b.dims[1] = b.a_dims[1] = b.b_dims[1] = s_.units;
+  b.a_dims[0] = 1;
+  return b;
+}
+
+void RecurrentSequence::masked_state(backend::Backend& be, int64_t rows, const float* h_prev, const float* rmask,
+                                     float* hcopy, float* hm) const {
+  const int64_t u = s_.units;
+  if (h_prev)
+    be.copy_columns(rows, u, h_prev, steps_ * u, hcopy, u);
+  else
+    be.fill_zero(static_cast<size_t>(rows * u) * sizeof(float), hcopy);
+  be.binary_forward(state_broadcast(), rows, hcopy, rmask, hm);
+}
+
+void RecurrentSequence::per_gate_input_grad(backend::Backend& be, int64_t rows, const float* kernel, float* scratch,
+                                            float* workspace, float* dx, float dx_beta) const {
+  const int64_t u = s_.units, g = gate_width(), G = gate_count(), T = steps_, F = features_;
+  float* gates_grad = scratch;
+  float* d_all = workspace + rows * (2 * u + (G + 1) * u);  // [rows, T, G, F]
+  float* masked = dropped_inputs(scratch, rows);            // no longer needed: the masked gradient
+  for (int64_t j = 0; j < G; ++j)
+    be.gemm(Trans::No, Trans::Yes, rows * T, F, u, gates_grad + j * u, g, kernel + j * u, g, 0.0f, d_all + j * F, G * F,
+            {});
+  backend::BinaryShape through_masks = per_gate_broadcast();  // d_all is [T, G, F] itself
+  through_masks.a_dims[1] = gate_count();
+  be.binary_forward(through_masks, rows, d_all, dropout_mask(scratch, rows), masked);
+  // The gates' sum, in d_all's first rows * T * F floats (a term at a time after them).
+  float* sum = d_all;
+  float* term = d_all + rows * T * F;
+  be.copy_columns(rows * T, F, masked, G * F, sum, F);
+  for (int64_t j = 1; j < G; ++j) {
+    be.copy_columns(rows * T, F, masked + j * F, G * F, term, F);
+    be.add(rows * T * F, sum, term, sum);
+  }
+  if (dx_beta == 0.0f)
+    be.copy(rows * T * F, sum, dx);
+  else
+    be.add(rows * T * F, dx, sum, dx);
 }
 
 backend::BinaryShape RecurrentSequence::dropout_broadcast() const {
@@ -165,29 +236,55 @@ void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float*
   float* gates = scratch;
   float* h = gates + rows * T * g;
   float* second = h + rows * T * u;  // c (LSTM) or h U + b (GRU)
+  const bool gate_inputs = s_.dropout > 0 && drop.training && per_gate();
   if (s_.dropout > 0 && drop.training) {
-    // The mask of each sample's features (Keras draws one per batch and keeps it for every step); the
-    // dropped copy of the first rows * features inputs only fills the buffer the mask comes with.
+    // The masks of each sample's features (Keras draws them once per batch and keeps them for every
+    // step); the dropped buffer only serves the draw as its input and output until it is filled.
+    const int64_t per_sample = input_mask_per_sample();
     float* dmask = dropout_mask(scratch, rows);
     float* dropped = dropped_inputs(scratch, rows);
-    be.dropout_forward(static_cast<float>(s_.dropout), drop.step_seed, drop.stream, drop.first_row * features_,
-                       rows * features_, x, dmask, dropped);
-    be.binary_forward(dropout_broadcast(), rows, x, dmask, dropped);
+    be.dropout_forward(static_cast<float>(s_.dropout), drop.step_seed, drop.stream, drop.first_row * per_sample,
+                       rows * per_sample, dropped, dmask, dropped);
+    be.binary_forward(gate_inputs ? per_gate_broadcast() : dropout_broadcast(), rows, x, dmask, dropped);
     x = dropped;
   }
-  // The inputs' share of every step's gates at once (with the input bias).
-  Epilogue in_ep;
-  in_ep.bias = bias;
-  be.gemm(Trans::No, Trans::No, rows * T, g, features_, x, features_, kernel, g, 0.0f, gates, g, in_ep);
+  // The inputs' share of every step's gates at once (with the input bias); per gate from its own
+  // dropped inputs with recurrent_dropout.
+  for (int64_t j = 0; j < (gate_inputs ? gate_count() : 1); ++j) {
+    Epilogue in_ep;
+    in_ep.bias = bias ? bias + j * u : nullptr;
+    const int64_t width = gate_inputs ? u : g, lda = gate_inputs ? gate_count() * features_ : features_;
+    be.gemm(Trans::No, Trans::No, rows * T, width, features_, x + j * features_, lda, kernel + j * u, g, 0.0f,
+            gates + j * u, g, in_ep);
+  }
   const backend::RecurrentStep st = step_shape(rows, out);
   if (s_.cell == CellKind::Gru) be.fill_zero(static_cast<size_t>(rows * u) * sizeof(float), workspace);
+  // recurrent_dropout: the state's masks, then per step h_{t-1} times each gate's mask.
+  const bool rec = per_gate() && drop.training;
+  float* rmask = recurrent_mask(scratch, rows);
+  float* hcopy = workspace + 2 * rows * u;
+  float* hm = hcopy + rows * u;
+  if (rec)
+    be.dropout_forward(static_cast<float>(s_.recurrent_dropout), drop.step_seed, drop.stream ^ kRecurrentStream,
+                       drop.first_row * gate_count() * u, rows * gate_count() * u, hm, rmask, hm);
   for (int64_t k = 0; k < T; ++k) {
     const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
     float* y_step = s_.return_sequences ? y + output_position(k, out) * out.step_ld : (k == T - 1 ? y : nullptr);
     const float* h_prev = k > 0 ? h + tp * u : nullptr;
     const float* m = mask ? mask + t : nullptr;
+    if (rec && (k > 0 || s_.cell == CellKind::Gru)) {
+      // Each gate's share of the recurrent product from its masked state (GRU's with the recurrent bias).
+      masked_state(be, rows, h_prev, rmask, hcopy, hm);
+      for (int64_t j = 0; j < gate_count(); ++j) {
+        Epilogue rec_ep;
+        const bool gru = s_.cell == CellKind::Gru;
+        rec_ep.bias = gru && bias ? bias + g + j * u : nullptr;
+        be.gemm(Trans::No, Trans::No, rows, u, u, hm + j * u, gate_count() * u, recurrent_kernel + j * u, g, gru ? 0.0f : 1.0f,
+                (gru ? second : gates) + t * g + j * u, T * g, rec_ep);
+      }
+    }
     if (s_.cell == CellKind::Lstm) {
-      if (k > 0)
+      if (k > 0 && !rec)
         be.gemm(Trans::No, Trans::No, rows, g, u, h_prev, T * u, recurrent_kernel, g, 1.0f, gates + t * g, T * g, {});
       be.lstm_step_forward(st, gates + t * g, k > 0 ? second + tp * u : nullptr, h_prev, m, second + t * u, h + t * u,
                            y_step);
@@ -196,8 +293,9 @@ void RecurrentSequence::forward(backend::Backend& be, int64_t rows, const float*
       // step's h is zero (the workspace).
       Epilogue rec_ep;
       rec_ep.bias = bias ? bias + g : nullptr;
-      be.gemm(Trans::No, Trans::No, rows, g, u, k > 0 ? h_prev : workspace, k > 0 ? T * u : u, recurrent_kernel, g,
-              0.0f, second + t * g, T * g, rec_ep);
+      if (!rec)
+        be.gemm(Trans::No, Trans::No, rows, g, u, k > 0 ? h_prev : workspace, k > 0 ? T * u : u, recurrent_kernel, g,
+                0.0f, second + t * g, T * g, rec_ep);
       be.gru_step_forward(st, gates + t * g, second + t * g, h_prev, m, h + t * u, y_step);
     }
   }
@@ -218,6 +316,11 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
   float* d_recurrent_kernel = dw ? dw + features_ * g : nullptr;
   float* d_bias = dw && s_.use_bias ? d_recurrent_kernel + u * g : nullptr;
   const backend::RecurrentStep st = step_shape(rows, out);
+  const bool rec = per_gate() && drop.training;
+  const float* rmask = recurrent_mask(scratch, rows);
+  float* hcopy = workspace + 2 * rows * u;
+  float* hm = hcopy + rows * u;
+  bool recurrent_written = false;  // with recurrent_dropout, dU is summed per step
   for (int64_t k = T; k-- > 0;) {
     const int64_t t = position(k), tp = k > 0 ? position(k - 1) : 0;
     const float* dy_step =
@@ -233,36 +336,69 @@ void RecurrentSequence::backward(backend::Backend& be, int64_t rows, const float
       d_step = second + t * g;
     }
     if (k == 0) break;  // the first step's h_prev is zero: nothing flows through the recurrent kernel
+    if (rec) {
+      // Per gate: dU_j += (h_{t-1} rmask_j)^T d_j; dh += (d_j U_j^T) rmask_j.
+      const int64_t G = gate_count();
+      if (d_recurrent_kernel) {
+        masked_state(be, rows, h_prev, rmask, hcopy, hm);
+        for (int64_t j = 0; j < G; ++j)
+          be.gemm(Trans::Yes, Trans::No, u, u, rows, hm + j * u, G * u, d_step + j * u, T * g,
+                  recurrent_written ? 1.0f : 0.0f, d_recurrent_kernel + j * u, g, {});
+        recurrent_written = true;
+      }
+      for (int64_t j = 0; j < G; ++j)
+        be.gemm(Trans::No, Trans::Yes, rows, u, u, d_step + j * u, T * g, recurrent_kernel + j * u, g, 0.0f, hm + j * u,
+                G * u, {});
+      be.multiply(rows * G * u, hm, rmask, hm);
+      for (int64_t j = 0; j < G; ++j) {
+        be.copy_columns(rows, u, hm + j * u, G * u, hcopy, u);
+        be.add(rows * u, dh, hcopy, dh);
+      }
+      continue;
+    }
     be.gemm(Trans::No, Trans::Yes, rows, u, g, d_step, T * g, recurrent_kernel, g, 1.0f, dh, u, {});
   }
   const bool dropped = s_.dropout > 0 && drop.training;
+  const bool gate_inputs = dropped && per_gate();
   if (dropped) x = dropped_inputs(scratch, rows);
   if (dw) {
-    // The recurrent kernel's gradient, sum over steps of h_prev^T d_step, as one product over every
-    // (row, step): each position's previous h lined up with it (zero for the first step processed).
-    float* h_before = workspace + 2 * rows * u;
-    be.fill_zero(static_cast<size_t>(rows * T * u) * sizeof(float), h_before);
-    if (T > 1) {
-      if (s_.go_backwards)  // position t follows position t + 1
-        be.copy_columns(rows, (T - 1) * u, h + u, T * u, h_before, T * u);
-      else
-        be.copy_columns(rows, (T - 1) * u, h, T * u, h_before + u, T * u);
+    if (rec) {
+      if (!recurrent_written) be.fill_zero(static_cast<size_t>(u * g) * sizeof(float), d_recurrent_kernel);
+    } else {
+      // The recurrent kernel's gradient, sum over steps of h_prev^T d_step, as one product over every
+      // (row, step): each position's previous h lined up with it (zero for the first step processed).
+      float* h_before = workspace + 2 * rows * u + (per_gate() ? rows * (gate_count() + 1) * u : 0);
+      be.fill_zero(static_cast<size_t>(rows * T * u) * sizeof(float), h_before);
+      if (T > 1) {
+        if (s_.go_backwards)  // position t follows position t + 1
+          be.copy_columns(rows, (T - 1) * u, h + u, T * u, h_before, T * u);
+        else
+          be.copy_columns(rows, (T - 1) * u, h, T * u, h_before + u, T * u);
+      }
+      be.gemm(Trans::Yes, Trans::No, u, g, rows * T, h_before, u, s_.cell == CellKind::Lstm ? gates : second, g, 0.0f,
+              d_recurrent_kernel, g, {});
     }
-    be.gemm(Trans::Yes, Trans::No, u, g, rows * T, h_before, u, s_.cell == CellKind::Lstm ? gates : second, g, 0.0f,
-            d_recurrent_kernel, g, {});
-    Epilogue with_bias_grad;
-    with_bias_grad.bias_grad = d_bias;
-    be.gemm(Trans::Yes, Trans::No, features_, g, rows * T, x, features_, gates, g, 0.0f, dw, g, with_bias_grad);
+    if (gate_inputs) {  // each gate's kernel from its own dropped inputs
+      for (int64_t j = 0; j < gate_count(); ++j)
+        be.gemm(Trans::Yes, Trans::No, features_, u, rows * T, x + j * features_, gate_count() * features_, gates + j * u, g,
+                0.0f, dw + j * u, g, {});
+      if (d_bias) be.bias_grad(rows * T, g, gates, d_bias);
+    } else {
+      Epilogue with_bias_grad;
+      with_bias_grad.bias_grad = d_bias;
+      be.gemm(Trans::Yes, Trans::No, features_, g, rows * T, x, features_, gates, g, 0.0f, dw, g, with_bias_grad);
+    }
     if (d_bias && s_.cell == CellKind::Gru) be.bias_grad(rows * T, g, second, d_bias + g);
   }
   if (!dx) return;
+  if (gate_inputs) return per_gate_input_grad(be, rows, kernel, scratch, workspace, dx, dx_beta);
   if (!dropped) {
     be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, dx_beta, dx, features_, {});
     return;
   }
   // Through the mask: the gradient of the dropped inputs times the mask, into the dropped inputs'
   // buffer (no longer needed), then onto dx.
-  float* d_dropped = workspace + 2 * rows * u;
+  float* d_dropped = workspace + 2 * rows * u + (per_gate() ? rows * (gate_count() + 1) * u : 0);
   float* masked = dropped_inputs(scratch, rows);
   be.gemm(Trans::No, Trans::Yes, rows * T, features_, g, gates, g, kernel, g, 0.0f, d_dropped, features_, {});
   be.binary_forward(dropout_broadcast(), rows, d_dropped, dropout_mask(scratch, rows), masked);

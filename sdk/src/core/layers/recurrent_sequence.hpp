@@ -12,7 +12,14 @@
 // Scratch, kept from forward to backward, batch-major over all rows: the gates [rows, steps, G * u]
 // (G = 4 for LSTM, 3 for GRU), the state h [rows, steps, u], and LSTM's c [rows, steps, u] or GRU's
 // recurrent part h U + b [rows, steps, 3 u]. Everything is indexed by the input's time position, also
-// when going backwards.
+// when going backwards. With dropout in training, then the input mask and the dropped inputs; with
+// recurrent_dropout, last, the state's masks [rows, G, u].
+//
+// recurrent_dropout switches Keras's cell to its implementation 1, a mask per gate: gate j reads
+// (h_{t-1} * rmask_j) U_j (GRU's candidate: r * ((h_{t-1} * rmask_h) U_h + b_h), reset_after), and
+// with dropout the inputs' masks are per gate too, x * mask_j before W_j. Each mask is drawn once per
+// sequence and call, kept values scaled by 1 / (1 - rate); GRU's h_t = z h_{t-1} + (1 - z) hh keeps
+// the undropped h_{t-1}.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,9 +41,12 @@ struct RecurrentSettings {
   bool go_backwards = false;
   bool zero_output_for_mask = false;
   bool unit_forget_bias = true;  // LSTM: the forget gate's bias starts at 1 (Keras's default)
-  // Keras's dropout of the inputs in training (without recurrent_dropout): one mask per sample and
-  // feature, the same at every step and for every gate, kept values scaled by 1 / (1 - rate).
+  // Keras's dropout of the inputs in training: one mask per sample and feature, the same at every step
+  // and for every gate (a mask per gate with recurrent_dropout), kept values scaled by 1 / (1 - rate).
   double dropout = 0;
+  // Keras's dropout of the previous state before the recurrent kernel in training: a mask per sample,
+  // gate and unit, the same at every step.
+  double recurrent_dropout = 0;
 };
 
 // What a training run draws its input dropout mask from (LayerContext's step_seed, a stream of its
@@ -48,8 +58,8 @@ struct InputDropout {
   int64_t first_row = 0;
 };
 
-// Keras's LSTM or GRU config read into settings; what kx does not do (return_state, stateful,
-// recurrent_dropout, GRU without reset_after) is Unsupported naming the setting.
+// Keras's LSTM or GRU config read into settings; what kx does not do (return_state, stateful, GRU
+// without reset_after) is Unsupported naming the setting.
 RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind cell, const std::string& what);
 // The settings as Keras's config keys (add_config).
 void write_recurrent_settings(const RecurrentSettings& s, json::Value& config);
@@ -96,10 +106,32 @@ class RecurrentSequence {
   int64_t output_position(int64_t k, const SequenceOutput& out) const { return out.reversed ? steps_ - 1 - k : k; }
   backend::RecurrentStep step_shape(int64_t rows, const SequenceOutput& out) const;
   int64_t state_scratch_per_sample() const;
-  // The dropout mask [rows, features] and the dropped inputs [rows, steps, features] in the scratch.
+  int64_t gate_count() const { return s_.cell == CellKind::Lstm ? 4 : 3; }
+  // Keras's mask per gate (its implementation 1): with recurrent_dropout.
+  bool per_gate() const { return s_.recurrent_dropout > 0; }
+  // Per sample: the input mask ([features], or [G, features] per gate), the dropped inputs ([steps,
+  // features] or [steps, G, features]) and the state's masks [G, u].
+  int64_t input_mask_per_sample() const { return s_.dropout > 0 ? (per_gate() ? gate_count() : 1) * features_ : 0; }
+  int64_t dropped_per_sample() const { return steps_ * input_mask_per_sample(); }
+  int64_t recurrent_mask_per_sample() const { return per_gate() ? gate_count() * s_.units : 0; }
   float* dropout_mask(float* scratch, int64_t rows) const { return scratch + rows * state_scratch_per_sample(); }
-  float* dropped_inputs(float* scratch, int64_t rows) const { return dropout_mask(scratch, rows) + rows * features_; }
+  float* dropped_inputs(float* scratch, int64_t rows) const {
+    return dropout_mask(scratch, rows) + rows * input_mask_per_sample();
+  }
+  float* recurrent_mask(float* scratch, int64_t rows) const {
+    return dropped_inputs(scratch, rows) + rows * dropped_per_sample();
+  }
   backend::BinaryShape dropout_broadcast() const;
+  // x [steps, features] times the masks [G, features]: [steps, G, features].
+  backend::BinaryShape per_gate_broadcast() const;
+  // h [u] times the state's masks [G, u]: [G, u].
+  backend::BinaryShape state_broadcast() const;
+  // hm [rows, G, u] = h_prev (row stride steps * u; null: zeros) times the state's masks, through hcopy.
+  void masked_state(backend::Backend& be, int64_t rows, const float* h_prev, const float* rmask, float* hcopy,
+                    float* hm) const;
+  // The inputs' gradient through per-gate masks: into dx (dx_beta 0) or onto it.
+  void per_gate_input_grad(backend::Backend& be, int64_t rows, const float* kernel, float* scratch, float* workspace,
+                           float* dx, float dx_beta) const;
   RecurrentSettings s_;
   int64_t steps_ = 0, features_ = 0;
 };

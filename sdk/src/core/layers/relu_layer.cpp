@@ -54,6 +54,8 @@ class ReluLayer final : public Layer {
   bool rounds_output(bool) const override { return settings_.plain(); }
   bool rounds_input_grads(bool) const override { return settings_.negative_slope == 0; }
 
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   void forward(const LayerContext& c) const override {
     const int64_t n = c.rows * size_;
     if (!settings_.plain()) {

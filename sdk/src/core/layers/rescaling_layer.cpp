@@ -72,6 +72,8 @@ class RescalingLayer final : public Layer {
                   std::to_string(channels_) + ")");
     return in;
   }
+  // Keras's layer supports masking: the output carries the input's mask.
+  bool passes_mask() const override { return true; }
   // Per channel: the scales and offsets, written by forward for backward (the step has no other place
   // for a layer's constants in the backend's memory).
   int64_t scratch_floats(int64_t) const override { return s_.scalar() ? 0 : 2 * channels_; }

@@ -75,6 +75,22 @@ Value without_embedding_mask_nodes(const Value& model) {
     const bool against_zero = a[1].type() == Value::Type::Number && a[1].as_number("not_equal") == 0;
     if (against_zero && masked_inputs.count(tensor_key(a[0]))) mask_nodes.insert(name_of(l));
   }
+  // Keras's merge layers combine their inputs' masks with logical operations of the masks alone (Add's
+  // compute_mask: logical_or): kx combines them itself too. Layers come in graph order.
+  for (const Value& l : layers->as_array("layers")) {
+    const Value* args = first_call_args(l);
+    const std::string cls = class_of(l);
+    if (!args || (cls != "LogicalOr" && cls != "LogicalAnd")) continue;
+    bool of_masks = !args->as_array("args").empty();
+    for (const Value& a : args->as_array("args")) {
+      const Value* c = a.type() == Value::Type::Object ? a.find("config") : nullptr;
+      const Value* h = c ? c->find("keras_history") : nullptr;
+      of_masks = of_masks && h && h->type() == Value::Type::Array && !h->as_array("keras_history").empty() &&
+                 h->as_array("keras_history").front().type() == Value::Type::String &&
+                 mask_nodes.count(h->as_array("keras_history").front().as_string("keras_history"));
+    }
+    if (of_masks) mask_nodes.insert(name_of(l));
+  }
   if (mask_nodes.empty()) return model;
   Value::Array kept;
   for (const Value& l : layers->as_array("layers")) {

@@ -2,7 +2,8 @@
 // graph as an op node, not_equal(ids, 0), and hands it to the layers after it as their "mask"
 // argument; kx carries that mask itself (Layer::computes_mask, passes_mask). So those nodes and
 // arguments are dropped, when a node is exactly such a mask: a NotEqual of an Embedding's input (one
-// with mask_zero) and 0. Any other op node stays, and is refused as ops are.
+// with mask_zero) and 0, or a LogicalOr / LogicalAnd of such masks alone (Add's merged mask). Any
+// other op node stays, and is refused as ops are.
 #pragma once
 
 #include "io/json.hpp"

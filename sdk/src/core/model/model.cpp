@@ -30,6 +30,7 @@ Model::Impl::Impl(Strategy s, Shape input) : strategy(std::move(s)) {
   core::checked_elements(input, "the input shape");
   distribute::require_supported_replicas(strategy.replicas());
   net.shapes.push_back(std::move(input));
+  net.mask_source.push_back(-1);
 }
 
 // The members then go in reverse order: steps_ (and its collective), the pool, the replicas.
@@ -66,6 +67,11 @@ std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inb
 
   auto layer = core::make_layer(spec);
   Shape out = layer->build_inputs(in_shapes);
+  std::vector<int> in_masks;
+  for (int t : inputs) in_masks.push_back(net.mask_source[static_cast<size_t>(t)]);
+  layer->take_input_masks(in_masks);
+  const int out_tensor = static_cast<int>(net.layers.size()) + 1;
+  const int out_mask = layer->computes_mask() ? out_tensor : layer->passes_mask() ? in_masks.front() : -1;
   core::checked_elements(out, "the output of layer \"" + spec.name + "\"");
   int64_t count = 0;
   for (const auto& p : layer->params()) count += core::checked_elements(p.shape, "a parameter of layer \"" + spec.name + "\"");
@@ -76,6 +82,7 @@ std::string Model::Impl::add(LayerSpec spec, const std::vector<std::string>& inb
   net.layers.push_back(std::move(layer));
   net.inputs.push_back(std::move(inputs));
   net.shapes.push_back(std::move(out));
+  net.mask_source.push_back(out_mask);
   return spec.name;
 }
 

@@ -21,6 +21,9 @@ struct Network {
   std::vector<std::unique_ptr<Layer>> layers;
   std::vector<std::vector<int>> inputs;  // inputs[i]: the tensors layer i reads, in order
   std::vector<Shape> shapes;             // shapes[t]: of tensor t (per sample)
+  // Keras's masks: mask_source[t] is the tensor whose layer computes the mask tensor t carries (its
+  // scratch holds it), or -1 when t has none.
+  std::vector<int> mask_source;
   std::vector<int64_t> param_offset;     // first parameter of layer i in the arena
   int64_t num_params = 0;
   std::string input_name = "input_layer";

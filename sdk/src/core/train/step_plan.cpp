@@ -60,14 +60,13 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
       scratch_[i] = scratch_storage_.back().data();
     }
   }
-  // Each layer's input mask: a masking layer's scratch, carried on by the layers that pass masks.
-  std::vector<const float*> tensor_mask(T, nullptr);
-  mask_.assign(L, nullptr);
-  for (size_t i = 0; i < L; ++i) {
-    const Layer& layer = *net.layers[i];
-    mask_[i] = tensor_mask[static_cast<size_t>(net.inputs[i].front())];
-    tensor_mask[i + 1] = layer.computes_mask() ? scratch_[i] : layer.passes_mask() ? mask_[i] : nullptr;
-  }
+  // Each layer's input masks: in the scratch of the layer that computes them (Network::mask_source).
+  masks_.assign(L, {});
+  for (size_t i = 0; i < L; ++i)
+    for (int t : net.inputs[i]) {
+      const int source = net.mask_source[static_cast<size_t>(t)];
+      masks_[i].push_back(source > 0 ? scratch_[static_cast<size_t>(source - 1)] : nullptr);
+    }
   labels_ = be.allocate(static_cast<size_t>(checked_product({max_rows, label_size}, "a batch's labels")) * sizeof(float));
   batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   weights_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(float));
@@ -115,7 +114,8 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.seed_stream = i;
     c.first_row = first_row;
     c.rounding = mp.rounding;
-    c.mask = mask_[i];
+    c.masks = masks_[i].data();
+    c.mask = masks_[i].front();
     const Layer& layer = *net.layers[i];
     layer.forward(c);
     if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
@@ -151,7 +151,8 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.batch_share = batch_share;
     c.rounding = mp.rounding;
-    c.mask = mask_[i];
+    c.masks = masks_[i].data();
+    c.mask = masks_[i].front();
     layer.backward(c);
     if (mixed && !layer.rounds_input_grads(c.fold_activation))
       for (size_t k = 0; k < edge_grad_[i].size(); ++k)

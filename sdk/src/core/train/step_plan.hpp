@@ -75,7 +75,7 @@ class StepPlan {
   std::vector<std::vector<float*>> edge_grad_; // edge_grad_[i][k]: where layer i writes dL/d input k
   std::vector<std::vector<PendingSum>> sums_after_;  // per layer, run after its backward
   std::vector<float*> scratch_;                // per layer
-  std::vector<const float*> mask_;             // per layer: its input's mask (in a scratch), or null
+  std::vector<std::vector<const float*>> masks_;  // masks_[i][k]: input k's mask (in a scratch), or null
   std::vector<float*> forward_workspace_, backward_workspace_;  // per layer
   // The test hook zero_dead_buffers: per layer, what dies with its forward and with its backward.
   struct DeadSpan {
