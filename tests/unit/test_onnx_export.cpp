@@ -182,8 +182,6 @@ TEST(OnnxExport, RecurrentLayersRefuseWhatOnnxComputesOtherwise) {
           {R"({"class_name": "Embedding", "config": {"input_dim": 5, "output_dim": 3, "mask_zero": true}})",
            R"({"class_name": "LSTM", "config": {"units": 2}})"},
           "mask");
-  // kx's cells compute linear, relu, sigmoid and tanh.
-  refused({4, 3}, {R"({"class_name": "GRU", "config": {"units": 2, "activation": "gelu"}})"}, "gelu");
   // ONNX's bidirectional runs the forward layer forward.
   refused({4, 3},
           {R"({"class_name": "Bidirectional", "config": {"layer": {"class_name": "LSTM",

@@ -54,8 +54,8 @@ var layerCases = map[string]layerCase{
 	"Bidirectional":          {[]int64{4, 3}, NewLayer("Bidirectional", Config{"layer": Config{"class_name": "LSTM", "config": Config{"units": 2}}}), false},
 }
 
-// Layers without an ONNX form: their export fails with ErrUnsupported.
-var notExportable = map[string]bool{"MultiHeadAttention": true, "LSTM": true, "GRU": true, "Bidirectional": true}
+// Layers without an ONNX form (none today): their export fails with ErrUnsupported.
+var notExportable = map[string]bool{}
 
 func TestEveryListedLayerBuildsPredictsAndExports(t *testing.T) {
 	s, err := NewDefaultStrategy()
