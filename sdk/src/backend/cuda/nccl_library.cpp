@@ -31,10 +31,10 @@ const NcclLibrary& NcclLibrary::get() {
   return lib;
 }
 
-const NcclLibrary& NcclLibrary::load(const std::string& purpose) {
+const NcclLibrary& NcclLibrary::load(const char* purpose) {
   const NcclLibrary& lib = get();
   if (!lib.why.empty())
-    fail(Status::Unsupported, purpose + " need NCCL, and it could not be used (" + lib.why + "); install NCCL 2.14 or later");
+    fail(Status::Unsupported, std::string(purpose) + " need NCCL, and it could not be used (" + lib.why + "); install NCCL 2.14 or later");
   return lib;
 }
 

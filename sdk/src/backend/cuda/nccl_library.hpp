@@ -21,7 +21,8 @@ struct NcclLibrary {
   // Loads NCCL once per process (it stays loaded: its communicators' threads need it).
   static const NcclLibrary& get();
   // get(), or Status::Unsupported naming `purpose` ("replicas on several GPUs") and what is missing.
-  static const NcclLibrary& load(const std::string& purpose);
+  // A literal, not a std::string: GCC 13 warns of a reference kept past a temporary argument.
+  static const NcclLibrary& load(const char* purpose);
 };
 
 }  // namespace kx::backend::cuda
