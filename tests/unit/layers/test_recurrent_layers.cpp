@@ -353,6 +353,54 @@ TEST(RecurrentLayers, MixedPrecisionKeepsIdsAndStoresTheType) {
   }
 }
 
+// One training call of a recurrent layer on random inputs, weights and output gradient, as the
+// dropout tests make it: the buffers, and a context set for training with a fixed step seed.
+struct TrainingCall {
+  TrainingCall(const core::Layer& layer, const Rnn& c, int64_t rows)
+      : be(backend::make_cpu_backend(2)),
+        nx(rows * c.steps * c.features),
+        ny(rows * c.steps * c.units),
+        x(test::to_buffer(test::random_floats(static_cast<size_t>(nx), 21))),
+        w(test::to_buffer(test::random_floats(n_params(c), 13, -0.8f, 0.8f))),
+        y(static_cast<size_t>(ny)),
+        scratch(static_cast<size_t>(layer.scratch_floats(rows))),
+        workspace(static_cast<size_t>(layer.workspace_floats_on(*be, rows))),
+        dy(test::to_buffer(test::random_floats(static_cast<size_t>(ny), 22))),
+        dx(static_cast<size_t>(nx)),
+        dw(w.size()) {
+    ctx.be = be.get();
+    ctx.rows = rows;
+    ctx.x = x.data();
+    ctx.xs = &ctx.x;
+    ctx.y = y.data();
+    ctx.w = w.data();
+    ctx.scratch = scratch.data();
+    ctx.workspace = workspace.data();
+    ctx.training = true;
+    ctx.step_seed = &step_seed;
+    ctx.seed_stream = 3;
+  }
+  TrainingCall(const TrainingCall&) = delete;  // the context points into the object
+  TrainingCall& operator=(const TrainingCall&) = delete;
+
+  // The backward pass after forward, into dx and dw.
+  void backward(const core::Layer& layer) {
+    ctx.dy = dy.data();
+    ctx.dx = dx.data();
+    dxs[0] = dx.data();
+    ctx.dxs = dxs;
+    ctx.dw = dw.data();
+    layer.backward(ctx);
+  }
+
+  std::unique_ptr<backend::Backend> be;
+  int64_t nx, ny;
+  FloatBuffer x, w, y, scratch, workspace, dy, dx, dw;
+  uint64_t step_seed = 5;
+  float* dxs[1] = {};
+  core::LayerContext ctx;
+};
+
 // Keras's input dropout of LSTM and GRU: in training one mask per sample and feature, the same at every
 // step (read back from the input gradient, which is zero exactly where the mask is), kept values scaled
 // by 1 / (1 - rate): the run then equals the float64 reference on x times that mask, forward and every
@@ -373,34 +421,12 @@ TEST(RecurrentLayers, DropoutKeepsOneMaskPerSampleAndFeatureForEveryStep) {
     auto layer = layer_from(gru ? "GRU" : "LSTM", config);
     layer->build({c.steps, c.features});
     EXPECT_NE(layer->to_json().dump().find(R"("dropout": 0.4)"), std::string::npos) << layer->to_json().dump();
-    const int64_t nx = rows * c.steps * c.features, ny = rows * c.steps * c.units;
-    auto be = backend::make_cpu_backend(2);
-    FloatBuffer x = test::to_buffer(test::random_floats(static_cast<size_t>(nx), 21));
-    FloatBuffer w = test::to_buffer(test::random_floats(n_params(c), 13, -0.8f, 0.8f));
-    FloatBuffer y(static_cast<size_t>(ny)), scratch(static_cast<size_t>(layer->scratch_floats(rows)));
-    FloatBuffer workspace(static_cast<size_t>(layer->workspace_floats_on(*be, rows)));
-    FloatBuffer dy = test::to_buffer(test::random_floats(static_cast<size_t>(ny), 22));
-    FloatBuffer dx(static_cast<size_t>(nx)), dw(w.size());
-    uint64_t step_seed = 5;
-    core::LayerContext ctx;
-    ctx.be = be.get();
-    ctx.rows = rows;
-    ctx.x = x.data();
-    ctx.xs = &ctx.x;
-    ctx.y = y.data();
-    ctx.w = w.data();
-    ctx.scratch = scratch.data();
-    ctx.workspace = workspace.data();
-    ctx.training = true;
-    ctx.step_seed = &step_seed;
-    ctx.seed_stream = 3;
+    TrainingCall call(*layer, c, rows);
+    FloatBuffer &x = call.x, &w = call.w, &y = call.y, &dy = call.dy, &dx = call.dx, &dw = call.dw;
+    core::LayerContext& ctx = call.ctx;
+    const int64_t nx = call.nx, ny = call.ny;
     layer->forward(ctx);
-    ctx.dy = dy.data();
-    ctx.dx = dx.data();
-    float* dxs[1] = {dx.data()};
-    ctx.dxs = dxs;
-    ctx.dw = dw.data();
-    layer->backward(ctx);
+    call.backward(*layer);
     // The mask from dx: a feature of a sample is dropped at every step or at none.
     Vec mask(static_cast<size_t>(rows * c.features));
     int64_t dropped = 0;
@@ -491,27 +517,11 @@ TEST(RecurrentLayers, RecurrentDropoutKeepsAMaskPerGateForEveryStep) {
       layer->build({c.steps, c.features});
       EXPECT_NE(layer->to_json().dump().find(R"("recurrent_dropout": 0.4)"), std::string::npos);
       const int64_t gates = gru ? 3 : 4, g = gates * c.units;
-      const int64_t nx = rows * c.steps * c.features, ny = rows * c.steps * c.units;
-      auto be = backend::make_cpu_backend(2);
-      FloatBuffer x = test::to_buffer(test::random_floats(static_cast<size_t>(nx), 21));
-      FloatBuffer w = test::to_buffer(test::random_floats(n_params(c), 13, -0.8f, 0.8f));
-      FloatBuffer y(static_cast<size_t>(ny)), scratch(static_cast<size_t>(layer->scratch_floats(rows)));
-      FloatBuffer workspace(static_cast<size_t>(layer->workspace_floats_on(*be, rows)));
-      FloatBuffer dy = test::to_buffer(test::random_floats(static_cast<size_t>(ny), 22));
-      FloatBuffer dx(static_cast<size_t>(nx)), dw(w.size());
-      uint64_t step_seed = 5;
-      core::LayerContext ctx;
-      ctx.be = be.get();
-      ctx.rows = rows;
-      ctx.x = x.data();
-      ctx.xs = &ctx.x;
-      ctx.y = y.data();
-      ctx.w = w.data();
-      ctx.scratch = scratch.data();
-      ctx.workspace = workspace.data();
-      ctx.training = true;
-      ctx.step_seed = &step_seed;
-      ctx.seed_stream = 3;
+      TrainingCall call(*layer, c, rows);
+      FloatBuffer &x = call.x, &w = call.w, &y = call.y, &scratch = call.scratch, &dy = call.dy, &dx = call.dx,
+                  &dw = call.dw;
+      core::LayerContext& ctx = call.ctx;
+      const int64_t nx = call.nx, ny = call.ny;
       layer->forward(ctx);
       // The masks as the layer kept them.
       const int64_t state = c.steps * (g + c.units + (gru ? g : c.units));
@@ -534,12 +544,7 @@ TEST(RecurrentLayers, RecurrentDropoutKeepsAMaskPerGateForEveryStep) {
       EXPECT_EQ(test::first_mismatch(y, want, want.size(), 1e-5), -1) << "forward";
       // Without the masks the reference differs: the test can fail.
       EXPECT_EQ(test::first_mismatch(y, reference(c, rows, xd, wd, {}), want.size(), 1e-5) == -1, false);
-      ctx.dy = dy.data();
-      ctx.dx = dx.data();
-      float* dxs[1] = {dx.data()};
-      ctx.dxs = dxs;
-      ctx.dw = dw.data();
-      layer->backward(ctx);
+      call.backward(*layer);
       const Vec gx = test::numeric_gradient(
           [&](const Vec& v) { return test::dot(dyd, reference(c, rows, v, wd, {}, xmask, hmask)); }, xd);
       EXPECT_EQ(test::first_mismatch(dx, gx, gx.size(), 1e-4), -1) << "input gradient";
