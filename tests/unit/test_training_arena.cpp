@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/test_hooks.hpp"
@@ -144,6 +145,20 @@ Trained train_every_reader(Arena arena, Precision precision, bool two_replicas =
   return t;
 }
 
+// Compiles a model over 7 token ids from a vocabulary of 300 (every fifth id 0, the padding), trains
+// three steps on 8 samples of 3 classes, and returns its weights and predictions.
+std::pair<std::vector<float>, std::vector<float>> train_on_tokens(Model& m, Precision p) {
+  CompileOptions co;
+  co.precision = p;
+  m.compile(co);
+  const int64_t n = 8;
+  std::vector<float> x(n * 7), y(n);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
+  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
+  for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
+  return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+}
+
 TEST(TrainingArena, ReuseTrainsBitForBitAsBuffersApartInEveryPrecision) {
   for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
     SCOPED_TRACE(precision_name(p));
@@ -179,15 +194,7 @@ TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
                    "config": {"units": 3, "return_sequences": true)" + drop + "}}}}");
     m.add_layer(R"({"class_name": "GRU", "config": {"units": 4)" + drop + "}}");
     m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
-    CompileOptions co;
-    co.precision = p;
-    m.compile(co);
-    const int64_t n = 8;
-    std::vector<float> x(n * 7), y(n);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
-    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
-    for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
-    return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+    return train_on_tokens(m, p);
   };
   for (const std::string drop : {"", R"(, "dropout": 0.2, "recurrent_dropout": 0.3)"})
   for (Precision p : {Precision::Float32, Precision::MixedBfloat16}) {
@@ -214,15 +221,7 @@ TEST(TrainingArena, MaskedAttentionTrainsBitForBitAsBuffersApart) {
     m.add_layer(R"({"class_name": "LayerNormalization", "config": {"name": "n"}})", {"a"});
     m.add_layer(R"({"class_name": "GlobalAveragePooling1D", "config": {"name": "p"}})", {"n"});
     m.add_layer(R"({"class_name": "Dense", "config": {"name": "o", "units": 3, "activation": "softmax"}})", {"p"});
-    CompileOptions co;
-    co.precision = p;
-    m.compile(co);
-    const int64_t n = 8;
-    std::vector<float> x(n * 7), y(n);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 300 * ((i % 5) != 0));
-    for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 3);
-    for (int step = 0; step < 3; ++step) m.train_on_batch(x.data(), y.data(), n);
-    return std::make_pair(m.get_weights(), m.predict(x.data(), n));
+    return train_on_tokens(m, p);
   };
   for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
     SCOPED_TRACE(precision_name(p));
