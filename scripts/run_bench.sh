@@ -10,8 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh build
 bash scripts/python_venv.sh bench build/bench-venv
-cmake --build build --target bench_workload bench_mlp_cpu bench_cnn_cpu bench_mirrored > /dev/null
+cmake --build build --target bench_workload bench_gemm_roofline bench_mlp_cpu bench_cnn_cpu bench_mirrored > /dev/null
 python3 bench/peers/compare.py --kx build/bench/bench_workload --python build/bench-venv/bin/python "$@"
+# The ceiling: the CPU's FMA peak, and kx's and PyTorch's GEMMs at the workloads' shapes.
+./build/bench/bench_gemm_roofline --threads 2 --python build/bench-venv/bin/python
 # kx's GEMM kernels and mixed precision (the peers above already cover PyTorch).
 ./build/bench/bench_mlp_cpu --threads 2 --no-torch
 ./build/bench/bench_cnn_cpu --threads 2 --no-torch

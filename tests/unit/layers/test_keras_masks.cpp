@@ -142,6 +142,33 @@ TEST(KerasMasks, TwoReplicasTrainAsOne) {
   EXPECT_LE(test::relative_difference(after[0], after[1]), 1e-5);
 }
 
+// Keras leaves masked positions out of the loss and the metrics of a model whose output carries a mask
+// (a sequence labeller); kx does not yet, so training or evaluating such a model is refused with a
+// clear error, while predicting stays open. A model whose mask ends before the output trains.
+TEST(KerasMasks, AMaskedOutputIsRefusedForTheLossNotForPredict) {
+  const std::vector<float> ids{3, 7, 0, 0, 5, 0}, labels{1, 2, 0, 0, 1, 0};
+  Model m = Model::functional(Strategy::default_strategy(), {3}, "tokens");
+  m.add_layer(R"({"class_name": "Embedding", "config": {"name": "emb", "input_dim": 9, "output_dim": 4, "mask_zero": true}})",
+              {"tokens"});
+  m.add_layer(R"({"class_name": "Dense", "config": {"name": "tags", "units": 3, "activation": "softmax"}})", {"emb"});
+  m.compile(CompileOptions{});
+  const std::vector<float> before = m.get_weights();
+  EXPECT_EQ(m.predict(ids.data(), 2).size(), 2u * 3 * 3);
+  for (const bool train : {true, false}) {
+    try {
+      if (train)
+        m.train_on_batch(ids.data(), labels.data(), 2);
+      else
+        m.test_on_batch(ids.data(), labels.data(), 2);
+      ADD_FAILURE() << (train ? "train_on_batch" : "test_on_batch") << " used a masked output";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.status(), Status::Unsupported) << e.what();
+      EXPECT_NE(std::string(e.what()).find("\"emb\""), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(m.get_weights(), before);  // nothing was lost
+}
+
 // Layers whose Keras counterparts use the mask in ways kx does not (batch statistics over the kept
 // steps, merged masks of Concatenate and Multiply) refuse it; a layer that ends the mask (Flatten, as
 // Keras's layers without masking) does not; neither does a layer added without a mask.

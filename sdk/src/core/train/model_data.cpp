@@ -17,6 +17,13 @@ bool is_integral(float v) { return std::isfinite(v) && v == std::floor(v); }
 
 void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
   const std::string who = std::string(role) + " dataset";
+  // Keras leaves the positions a mask hides out of the loss and the metrics (a sequence labeller after
+  // Embedding(mask_zero=True)); kx does not yet, and refuses rather than learn from what Keras ignores.
+  const int mask = net.mask_source.back();
+  require(mask <= 0, Status::Unsupported,
+          "the model's output carries the Keras mask of layer \"" + net.layers[static_cast<size_t>(std::max(mask, 1) - 1)]->name() +
+              "\": Keras would leave the masked positions out of the loss and the metrics, which kx does not yet do "
+              "(end the mask before the output, e.g. with GlobalAveragePooling1D or an LSTM that returns its last state)");
   require(d.num_samples() > 0, Status::InvalidArgument, who + " is empty");
   const int64_t in = net.input_size();
   require(num_elements(d.x_shape()) == in, Status::InvalidArgument,
