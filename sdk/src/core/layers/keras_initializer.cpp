@@ -229,33 +229,33 @@ std::string keras_initializer_setting(const LayerSpec& spec, const char* key) {
   return keras_initializer_setting(json::parse(spec.config), key, "layer \"" + spec.name + "\"");
 }
 
-std::string keras_initializer_named(const char* class_name) { return normalized(Value(class_name), class_name).dump(); }
-
-std::string with_fan_axes(const std::string& initializer, std::vector<int> input_axes, std::vector<int> output_axes) {
+std::string with_fan_axes(const std::string& initializer, const char* input_axes, const char* output_axes) {
   if (initializer.empty()) return initializer;
   const Value init = json::parse(initializer);
-  const Value& config = init.at("config", "initializer");
   const Known* k = find_known(init.at("class_name", "initializer").as_string("initializer"));
+  const Value& config = init.at("config", "initializer");
   const Value* in = config.find("input_axes");
   const Value* out = config.find("output_axes");
   if (!k || !k->mode || (in && !in->is_null() && out && !out->is_null())) return initializer;
-  const auto axes = [](const std::vector<int>& a) {
-    Value::Array v;
-    for (int x : a) v.emplace_back(x);
-    return Value(std::move(v));
-  };
   Value c{Value::Object{}};
   for (const auto& [key, v] : config.as_object("initializer config"))
     if (key != "input_axes" && key != "output_axes") c.set(key, v);
-  c.set("input_axes", axes(input_axes));
-  c.set("output_axes", axes(output_axes));
-  return Value(Value::Object{{"class_name", init.at("class_name", "initializer")}, {"config", std::move(c)}}).dump();
+  c.set("input_axes", json::parse(input_axes));
+  c.set("output_axes", json::parse(output_axes));
+  Value with{Value::Object{}};
+  with.set("class_name", k->class_name);
+  with.set("config", std::move(c));
+  return with.dump();
 }
 
-std::string keras_initializer_parts(const std::vector<std::pair<std::string, int64_t>>& parts) {
-  Value::Array a;
-  for (const auto& [init, size] : parts) a.emplace_back(Value::Array{json::parse(init), Value(size)});
-  return Value(std::move(a)).dump();
+std::string keras_initializer_parts(std::initializer_list<std::pair<std::string_view, int64_t>> parts) {
+  std::string text = "[";
+  for (const auto& [init, size] : parts) {
+    text += text.size() > 1 ? ",[" : "[";
+    text += init;
+    text += "," + std::to_string(size) + "]";
+  }
+  return text + "]";
 }
 
 void add_keras_initializer(json::Value& config, const char* key, const std::string& initializer) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,14 +23,13 @@ namespace kx::core {
 std::string keras_initializer_setting(const json::Value& config, const char* key, const std::string& what);
 // The same from the layer's Keras config (spec.config).
 std::string keras_initializer_setting(const LayerSpec& spec, const char* key);
-// Keras's class of that name with its default settings ("Orthogonal", "Ones"), in the same form.
-std::string keras_initializer_named(const char* class_name);
 // A VarianceScaling initializer given the axes of the units in and out (as Keras's EinsumDense gives
 // its kernel's), unless it names axes itself; any other initializer as it is.
-std::string with_fan_axes(const std::string& initializer, std::vector<int> input_axes, std::vector<int> output_axes);
+// The axes are JSON lists ("[0]", "[1, 2]").
+std::string with_fan_axes(const std::string& initializer, const char* input_axes, const char* output_axes);
 // A vector drawn in parts, each of `size` values with its own initializer and fans (LSTM's bias with
 // unit_forget_bias: Keras draws the gates' parts apart).
-std::string keras_initializer_parts(const std::vector<std::pair<std::string, int64_t>>& parts);
+std::string keras_initializer_parts(std::initializer_list<std::pair<std::string_view, int64_t>> parts);
 
 // Writes it back under `key` when the layer has one.
 void add_keras_initializer(json::Value& config, const char* key, const std::string& initializer);

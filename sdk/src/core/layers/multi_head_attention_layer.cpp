@@ -86,7 +86,7 @@ class MultiHeadAttentionLayer final : public Layer {
     std::vector<ParamSpec> p;
     // Keras's EinsumDense gives a VarianceScaling kernel its einsum's axes: a projection's (in, heads,
     // dim) has fans in and heads * dim, the output's (heads, dim, out) heads * dim and out.
-    const std::string in_kernel = with_fan_axes(kernel_init_, {0}, {1, 2});
+    const std::string in_kernel = with_fan_axes(kernel_init_, "[0]", "[1, 2]");
     const auto projection = [&](const char* stem, const char* group, int64_t in, int64_t dim) {
       p.push_back({std::string(stem) + "/kernel", {in, H, dim}, Init::GlorotUniform, in, H * dim, true, {},
                    std::string(group) + "/vars/0", in_kernel});
@@ -98,7 +98,7 @@ class MultiHeadAttentionLayer final : public Layer {
     projection("key", "key_dense", dk_, K);
     projection("value", "value_dense", dv_, V);
     p.push_back({"attention_output/kernel", {H, V, dout_}, Init::GlorotUniform, H * V, dout_, true, {},
-                 "output_dense/vars/0", with_fan_axes(kernel_init_, {0, 1}, {2})});
+                 "output_dense/vars/0", with_fan_axes(kernel_init_, "[0, 1]", "[2]")});
     if (s_.use_bias)
       p.push_back({"attention_output/bias", {dout_}, Init::Zeros, 0, 0, true, {}, "output_dense/vars/1", bias_init_});
     return p;

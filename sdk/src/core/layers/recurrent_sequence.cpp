@@ -115,7 +115,8 @@ std::vector<ParamSpec> RecurrentSequence::params(const std::string& prefix, cons
   std::vector<ParamSpec> p{{prefix + "kernel", {features_, g}, Init::GlorotUniform, features_, g, true, {}, at(0)},
                            {prefix + "recurrent_kernel", {u, g}, Init::GlorotUniform, u, g, true, {}, at(1)}};
   p[0].initializer = s_.kernel_initializer;
-  p[1].initializer = s_.recurrent_initializer.empty() ? keras_initializer_named("Orthogonal") : s_.recurrent_initializer;
+  p[1].initializer =
+      s_.recurrent_initializer.empty() ? R"({"class_name": "Orthogonal", "config": {}})" : s_.recurrent_initializer;
   if (!s_.use_bias) return p;
   const std::string& b = s_.bias_initializer;
   if (s_.cell == CellKind::Gru) {
@@ -129,7 +130,7 @@ std::vector<ParamSpec> RecurrentSequence::params(const std::string& prefix, cons
   }
   // With unit_forget_bias Keras draws the input gate's part, ones for the forget gate, then the rest.
   p[2].initializer = s_.cell == CellKind::Lstm && s_.unit_forget_bias && !b.empty()
-                         ? keras_initializer_parts({{b, u}, {keras_initializer_named("Ones"), u}, {b, 2 * u}})
+                         ? keras_initializer_parts({{b, u}, {R"({"class_name": "Ones", "config": {}})", u}, {b, 2 * u}})
                          : b;
   return p;
 }
