@@ -970,5 +970,108 @@ class KerasLayers(unittest.TestCase):
         np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(-1, 3), rtol=RTOL, atol=ATOL)
 
 
+
+def ks_distance(a, b):
+    """The two-sample Kolmogorov-Smirnov statistic: the largest gap between the empirical distributions."""
+    a, b = np.sort(np.ravel(a)), np.sort(np.ravel(b))
+    grid = np.concatenate([a, b])
+    return float(np.max(np.abs(np.searchsorted(a, grid, side="right") / a.size -
+                               np.searchsorted(b, grid, side="right") / b.size)))
+
+
+def orthogonality_error(w, gain):
+    """max |G - gain^2 I| for G = W^T W (rows >= cols) or W W^T, W the weight as [leading axes, last axis]."""
+    m = np.asarray(w, np.float64).reshape(-1, np.shape(w)[-1])
+    g = m.T @ m if m.shape[0] >= m.shape[1] else m @ m.T
+    return float(np.max(np.abs(g - gain * gain * np.eye(g.shape[0]))))
+
+
+@unittest.skipIf(keras is None, "Keras is not installed (scripts/python_venv.sh keras makes the pinned environment)")
+class KerasInitializers(unittest.TestCase):
+    """Layers' initial weights against Keras 3's: the layer's Keras config (get_config()) handed to kx as
+    kx_model_add_layer takes it, and each weight compared with the one Keras draws. Keras's random stream is
+    not kx's, so deterministic initializers (Zeros, Ones, Constant, LSTM's unit_forget_bias layout) must give
+    the same values, random ones the same distribution (two-sample Kolmogorov-Smirnov distance below its
+    0.1% critical value, 1.95 sqrt((n + m) / (n m)), and the same deviation within 10%), and Orthogonal
+    orthogonal matrices times the gain in both."""
+
+    @staticmethod
+    def initial_weights(layer, shape, int_input=False, attention=False):
+        keras.utils.set_random_seed(5)
+        i = keras.Input(shape, dtype="int32" if int_input else "float32")
+        layer(i, i) if attention else layer(i)
+        theirs = [(v.path, v.numpy()) for v in layer.weights]
+        x = kx.Input(shape=shape)
+        ours = kx.Model(inputs=x, outputs=kx.layers.Layer(type(layer).__name__, **layer.get_config())(x))
+        ours.compile(optimizer="sgd", loss="mse", seed=11)
+        return theirs, ours.get_weights()
+
+    def check(self, name, layer, shape, orthogonal=None, int_input=False, attention=False):
+        """orthogonal: {index of a weight: gain} for the weights Orthogonal draws."""
+        theirs, ours = self.initial_weights(layer, shape, int_input, attention)
+        self.assertEqual([w.shape for _, w in theirs], [w.shape for w in ours], name)
+        for k, ((path, want), got) in enumerate(zip(theirs, ours)):
+            with self.subTest(layer=name, weight=path):
+                if np.unique(want).size < 8:  # a constant, or LSTM's bias layout: the same values
+                    np.testing.assert_array_equal(got, want)
+                    continue
+                if orthogonal and k in orthogonal:
+                    self.assertLess(orthogonality_error(want, orthogonal[k]), 1e-5)  # Keras's semantics, as read
+                    self.assertLess(orthogonality_error(got, orthogonal[k]), 1e-5)
+                n = want.size
+                self.assertGreaterEqual(n, 400, "too few values to compare distributions")
+                d = ks_distance(got, want)
+                self.assertLess(d, 1.95 * np.sqrt(2.0 / n), f"KS distance {d:.3f}")
+                self.assertLess(abs(np.std(got) / np.std(want) - 1), 0.1)
+                print(f"{name} {path}: KS {d:.3f}, deviation {np.std(got):.4f} (kx) {np.std(want):.4f} (Keras)")
+
+    def test_recurrent_layers_initialise_as_keras(self):
+        init = keras.initializers
+        self.check("LSTM", layers.LSTM(64, kernel_initializer="he_normal", bias_initializer=init.Constant(0.3)),
+                   (5, 48), orthogonal={1: 1.0})
+        self.check("LSTM gain, no forget bias", layers.LSTM(32, recurrent_initializer=init.Orthogonal(gain=1.7),
+                                                            unit_forget_bias=False, bias_initializer="ones"),
+                   (4, 40), orthogonal={1: 1.7})
+        self.check("GRU", layers.GRU(40, kernel_initializer=init.RandomNormal(0.2, 0.3),
+                                     bias_initializer=init.Constant(-0.5)), (4, 30), orthogonal={1: 1.0})
+        self.check("Bidirectional LSTM", layers.Bidirectional(layers.LSTM(24, kernel_initializer="lecun_uniform",
+                                                                          recurrent_initializer="glorot_normal")),
+                   (5, 40))
+        self.check("Bidirectional GRU", layers.Bidirectional(layers.GRU(20, return_sequences=True)), (5, 40),
+                   orthogonal={1: 1.0, 4: 1.0})
+
+    def test_convolutions_initialise_as_keras(self):
+        init = keras.initializers
+        self.check("SeparableConv2D", layers.SeparableConv2D(32, 3, depth_multiplier=2, depthwise_initializer="he_uniform",
+                                                             pointwise_initializer=init.Orthogonal(),
+                                                             bias_initializer="ones"),
+                   (8, 8, 24), orthogonal={1: 1.0})
+        self.check("SeparableConv2D defaults", layers.SeparableConv2D(32, 3, depth_multiplier=4), (8, 8, 16))
+        self.check("Conv2DTranspose", layers.Conv2DTranspose(24, 3, strides=2, kernel_initializer="glorot_normal",
+                                                             bias_initializer=init.Constant(0.1)), (4, 4, 32))
+        self.check("Conv2DTranspose he_uniform", layers.Conv2DTranspose(16, 2, kernel_initializer="he_uniform"),
+                   (4, 4, 40))
+        self.check("Conv2D orthogonal", layers.Conv2D(16, 3, kernel_initializer=init.Orthogonal(gain=0.5)), (6, 6, 8),
+                   orthogonal={0: 0.5})
+        self.check("Dense orthogonal wide", layers.Dense(96, kernel_initializer="orthogonal"), (20,), orthogonal={0: 1.0})
+
+    def test_normalizations_embedding_and_attention_initialise_as_keras(self):
+        init = keras.initializers
+        self.check("BatchNormalization", layers.BatchNormalization(
+            gamma_initializer=init.Constant(2.0), beta_initializer="ones", moving_mean_initializer=init.Constant(-1.0),
+            moving_variance_initializer=init.Constant(3.0)), (4, 4, 5))
+        self.check("LayerNormalization", layers.LayerNormalization(gamma_initializer=init.RandomUniform(0.5, 1.5),
+                                                                   beta_initializer=init.Constant(0.25)), (6, 400))
+        self.check("Embedding", layers.Embedding(300, 32), (7,), int_input=True)
+        self.check("Embedding truncated normal", layers.Embedding(300, 32, embeddings_initializer=init.TruncatedNormal(
+            stddev=0.2)), (7,), int_input=True)
+        self.check("MultiHeadAttention", layers.MultiHeadAttention(4, 16, value_dim=12), (6, 40), attention=True)
+        self.check("MultiHeadAttention he_normal", layers.MultiHeadAttention(
+            4, 16, value_dim=12, kernel_initializer="he_normal", bias_initializer=init.Constant(0.2)), (6, 40),
+            attention=True)
+        self.check("MultiHeadAttention variance scaling", layers.MultiHeadAttention(
+            2, 32, kernel_initializer=init.VarianceScaling(3.0, "fan_out", "uniform")), (6, 40), attention=True)
+
+
 if __name__ == "__main__":
     unittest.main()

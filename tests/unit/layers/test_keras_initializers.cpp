@@ -1,7 +1,8 @@
 // Keras's initializers in layer configs (kernel_initializer, depthwise_initializer, bias_initializer):
 // the weights a compiled model draws follow Keras's formulas (mean, deviation, bounds of the
-// distribution with Keras's fans), the configs round trip in Keras's form, and what kx cannot draw is
-// refused by name. EfficientNetB0's builder initialises as Keras's does.
+// distribution with Keras's fans; Orthogonal's orthogonality), the configs round trip in Keras's form,
+// and what kx cannot draw is refused by name. EfficientNetB0's builder initialises as Keras's does.
+// Each other layer's initializers: test_layer_initializers.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -146,14 +147,86 @@ TEST(KerasInitializers, RefusesWhatKxCannotDrawByName) {
       one_layer({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "kernel_initializer": )" + init + "}}");
     });
   };
-  EXPECT_EQ(status(R"("orthogonal")"), Status::Unsupported);
-  EXPECT_EQ(status(R"({"class_name": "Orthogonal", "config": {"gain": 1.0}})"), Status::Unsupported);
+  EXPECT_EQ(status(R"("identity")"), Status::Unsupported);
+  EXPECT_EQ(status(R"({"class_name": "Identity", "config": {"gain": 1.0}})"), Status::Unsupported);
+  EXPECT_EQ(status(R"({"class_name": "MyInitializer", "config": {}})"), Status::Unsupported);
+  EXPECT_EQ(status(R"(7)"), Status::InvalidArgument);
+  EXPECT_EQ(status(R"({"class_name": "Orthogonal", "config": {"gain": "big"}})"), Status::InvalidArgument);
+  EXPECT_EQ(status(R"({"class_name": "Constant", "config": {"value": [1, 2]}})"), Status::InvalidArgument);
+  EXPECT_EQ(status(R"("orthogonal")"), Status::Ok);
   EXPECT_EQ(status(R"({"class_name": "VarianceScaling", "config": {"mode": "fan_sideways"}})"), Status::InvalidArgument);
   EXPECT_EQ(status(R"({"class_name": "VarianceScaling", "config": {"distribution": "cauchy"}})"), Status::InvalidArgument);
   EXPECT_EQ(status(R"({"class_name": "VarianceScaling", "config": {"scale": -1}})"), Status::InvalidArgument);
   EXPECT_EQ(status(R"({"class_name": "RandomNormal", "config": {"stddev": -0.1}})"), Status::InvalidArgument);
   EXPECT_EQ(status(R"(null)"), Status::Ok);
   EXPECT_EQ(status(R"({"class_name": "VarianceScaling", "config": {"distribution": "normal"}})"), Status::Ok);
+}
+
+// max |G - gain^2 I| over G = W^T W (rows >= cols) or W W^T, W the weight as [rows, cols], cols its last axis.
+double orthogonality_error(const std::vector<float>& w, int64_t cols, double gain) {
+  const auto rows = static_cast<int64_t>(w.size()) / cols;
+  const bool by_columns = rows >= cols;
+  const int64_t n = by_columns ? cols : rows, length = by_columns ? rows : cols;
+  const auto at = [&](int64_t vector, int64_t i) {
+    return static_cast<double>(w[static_cast<size_t>(by_columns ? i * cols + vector : vector * cols + i)]);
+  };
+  double worst = 0;
+  for (int64_t a = 0; a < n; ++a)
+    for (int64_t b = 0; b < n; ++b) {
+      double dot = 0;
+      for (int64_t i = 0; i < length; ++i) dot += at(a, i) * at(b, i);
+      worst = std::max(worst, std::fabs(dot - (a == b ? gain * gain : 0.0)));
+    }
+  return worst;
+}
+
+// Keras's Orthogonal: the weight flattened to [product of the leading axes, last axis] has orthonormal
+// columns (or rows, when it has fewer rows than columns) times the gain, for Dense and 4-D convolution
+// kernels, square or not; the same seed draws the same, another seed and another weight others.
+TEST(KerasInitializers, OrthogonalIsOrthogonalTimesTheGain) {
+  struct Case {
+    Shape input;
+    std::string layer;
+    int64_t cols;
+    double gain;
+  };
+  const auto dense = [](int units, const char* init) {
+    return std::string(R"({"class_name": "Dense", "config": {"name": "w", "units": )") + std::to_string(units) +
+           R"(, "kernel_initializer": )" + init + "}}";
+  };
+  const auto conv = [](int filters, int k, const char* init) {
+    return std::string(R"({"class_name": "Conv2D", "config": {"name": "w", "filters": )") + std::to_string(filters) +
+           R"(, "kernel_size": )" + std::to_string(k) + R"(, "kernel_initializer": )" + init + "}}";
+  };
+  const char* gain2 = R"({"class_name": "Orthogonal", "config": {"gain": 2.0, "seed": null}})";
+  const Case cases[] = {
+      {{7}, dense(5, R"("orthogonal")"), 5, 1.0},        // 7 x 5: orthonormal columns
+      {{3}, dense(8, gain2), 8, 2.0},                    // 3 x 8: orthonormal rows
+      {{64}, dense(64, gain2), 64, 2.0},                 // square
+      {{6, 6, 4}, conv(6, 3, gain2), 6, 2.0},            // (3, 3, 4, 6): 36 x 6
+      {{5, 5, 2}, conv(24, 2, R"("orthogonal")"), 24, 1.0},  // (2, 2, 2, 24): 8 x 24
+      {{4, 4, 3}, conv(27, 3, R"("orthogonal")"), 27, 1.0},  // (3, 3, 3, 27): 27 x 27
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.layer);
+    const std::vector<float> w = one_layer(c.input, c.layer, 3).get_weight("w/kernel");
+    EXPECT_LT(orthogonality_error(w, c.cols, c.gain), 1e-5 * c.gain * c.gain);
+    EXPECT_EQ(one_layer(c.input, c.layer, 3).get_weight("w/kernel"), w);
+    EXPECT_NE(one_layer(c.input, c.layer, 4).get_weight("w/kernel"), w);
+  }
+  // Two weights of one shape in one layer differ: an LSTM of 6 features and 6 units, both kernels orthogonal.
+  const Model lstm = one_layer({4, 6}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
+      "kernel_initializer": "orthogonal"}})");
+  const std::vector<float> kernel = lstm.get_weight("l/lstm_cell/kernel");
+  const std::vector<float> recurrent = lstm.get_weight("l/lstm_cell/recurrent_kernel");
+  EXPECT_LT(orthogonality_error(kernel, 24, 1.0), 1e-5);
+  EXPECT_LT(orthogonality_error(recurrent, 24, 1.0), 1e-5);
+  EXPECT_NE(kernel, recurrent);
+  // A weight of one axis has no orthogonal form (Keras raises too).
+  const Status bias = test::status_of([] {
+    one_layer({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "bias_initializer": "orthogonal"}})");
+  });
+  EXPECT_EQ(bias, Status::InvalidArgument);
 }
 
 // EfficientNetB0 as Keras builds it: every convolution's kernel VarianceScaling(2, fan_out, truncated

@@ -7,6 +7,7 @@
 // share of the global batch, and the optimizer subtracts the sum over replicas: one replica gets
 // Keras's moving = moving - (moving - batch) * (1 - momentum), and N replicas (each normalising with
 // its own statistics, as Keras does) the average of theirs, so every replica keeps equal weights.
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -15,7 +16,10 @@ namespace {
 
 class BatchNormalizationLayer final : public Layer {
  public:
-  using Layer::Layer;
+  explicit BatchNormalizationLayer(const LayerSpec& spec)
+      : Layer(spec),
+        init_(spec, {{"beta_initializer", "beta"}, {"gamma_initializer", "gamma"},
+                     {"moving_mean_initializer", "moving_mean"}, {"moving_variance_initializer", "moving_variance"}}) {}
 
   Shape build(const Shape& in) override {
     require_last_axis(spec_, in, class_name());
@@ -26,10 +30,10 @@ class BatchNormalizationLayer final : public Layer {
 
   // gamma, beta, moving_mean, moving_variance: Keras's weights in Keras's order.
   std::vector<ParamSpec> params() const override {
-    return {{"gamma", {channels_}, Init::Ones, 0, 0, true},
-            {"beta", {channels_}, Init::Zeros, 0, 0, true},
-            {"moving_mean", {channels_}, Init::Zeros, 0, 0, false},
-            {"moving_variance", {channels_}, Init::Ones, 0, 0, false}};
+    return init_.applied({{"gamma", {channels_}, Init::Ones, 0, 0, true},
+                          {"beta", {channels_}, Init::Zeros, 0, 0, true},
+                          {"moving_mean", {channels_}, Init::Zeros, 0, 0, false},
+                          {"moving_variance", {channels_}, Init::Ones, 0, 0, false}});
   }
   // Keras computes batch normalisation in float32, its weights as they are, under a mixed policy too.
   bool autocasts_weights() const override { return false; }
@@ -84,11 +88,13 @@ class BatchNormalizationLayer final : public Layer {
     config.set("epsilon", spec_.epsilon);
     config.set("center", true);
     config.set("scale", true);
+    init_.add_to(config);
   }
 
  private:
   // Keras 3 adds epsilon to the float32 variance: the float32 of the double setting.
   float eps() const { return static_cast<float>(spec_.epsilon); }
+  KerasInitializers init_;
   int64_t channels_ = 0, positions_ = 0;
 };
 

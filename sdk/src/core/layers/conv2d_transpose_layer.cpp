@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -102,7 +103,7 @@ TransposeAxis transpose_axis(int64_t in, int64_t k, int64_t stride, int64_t dila
 
 class Conv2dTransposeLayer final : public Layer {
  public:
-  Conv2dTransposeLayer(const LayerSpec& spec, TransposeSettings s) : Layer(spec), s_(s) {}
+  Conv2dTransposeLayer(const LayerSpec& spec, TransposeSettings s) : Layer(spec), s_(s), init_(spec) {}
 
   // g_ is the convolution from this layer's output (its "input", [out_h, out_w, filters]) to this
   // layer's input (its "output", [in_h, in_w, channels]).
@@ -142,7 +143,7 @@ class Conv2dTransposeLayer final : public Layer {
     std::vector<ParamSpec> p{{"kernel", {g_.k_h, g_.k_w, s_.filters, channels_}, Init::GlorotUniform,
                               field * s_.filters, field * channels_}};
     if (s_.use_bias) p.push_back({"bias", {s_.filters}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
   // The columns, one call at a time.
   int64_t workspace_floats_on(const backend::Backend&, int64_t rows) const override {
@@ -242,6 +243,7 @@ class Conv2dTransposeLayer final : public Layer {
     config.set("dilation_rate", A{json::Value(s_.dilation_h), json::Value(s_.dilation_w)});
     config.set("activation", activation_name(s_.activation));
     config.set("use_bias", s_.use_bias);
+    init_.add_to(config);
   }
 
  private:
@@ -250,6 +252,7 @@ class Conv2dTransposeLayer final : public Layer {
     return s_.use_bias ? params + g_.patch() * channels_ : nullptr;
   }
   TransposeSettings s_;
+  KernelAndBiasInitializers init_;
   backend::Window2d g_;
   int64_t channels_ = 0;
 };

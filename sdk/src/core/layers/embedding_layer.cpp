@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -45,7 +46,8 @@ EmbeddingSettings read_settings(const LayerSpec& spec) {
 
 class EmbeddingLayer final : public Layer {
  public:
-  EmbeddingLayer(const LayerSpec& spec, EmbeddingSettings s) : Layer(spec), s_(s) {}
+  EmbeddingLayer(const LayerSpec& spec, EmbeddingSettings s)
+      : Layer(spec), s_(s), init_(spec, {{"embeddings_initializer", "embeddings"}}) {}
 
   Shape build(const Shape& in) override {
     ids_ = num_elements(in);
@@ -54,9 +56,9 @@ class EmbeddingLayer final : public Layer {
     out.push_back(s_.output_dim);
     return out;
   }
-  // Keras's RandomUniform(-0.05, 0.05): the uniform initializer with limit sqrt(6 / 2400) = 0.05.
+  // Keras's default, RandomUniform(-0.05, 0.05): the uniform initializer with limit sqrt(6 / 2400) = 0.05.
   std::vector<ParamSpec> params() const override {
-    return {{"embeddings", {s_.input_dim, s_.output_dim}, Init::GlorotUniform, 1200, 1200}};
+    return init_.applied({{"embeddings", {s_.input_dim, s_.output_dim}, Init::GlorotUniform, 1200, 1200}});
   }
   // The mask, one value per id, when mask_zero.
   int64_t scratch_per_sample() const override { return s_.mask_zero ? ids_ : 0; }
@@ -106,10 +108,12 @@ class EmbeddingLayer final : public Layer {
     config.set("input_dim", s_.input_dim);
     config.set("output_dim", s_.output_dim);
     config.set("mask_zero", s_.mask_zero);
+    init_.add_to(config);
   }
 
  private:
   EmbeddingSettings s_;
+  KerasInitializers init_;
   int64_t ids_ = 0;
 };
 

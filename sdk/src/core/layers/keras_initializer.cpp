@@ -1,7 +1,9 @@
 #include "core/layers/keras_initializer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <vector>
 
 #include "backend/seed_mix.hpp"
 #include "kx/error.hpp"
@@ -31,6 +33,7 @@ constexpr Known kKnown[] = {
     {"RandomUniform", "random_uniform", 0, nullptr, nullptr},
     {"RandomNormal", "random_normal", 0, nullptr, nullptr},
     {"TruncatedNormal", "truncated_normal", 0, nullptr, nullptr},
+    {"Orthogonal", "orthogonal", 0, nullptr, nullptr},
     {"Zeros", "zeros", 0, nullptr, nullptr},
     {"Ones", "ones", 0, nullptr, nullptr},
     {"Constant", "constant", 0, nullptr, nullptr},
@@ -59,9 +62,9 @@ std::string text(const Value& config, const char* key, const char* fallback, con
 }
 
 // How one value is drawn: a constant a; uniform in [a, b); normal of mean a and deviation b, cut at
-// two deviations where truncated (Keras redraws beyond them).
+// two deviations where truncated (Keras redraws beyond them); the whole weight orthogonal times gain a.
 struct Draw {
-  enum class Kind { Constant, Uniform, Normal, TruncatedNormal } kind = Kind::Constant;
+  enum class Kind { Constant, Uniform, Normal, TruncatedNormal, Orthogonal } kind = Kind::Constant;
   double a = 0, b = 0;
 };
 
@@ -96,6 +99,7 @@ Draw draw_of(const Value& init, const Shape& shape, const std::string& what) {
   if (name == "Zeros") return {};
   if (name == "Ones") return {Draw::Kind::Constant, 1, 0};
   if (name == "Constant") return {Draw::Kind::Constant, number(c, "value", 0, what), 0};
+  if (name == "Orthogonal") return {Draw::Kind::Orthogonal, number(c, "gain", 1, what), 0};
   if (name == "RandomUniform") return {Draw::Kind::Uniform, number(c, "minval", -0.05, what), number(c, "maxval", 0.05, what)};
   if (name == "RandomNormal" || name == "TruncatedNormal") {
     const double stddev = number(c, "stddev", 0.05, what);
@@ -150,25 +154,49 @@ Value normalized(const Value& v, const std::string& what) {
                              {"registered_name", Value()}});
 }
 
-}  // namespace
-
-std::string keras_initializer_setting(const LayerSpec& spec, const char* key) {
-  if (spec.config.empty()) return "";
-  const Value config = json::parse(spec.config);
-  const Value* v = config.find(key);
-  if (!v || v->is_null()) return "";
-  const std::string what = "layer \"" + spec.name + "\" " + key;
-  const Value init = normalized(*v, what);
-  draw_of(init, {3, 3, 4, 4}, what);  // checks the settings now, not when the weights are drawn
-  return init.dump();
+// Keras's Orthogonal: a normal matrix [max(r, c), min(r, c)] for r the product of the leading axes
+// and c the last, its QR's Q with R's diagonal made positive (Keras multiplies Q by its signs),
+// transposed where r < c, times the gain. Gram-Schmidt gives that Q; each column is made orthogonal to
+// the ones before it twice, in double, so that Q is orthogonal to double's precision.
+void fill_orthogonal(double gain, const Shape& shape, uint64_t seed, float* values, const std::string& what) {
+  require(shape.size() >= 2, Status::InvalidArgument,
+          what + ": the Orthogonal initializer needs a weight of two axes or more, not " + to_string(shape));
+  const int64_t cols = shape.back(), rows = cols > 0 ? num_elements(shape) / cols : 0;
+  const auto m = static_cast<size_t>(std::max(rows, cols)), n = static_cast<size_t>(std::min(rows, cols));
+  std::vector<double> q(m * n);  // column k at q[k * m]
+  for (size_t j = 0; j < q.size(); ++j) q[j] = standard_normal(backend::mix_seed(seed, j), 0);
+  for (size_t k = 0; k < n; ++k) {
+    double* a = q.data() + k * m;
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t j = 0; j < k; ++j) {
+        const double* b = q.data() + j * m;
+        double d = 0;
+        for (size_t i = 0; i < m; ++i) d += a[i] * b[i];
+        for (size_t i = 0; i < m; ++i) a[i] -= d * b[i];
+      }
+    double norm = 0;
+    for (size_t i = 0; i < m; ++i) norm += a[i] * a[i];
+    norm = std::sqrt(norm);
+    for (size_t i = 0; i < m; ++i) a[i] /= norm;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      values[r * cols + c] = static_cast<float>(gain * (rows >= cols ? q[static_cast<size_t>(c * rows + r)]
+                                                                        : q[static_cast<size_t>(r * cols + c)]));
 }
 
-void add_keras_initializer(json::Value& config, const char* key, const std::string& initializer) {
-  if (!initializer.empty()) config.set(key, json::parse(initializer));
-}
-
-void fill_keras_initializer(const std::string& initializer, const Shape& shape, uint64_t seed, float* values) {
-  const Draw d = draw_of(json::parse(initializer), shape, "initializer");
+void fill(const Value& init, const Shape& shape, uint64_t seed, float* values, const std::string& what) {
+  if (init.type() == Value::Type::Array) {  // parts of a vector: [[initializer, size], ...]
+    uint64_t part = 0;
+    for (const Value& p : init.as_array(what)) {
+      const int64_t size = p.as_array(what).at(1).as_int(what);
+      fill(p.as_array(what).at(0), {size}, backend::mix_seed(seed, part++), values, what);
+      values += size;
+    }
+    return;
+  }
+  const Draw d = draw_of(init, shape, what);
+  if (d.kind == Draw::Kind::Orthogonal) return fill_orthogonal(d.a, shape, seed, values, what);
   const int64_t n = num_elements(shape);
   for (int64_t j = 0; j < n; ++j) {
     const uint64_t base = backend::mix_seed(seed, static_cast<uint64_t>(j));
@@ -185,19 +213,74 @@ void fill_keras_initializer(const std::string& initializer, const Shape& shape, 
   }
 }
 
-KernelAndBiasInitializers::KernelAndBiasInitializers(const LayerSpec& spec, const char* key)
-    : kernel_key(key), kernel(keras_initializer_setting(spec, key)),
-      bias(keras_initializer_setting(spec, "bias_initializer")) {}
+}  // namespace
 
-std::vector<ParamSpec> KernelAndBiasInitializers::applied(std::vector<ParamSpec> params) const {
-  params.front().initializer = kernel;
-  if (params.size() > 1) params[1].initializer = bias;
+std::string keras_initializer_setting(const Value& config, const char* key, const std::string& layer) {
+  const Value* v = config.find(key);
+  if (!v || v->is_null()) return "";
+  const std::string what = layer + " " + key;
+  const Value init = normalized(*v, what);
+  draw_of(init, {3, 3, 4, 4}, what);  // checks the settings now, not when the weights are drawn
+  return init.dump();
+}
+
+std::string keras_initializer_setting(const LayerSpec& spec, const char* key) {
+  if (spec.config.empty()) return "";
+  return keras_initializer_setting(json::parse(spec.config), key, "layer \"" + spec.name + "\"");
+}
+
+std::string with_fan_axes(const std::string& initializer, const char* input_axes, const char* output_axes) {
+  if (initializer.empty()) return initializer;
+  const Value init = json::parse(initializer);
+  const Known* k = find_known(init.at("class_name", "initializer").as_string("initializer"));
+  const Value& config = init.at("config", "initializer");
+  const Value* in = config.find("input_axes");
+  const Value* out = config.find("output_axes");
+  if (!k || !k->mode || (in && !in->is_null() && out && !out->is_null())) return initializer;
+  Value c{Value::Object{}};
+  for (const auto& [key, v] : config.as_object("initializer config"))
+    if (key != "input_axes" && key != "output_axes") c.set(key, v);
+  c.set("input_axes", json::parse(input_axes));
+  c.set("output_axes", json::parse(output_axes));
+  Value with{Value::Object{}};
+  with.set("class_name", k->class_name);
+  with.set("config", std::move(c));
+  return with.dump();
+}
+
+std::string keras_initializer_parts(std::initializer_list<std::pair<std::string_view, int64_t>> parts) {
+  std::string text = "[";
+  for (const auto& [init, size] : parts) {
+    text += text.size() > 1 ? ",[" : "[";
+    text += init;
+    text += "," + std::to_string(size) + "]";
+  }
+  return text + "]";
+}
+
+void add_keras_initializer(json::Value& config, const char* key, const std::string& initializer) {
+  if (!initializer.empty()) config.set(key, json::parse(initializer));
+}
+
+void fill_keras_initializer(const std::string& initializer, const Shape& shape, uint64_t seed, float* values,
+                            const std::string& what) {
+  fill(json::parse(initializer), shape, seed, values, what);
+}
+
+KerasInitializers::KerasInitializers(const LayerSpec& spec,
+                                     std::initializer_list<std::pair<const char*, const char*>> keys) {
+  for (const auto& [key, weight] : keys) entries_.push_back({key, weight, keras_initializer_setting(spec, key)});
+}
+
+std::vector<ParamSpec> KerasInitializers::applied(std::vector<ParamSpec> params) const {
+  for (ParamSpec& p : params)
+    for (const Entry& e : entries_)
+      if (p.name == e.weight && !e.initializer.empty()) p.initializer = e.initializer;
   return params;
 }
 
-void KernelAndBiasInitializers::add_to(json::Value& config) const {
-  add_keras_initializer(config, kernel_key, kernel);
-  add_keras_initializer(config, "bias_initializer", bias);
+void KerasInitializers::add_to(json::Value& config) const {
+  for (const Entry& e : entries_) add_keras_initializer(config, e.key, e.initializer);
 }
 
 }  // namespace kx::core

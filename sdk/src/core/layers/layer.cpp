@@ -41,6 +41,25 @@ json::Value Layer::to_json() const {
   return out;
 }
 
+namespace {
+
+// Keras's regularizers and constraints change what training does and kx has none: a layer (or the
+// layer a Bidirectional wraps) that names one is refused, never trained without it.
+void refuse_regularizers(const json::Value& config, const std::string& what) {
+  for (const auto& entry : config.as_object(what)) {
+    const std::string& key = entry.first;
+    const auto ends_with = [&](const std::string& suffix) {
+      return key.size() > suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if ((ends_with("_regularizer") || ends_with("_constraint")) && !entry.second.is_null())
+      fail(Status::Unsupported, what + ": attribute " + key + " = " + entry.second.dump() + " is not supported");
+    if (const json::Value* inner = entry.second.find("config"); inner && (key == "layer" || key == "backward_layer"))
+      refuse_regularizers(*inner, what + " " + key);
+  }
+}
+
+}  // namespace
+
 LayerSpec layer_spec_from_json(const json::Value& v) {
   if (is_keras_operation_node(v)) return operation_spec_from_keras(v);  // x * 2.0 in a Keras 3 config
   const std::string cls = v.at("class_name", "layer").as_string("layer class_name");
@@ -53,6 +72,7 @@ LayerSpec layer_spec_from_json(const json::Value& v) {
   const LayerEntry* entry = find_layer_entry(cls);
   require(entry != nullptr, Status::InvalidArgument, "unknown layer class \"" + cls + "\"");
   spec.kind = entry->kind;
+  refuse_regularizers(config, what);
   spec.config = config.dump();
   // The call's keyword arguments, for a layer added alone (a functional config keeps them in the
   // inbound node instead): {"class_name": "MultiHeadAttention", ..., "kwargs": {"use_causal_mask": true}}.

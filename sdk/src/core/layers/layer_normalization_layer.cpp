@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
 
@@ -45,7 +46,8 @@ LayerNormSettings read_settings(const LayerSpec& spec) {
 
 class LayerNormalizationLayer final : public Layer {
  public:
-  LayerNormalizationLayer(const LayerSpec& spec, LayerNormSettings settings) : Layer(spec), settings_(settings) {}
+  LayerNormalizationLayer(const LayerSpec& spec, LayerNormSettings settings)
+      : Layer(spec), settings_(settings), init_(spec, {{"beta_initializer", "beta"}, {"gamma_initializer", "gamma"}}) {}
 
   Shape build(const Shape& in) override {
     require(!in.empty() && in.back() > 0, Status::InvalidArgument,
@@ -59,7 +61,7 @@ class LayerNormalizationLayer final : public Layer {
     std::vector<ParamSpec> p;
     if (settings_.scale) p.push_back({"gamma", {features_}, Init::Ones});
     if (settings_.center) p.push_back({"beta", {features_}, Init::Zeros});
-    return p;
+    return init_.applied(std::move(p));
   }
   // Each position's mean and 1 / standard deviation, from forward to backward.
   int64_t scratch_per_sample() const override { return 2 * positions_; }
@@ -112,6 +114,7 @@ class LayerNormalizationLayer final : public Layer {
     config.set("center", settings_.center);
     config.set("scale", settings_.scale);
     config.set("rms_scaling", false);
+    init_.add_to(config);
   }
 
  private:
@@ -122,6 +125,7 @@ class LayerNormalizationLayer final : public Layer {
     return settings_.center ? w + (settings_.scale ? features_ : 0) : nullptr;
   }
   LayerNormSettings settings_;
+  KerasInitializers init_;
   int64_t features_ = 0, positions_ = 1;
 };
 

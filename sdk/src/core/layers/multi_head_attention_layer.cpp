@@ -22,6 +22,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/attention_keras_mask.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/onnx_attention_export.hpp"
 #include "core/model/call_arguments.hpp"
@@ -37,7 +38,9 @@ using backend::Trans;
 
 class MultiHeadAttentionLayer final : public Layer {
  public:
-  MultiHeadAttentionLayer(const LayerSpec& spec, AttentionSettings s) : Layer(spec), s_(s) {}
+  MultiHeadAttentionLayer(const LayerSpec& spec, AttentionSettings s)
+      : Layer(spec), s_(s), kernel_init_(keras_initializer_setting(spec, "kernel_initializer")),
+        bias_init_(keras_initializer_setting(spec, "bias_initializer")) {}
 
   Shape build(const Shape& in) override { return build_inputs({in}); }
 
@@ -81,19 +84,23 @@ class MultiHeadAttentionLayer final : public Layer {
   std::vector<ParamSpec> params() const override {
     const int64_t H = s_.heads, K = s_.key_dim, V = s_.value_dim;
     std::vector<ParamSpec> p;
-    // Keras's Glorot fans of an einsum kernel (in, heads, dim): the first axis counts as a receptive field.
+    // Keras's EinsumDense gives a VarianceScaling kernel its einsum's axes: a projection's (in, heads,
+    // dim) has fans in and heads * dim, the output's (heads, dim, out) heads * dim and out.
+    const std::string in_kernel = with_fan_axes(kernel_init_, "[0]", "[1, 2]");
     const auto projection = [&](const char* stem, const char* group, int64_t in, int64_t dim) {
-      p.push_back({std::string(stem) + "/kernel", {in, H, dim}, Init::GlorotUniform, in * H, in * dim, true, {},
-                   std::string(group) + "/vars/0"});
+      p.push_back({std::string(stem) + "/kernel", {in, H, dim}, Init::GlorotUniform, in, H * dim, true, {},
+                   std::string(group) + "/vars/0", in_kernel});
       if (s_.use_bias)
-        p.push_back({std::string(stem) + "/bias", {H, dim}, Init::Zeros, 0, 0, true, {}, std::string(group) + "/vars/1"});
+        p.push_back({std::string(stem) + "/bias", {H, dim}, Init::Zeros, 0, 0, true, {}, std::string(group) + "/vars/1",
+                     bias_init_});
     };
     projection("query", "query_dense", dq_, K);
     projection("key", "key_dense", dk_, K);
     projection("value", "value_dense", dv_, V);
-    p.push_back({"attention_output/kernel", {H, V, dout_}, Init::GlorotUniform, H * V, H * dout_, true, {},
-                 "output_dense/vars/0"});
-    if (s_.use_bias) p.push_back({"attention_output/bias", {dout_}, Init::Zeros, 0, 0, true, {}, "output_dense/vars/1"});
+    p.push_back({"attention_output/kernel", {H, V, dout_}, Init::GlorotUniform, H * V, dout_, true, {},
+                 "output_dense/vars/0", with_fan_axes(kernel_init_, "[0, 1]", "[2]")});
+    if (s_.use_bias)
+      p.push_back({"attention_output/bias", {dout_}, Init::Zeros, 0, 0, true, {}, "output_dense/vars/1", bias_init_});
     return p;
   }
 
@@ -255,6 +262,8 @@ class MultiHeadAttentionLayer final : public Layer {
     config.set("use_bias", s_.use_bias);
     config.set("output_shape", s_.output_dim ? json::Value(json::Value::Array{json::Value(s_.output_dim)}) : json::Value());
     config.set("attention_axes", json::Value(json::Value::Array{json::Value(1)}));
+    add_keras_initializer(config, "kernel_initializer", kernel_init_);
+    add_keras_initializer(config, "bias_initializer", bias_init_);
   }
 
  private:
@@ -405,6 +414,7 @@ class MultiHeadAttentionLayer final : public Layer {
   }
 
   AttentionSettings s_;
+  std::string kernel_init_, bias_init_;  // Keras's kernel_initializer and bias_initializer, "" for the defaults
   int num_inputs_ = 1;
   bool keras_masked_ = false;  // a Keras mask reaches the query, value or key
   int64_t tq_ = 0, tv_ = 0, dq_ = 0, dv_ = 0, dk_ = 0, dout_ = 0;

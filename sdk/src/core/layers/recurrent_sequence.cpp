@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/checked_size.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "kx/error.hpp"
 
 namespace kx::core {
@@ -75,6 +76,9 @@ RecurrentSettings read_recurrent_settings(const json::Value& config, CellKind ce
   if (cell == CellKind::Gru)
     require(flag(config, "reset_after", true, what), Status::Unsupported,
             what + ": reset_after false is not supported (Keras 3's default, true, is)");
+  s.kernel_initializer = keras_initializer_setting(config, "kernel_initializer", what);
+  s.recurrent_initializer = keras_initializer_setting(config, "recurrent_initializer", what);
+  s.bias_initializer = keras_initializer_setting(config, "bias_initializer", what);
   return s;
 }
 
@@ -93,6 +97,9 @@ void write_recurrent_settings(const RecurrentSettings& s, json::Value& config) {
   config.set("recurrent_dropout", s.recurrent_dropout);
   if (s.cell == CellKind::Lstm) config.set("unit_forget_bias", s.unit_forget_bias);
   if (s.cell == CellKind::Gru) config.set("reset_after", true);
+  add_keras_initializer(config, "kernel_initializer", s.kernel_initializer);
+  add_keras_initializer(config, "recurrent_initializer", s.recurrent_initializer);
+  add_keras_initializer(config, "bias_initializer", s.bias_initializer);
 }
 
 RecurrentSequence::RecurrentSequence(RecurrentSettings s, int64_t steps, int64_t features)
@@ -104,19 +111,27 @@ RecurrentSequence::RecurrentSequence(RecurrentSettings s, int64_t steps, int64_t
 std::vector<ParamSpec> RecurrentSequence::params(const std::string& prefix, const std::string& keras_group) const {
   const int64_t g = gate_width(), u = s_.units;
   auto at = [&](int i) { return keras_group + "/vars/" + std::to_string(i); };
-  // The recurrent kernel starts Glorot-uniform (Keras: orthogonal); only the initial values differ.
+  // Keras's defaults: a Glorot-uniform kernel, an orthogonal recurrent kernel.
   std::vector<ParamSpec> p{{prefix + "kernel", {features_, g}, Init::GlorotUniform, features_, g, true, {}, at(0)},
                            {prefix + "recurrent_kernel", {u, g}, Init::GlorotUniform, u, g, true, {}, at(1)}};
+  p[0].initializer = s_.kernel_initializer;
+  p[1].initializer =
+      s_.recurrent_initializer.empty() ? R"({"class_name": "Orthogonal", "config": {}})" : s_.recurrent_initializer;
   if (!s_.use_bias) return p;
+  const std::string& b = s_.bias_initializer;
   if (s_.cell == CellKind::Gru) {
     p.push_back({prefix + "bias", {2, g}, Init::Zeros, 0, 0, true, {}, at(2)});
-  } else if (s_.unit_forget_bias) {
+  } else if (s_.unit_forget_bias && b.empty()) {  // the forget gate's bias starts at 1
     std::vector<float> bias(static_cast<size_t>(g), 0.0f);
     for (int64_t j = u; j < 2 * u; ++j) bias[static_cast<size_t>(j)] = 1.0f;
     p.push_back({prefix + "bias", {g}, Init::Values, 0, 0, true, std::move(bias), at(2)});
   } else {
     p.push_back({prefix + "bias", {g}, Init::Zeros, 0, 0, true, {}, at(2)});
   }
+  // With unit_forget_bias Keras draws the input gate's part, ones for the forget gate, then the rest.
+  p[2].initializer = s_.cell == CellKind::Lstm && s_.unit_forget_bias && !b.empty()
+                         ? keras_initializer_parts({{b, u}, {R"({"class_name": "Ones", "config": {}})", u}, {b, 2 * u}})
+                         : b;
   return p;
 }
 

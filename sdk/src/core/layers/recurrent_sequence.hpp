@@ -47,6 +47,9 @@ struct RecurrentSettings {
   // Keras's dropout of the previous state before the recurrent kernel in training: a mask per sample,
   // gate and unit, the same at every step.
   double recurrent_dropout = 0;
+  // Keras's initializers (keras_initializer.hpp) from the config; "": Keras's defaults (Glorot-uniform
+  // kernel, orthogonal recurrent kernel, zero bias).
+  std::string kernel_initializer, recurrent_initializer, bias_initializer;
 };
 
 // What a training run draws its input dropout mask from (LayerContext's step_seed, a stream of its

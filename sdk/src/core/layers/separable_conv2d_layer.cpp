@@ -8,6 +8,7 @@
 
 #include "core/checked_size.hpp"
 #include "core/layers/conv_axis.hpp"
+#include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer.hpp"
 #include "core/layers/layer_activation.hpp"
 #include "core/layers/layer_json.hpp"
@@ -68,7 +69,10 @@ SeparableSettings read_settings(const LayerSpec& spec) {
 
 class SeparableConv2dLayer final : public Layer {
  public:
-  SeparableConv2dLayer(const LayerSpec& spec, SeparableSettings s) : Layer(spec), s_(s) {}
+  SeparableConv2dLayer(const LayerSpec& spec, SeparableSettings s)
+      : Layer(spec), s_(s),
+        init_(spec, {{"depthwise_initializer", "depthwise_kernel"}, {"pointwise_initializer", "pointwise_kernel"},
+                     {"bias_initializer", "bias"}}) {}
 
   Shape build(const Shape& in) override {
     const std::string what = "SeparableConv2D layer \"" + name() + "\"";
@@ -101,7 +105,7 @@ class SeparableConv2dLayer final : public Layer {
          field * s_.multiplier},
         {"pointwise_kernel", {1, 1, middle(), s_.filters}, Init::GlorotUniform, middle(), s_.filters}};
     if (s_.use_bias) p.push_back({"bias", {s_.filters}, Init::Zeros, 0, 0});
-    return p;
+    return init_.applied(std::move(p));
   }
   // The depthwise output, for the pointwise kernel's gradient.
   int64_t scratch_per_sample() const override { return g_.out_h * g_.out_w * middle(); }
@@ -193,6 +197,7 @@ class SeparableConv2dLayer final : public Layer {
     config.set("depth_multiplier", s_.multiplier);
     config.set("activation", activation_name(s_.activation));
     config.set("use_bias", s_.use_bias);
+    init_.add_to(config);
   }
 
  private:
@@ -208,6 +213,7 @@ class SeparableConv2dLayer final : public Layer {
     return s_.use_bias ? pointwise(params) + middle() * s_.filters : nullptr;
   }
   SeparableSettings s_;
+  KerasInitializers init_;
   backend::Window2d g_;
 };
 

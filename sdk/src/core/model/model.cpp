@@ -230,7 +230,8 @@ void Model::Impl::init_weights(uint64_t seed) {
     for (const auto& spec : net.layers[i]->params()) {
       const int64_t n = num_elements(spec.shape);
       if (!spec.initializer.empty()) {
-        core::fill_keras_initializer(spec.initializer, spec.shape, layer_seed, p);
+        core::fill_keras_initializer(spec.initializer, spec.shape, layer_seed, p,
+                                     "layer \"" + net.layers[i]->name() + "\" weight " + spec.name);
       } else if (spec.init == core::Init::GlorotUniform) {
         const double limit = std::sqrt(6.0 / static_cast<double>(spec.fan_in + spec.fan_out));
         for (int64_t j = 0; j < n; ++j) {
