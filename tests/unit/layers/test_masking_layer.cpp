@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "core/layers/layer.hpp"
+#include "core/model/keras_masks.hpp"
 #include "io/json.hpp"
 #include "kx/error.hpp"
 #include "kx/model.hpp"
@@ -32,9 +33,8 @@ TEST(MaskingLayer, MatchesTheReferenceWhereNothingIsMasked) {
   // Random values never equal 0.5 at every feature of a position: the layer is the identity, and the
   // mask it writes is all ones.
   auto layer = masking(R"({"name": "m", "mask_value": 0.5})");
-  const test::Checked got = test::check_layer(*layer, {{4, 3}}, 3, {}, [](const std::vector<test::Vec>& x, const test::Vec&) {
-    return x[0];
-  });
+  const auto identity = [](const std::vector<test::Vec>& x, const test::Vec&) { return x[0]; };
+  const test::Checked got = test::check_layer(*layer, {{4, 3}}, 3, {}, identity);
   ASSERT_GE(got.scratch.size(), 12u);
   for (size_t i = 0; i < 12; ++i) EXPECT_EQ(got.scratch[i], 1.0f) << i;
 }
@@ -138,6 +138,35 @@ TEST(MaskingLayer, AnLstmAfterItSkipsPaddedSteps) {
       EXPECT_GT(diff, 1e-4);
     }
   }
+}
+
+// Keras's Functional graph of Masking(mask_value) -> LSTM: the mask as any(not_equal(x, mask_value),
+// axis=-1), handed to the LSTM as its mask argument. Both nodes and the argument go (kx's Masking makes
+// the mask); a NotEqual against another value is not Masking's, and stays.
+std::string masking_graph(double not_equal_value) {
+  const std::string x = R"({"class_name": "__keras_tensor__", "config": {"keras_history": ["input_layer", 0, 0]}})";
+  return R"({"class_name": "Functional", "config": {"layers": [
+      {"class_name": "InputLayer", "name": "input_layer", "inbound_nodes": []},
+      {"class_name": "NotEqual", "name": "not_equal", "inbound_nodes": [{"args": [)" + x + ", " +
+         std::to_string(not_equal_value) + R"(], "kwargs": {}}]},
+      {"class_name": "Masking", "name": "masking", "config": {"mask_value": 0.5},
+       "inbound_nodes": [{"args": [)" + x + R"(], "kwargs": {}}]},
+      {"class_name": "Any", "name": "any", "config": {"axis": -1, "keepdims": false}, "inbound_nodes": [{"args": [
+         {"class_name": "__keras_tensor__", "config": {"keras_history": ["not_equal", 0, 0]}}], "kwargs": {}}]},
+      {"class_name": "LSTM", "name": "lstm", "inbound_nodes": [{"args": [
+         {"class_name": "__keras_tensor__", "config": {"keras_history": ["masking", 0, 0]}}], "kwargs": {"mask":
+         {"class_name": "__keras_tensor__", "config": {"keras_history": ["any", 0, 0]}}}}]}]}})";
+}
+
+TEST(MaskingLayer, KerasMaskNodesOfAFileAreDropped) {
+  const std::string kept = core::without_embedding_mask_nodes(json::parse(masking_graph(0.5))).dump();
+  EXPECT_EQ(kept.find("NotEqual"), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("\"Any\""), std::string::npos) << kept;
+  EXPECT_EQ(kept.find("\"mask\""), std::string::npos) << kept;
+  EXPECT_NE(kept.find("Masking"), std::string::npos) << kept;
+  const std::string other = core::without_embedding_mask_nodes(json::parse(masking_graph(0.25))).dump();
+  EXPECT_NE(other.find("NotEqual"), std::string::npos) << other;
+  EXPECT_NE(other.find("\"Any\""), std::string::npos) << other;
 }
 
 // ReLU's zeros give single-feature steps all equal to the mask value: each sample masks other steps.

@@ -104,7 +104,8 @@ void masking_forward(cudaStream_t s, int64_t positions, int64_t features, float 
     masking_forward_kernel<<<blocks_for(positions), kThreads, 0, s>>>(positions, features, mask_value, x, y, mask);
 }
 
-void masking_backward(cudaStream_t s, int64_t positions, int64_t features, const float* mask, const float* dy, float* dx) {
+void masking_backward(cudaStream_t s, int64_t positions, int64_t features, const float* mask, const float* dy,
+                      float* dx) {
   if (positions * features > 0)
     masking_backward_kernel<<<blocks_for(positions * features), kThreads, 0, s>>>(positions, features, mask, dy, dx);
 }

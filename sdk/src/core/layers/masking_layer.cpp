@@ -30,7 +30,8 @@ class MaskingLayer final : public Layer {
 
   Shape build(const Shape& in) override {
     require(!in.empty(), Status::InvalidArgument,
-            "Masking layer \"" + name() + "\" needs samples of rank >= 1 (positions of features), got " + to_string(in));
+            "Masking layer \"" + name() + "\" needs samples of rank >= 1 (positions of features), got " +
+                to_string(in));
     size_ = checked_elements(in, "Masking layer \"" + name() + "\"'s sample");
     features_ = in.back();
     positions_ = features_ == 0 ? 0 : size_ / features_;
