@@ -91,6 +91,7 @@ static const layer_case kLayerCases[] = {
      "{\"class_name\": \"Bidirectional\", \"config\": {\"layer\": {\"class_name\": \"LSTM\", \"config\": "
      "{\"units\": 2}}}}",
      0, 0, 0},
+    {"Masking", {4, 3}, 2, "{\"class_name\": \"Masking\", \"config\": {\"mask_value\": 0.5}}", 0, 0, 0},
 };
 #define NUM_CASES (sizeof kLayerCases / sizeof kLayerCases[0])
 

@@ -74,6 +74,8 @@ constexpr OpCase kOpCases[] = {
     {Op::gather_rows, "gather_rows", kExact, setup_gather_rows},
     {Op::embedding_forward, "embedding_forward", kExact, setup_embedding_forward},
     {Op::embedding_backward, "embedding_backward", kExact, setup_embedding_backward},
+    {Op::masking_forward, "masking_forward", kExact, setup_masking_forward},
+    {Op::masking_backward, "masking_backward", kExact, setup_masking_backward},
     {Op::lstm_step_forward, "lstm_step_forward", kReduction, setup_lstm_step_forward},
     {Op::lstm_step_backward, "lstm_step_backward", kReduction, setup_lstm_step_backward},
     {Op::gru_step_forward, "gru_step_forward", kReduction, setup_gru_step_forward},

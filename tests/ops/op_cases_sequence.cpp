@@ -1,7 +1,10 @@
 // The cases of the sequence layers' kernels: the embedding lookup and its gradient (repeated ids, the
-// mask of id 0) and one LSTM and GRU step forward and backward, with and without a mask, the first step
-// (no previous state) and a later one, on strided slices of a sequence as the layers pass them.
+// mask of id 0), Masking's mask and its gradient (positions all mask_value, a NaN), and one LSTM and
+// GRU step forward and backward, with and without a mask, the first step (no previous state) and a
+// later one, on strided slices of a sequence as the layers pass them.
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,38 @@ OpCall setup_embedding_backward(OpIo& io) {
   const float* dy = io.in(io.random(count(n * dim)));
   float* dtable = io.inout("dtable", io.random(count(vocab * dim)));
   return [=](Backend& be) { be.embedding_backward(n, vocab, dim, ids, dy, dtable); };
+}
+
+// Positions of Masking's input: some entirely mask_value (masked), one with a single other value, one
+// with a NaN (kept, as NaN != mask_value).
+OpCall setup_masking_forward(OpIo& io) {
+  const int64_t positions = 12, features = 5;
+  const float mask_value = 0.5f;
+  std::vector<float> x = io.random(count(positions * features));
+  for (int64_t p : {1, 4, 5, 9}) std::fill_n(x.begin() + p * features, features, mask_value);
+  std::fill_n(x.begin() + 7 * features, features, mask_value);
+  x[count(7 * features + 2)] = -1.0f;
+  std::fill_n(x.begin() + 10 * features, features, mask_value);
+  x[count(10 * features + 4)] = std::numeric_limits<float>::quiet_NaN();
+  const float* in = io.in(x);
+  float* y = io.out("y", count(positions * features), {.finite = false});
+  float* mask = io.out("mask", count(positions));
+  return [=](Backend& be) { be.masking_forward(positions, features, mask_value, in, y, mask); };
+}
+
+OpCall setup_masking_backward(OpIo& io) {
+  const int64_t positions = 9, features = 4;
+  std::vector<float> mask(count(positions), 1.0f);
+  for (int64_t p : {0, 3, 4, 8}) mask[count(p)] = 0.0f;
+  const float* m = io.in(mask);
+  const float* dy = io.in(io.random(count(positions * features)));
+  float* dx = io.out("dx", count(positions * features));
+  // In place too, as a layer may overwrite dy.
+  float* dy_dx = io.inout("dy as dx", io.random(count(positions * features)));
+  return [=](Backend& be) {
+    be.masking_backward(positions, features, m, dy, dx);
+    be.masking_backward(positions, features, m, dy_dx, dy_dx);
+  };
 }
 
 OpCall setup_lstm_step_forward(OpIo& io) {

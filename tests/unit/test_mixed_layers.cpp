@@ -479,6 +479,31 @@ TEST_P(MixedLayerTest, RescalingPerChannel) {
   });
 }
 
+// Masking only passes values: the identity where nothing is masked. Keras compares in the compute type,
+// so mask_value 0.1 masks steps of 0.1 rounded to the type (which are not float32's 0.1).
+TEST_P(MixedLayerTest, MaskingPassesValuesAndComparesInTheType) {
+  LayerSpec s = spec_of(LayerKind::Masking, "masking");
+  s.config = R"({"mask_value": 0.1})";
+  auto layer = core::make_layer(s);
+  check_mixed(*layer, {{3, 2}}, 2, {}, r(), [](const std::vector<Vec>& x, const Vec&) { return x[0]; });
+  layer->build({2, 2});
+  const float v = rounded({0.1f}, r())[0];
+  ASSERT_NE(v, 0.1f);
+  const std::vector<float> x = {v, v, 0.5f, v};
+  std::vector<float> y(4, 7.0f), mask(2, 7.0f);
+  auto be = backend::make_cpu_backend(1);
+  core::LayerContext c;
+  c.be = be.get();
+  c.rows = 1;
+  c.x = x.data();
+  c.y = y.data();
+  c.scratch = mask.data();
+  c.rounding = r();
+  layer->forward(c);
+  EXPECT_EQ(mask, std::vector<float>({0.0f, 1.0f}));
+  EXPECT_EQ(y, std::vector<float>({0.0f, 0.0f, 0.5f, v}));
+}
+
 struct ActivationCase {
   Activation act;
   Rounding rounding;

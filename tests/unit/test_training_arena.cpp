@@ -206,6 +206,28 @@ TEST(TrainingArena, SequenceLayersTrainBitForBitAsBuffersApart) {
   }
 }
 
+// Masking's mask (its scratch, which its backward reads; not its x nor its y) read by an LSTM: embedded
+// tokens through ReLU give steps of all zeros, which it masks.
+TEST(TrainingArena, MaskingTrainsBitForBitAsBuffersApart) {
+  auto train = [](Arena arena, Precision p) {
+    const ArenaHooks hooks(arena);
+    Model m = Model::sequential(Strategy::default_strategy(), {7});
+    m.add_layer(R"({"class_name": "Embedding", "config": {"input_dim": 300, "output_dim": 2}})");
+    m.add_layer(R"({"class_name": "ReLU", "config": {}})");
+    m.add_layer(R"({"class_name": "Masking", "config": {"mask_value": 0.0}})");
+    m.add_layer(R"({"class_name": "LSTM", "config": {"units": 3}})");
+    m.add_layer(R"({"class_name": "Dense", "config": {"units": 3, "activation": "softmax"}})");
+    return train_on_tokens(m, p);
+  };
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16}) {
+    SCOPED_TRACE(precision_name(p));
+    const auto apart = train(Arena::Apart, p), zeroed = train(Arena::PackedZeroedWhenDead, p);
+    EXPECT_TRUE(same_bits(apart.first, zeroed.first));
+    EXPECT_TRUE(same_bits(apart.second, zeroed.second));
+    for (float w : zeroed.first) ASSERT_TRUE(std::isfinite(w));
+  }
+}
+
 // Keras masks through an attention block: the Embedding's mask (its scratch) read by the attention,
 // whose workspace holds the masks' AND in forward and again in backward, an Add ORing two masks into
 // its scratch, and the masked average.

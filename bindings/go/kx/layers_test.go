@@ -52,6 +52,7 @@ var layerCases = map[string]layerCase{
 	"LSTM":                   {[]int64{4, 3}, NewLayer("LSTM", Config{"units": 2, "return_sequences": true}), false},
 	"GRU":                    {[]int64{4, 3}, NewLayer("GRU", Config{"units": 2}), false},
 	"Bidirectional":          {[]int64{4, 3}, NewLayer("Bidirectional", Config{"layer": Config{"class_name": "LSTM", "config": Config{"units": 2}}}), false},
+	"Masking":                {[]int64{4, 3}, NewLayer("Masking", Config{"mask_value": 0.5}), false},
 }
 
 // Layers without an ONNX form (none today): their export fails with ErrUnsupported.

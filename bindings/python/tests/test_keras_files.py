@@ -211,6 +211,36 @@ class KerasFiles(unittest.TestCase):
         ours.save(back)
         assert_close(self, keras.models.load_model(back).predict(ids, verbose=0), want, "kx's file in Keras")
 
+    def test_masking_model_opens_both_ways(self):
+        # Masking(mask_value=-1) -> LSTM -> Dense on sequences padded with steps of -1, fitted in Keras: kx
+        # opens the file and predicts what Keras predicts (the padding changes nothing), and Keras opens
+        # kx's file with the mask value and predicts the same.
+        keras.utils.set_random_seed(7)
+        i = keras.Input((6, 3))
+        x = layers.LSTM(4)(layers.Masking(mask_value=-1.0)(i))
+        theirs = keras.Model(i, layers.Dense(2)(x))
+        theirs.compile(optimizer="adam", loss="mse")
+        rng = np.random.default_rng(6)
+        x_in = rng.normal(size=(16, 6, 3)).astype(np.float32)
+        for r in range(16):
+            x_in[r, 1 + r % 5:] = -1.0  # 1 to 5 steps, then padding
+        theirs.fit(x_in, rng.normal(size=(16, 2)).astype(np.float32), epochs=1, batch_size=8, verbose=0)
+        path = os.path.join(self.dir.name, "masking.keras")
+        theirs.save(path)
+        want = theirs.predict(x_in, verbose=0)
+        ours = kx.models.load_model(path)
+        got = ours.predict(x_in).reshape(want.shape)
+        assert_close(self, got, want, "masking")
+        trimmed = x_in.copy()
+        trimmed[0, 1:] = 5.0  # sample 0 keeps one step: unmasked values after it change its prediction
+        self.assertGreater(float(np.abs(ours.predict(trimmed).reshape(want.shape)[0] - got[0]).max()), 1e-4)
+        back = os.path.join(self.dir.name, "masking_from_kx.keras")
+        ours.save(back)
+        again = keras.models.load_model(back)
+        by_class = {type(l).__name__: l for l in again.layers}
+        self.assertEqual(by_class["Masking"].mask_value, -1.0)
+        assert_close(self, again.predict(x_in, verbose=0), got, "kx's file in Keras")
+
     def test_recurrent_dropout_models_open_both_ways(self):
         # LSTM and GRU (in Bidirectional too) with dropout and recurrent_dropout, fitted in Keras: kx opens
         # the file and predicts what Keras predicts (inference has no dropout), trains on it, and Keras

@@ -894,7 +894,22 @@ class KerasLayers(unittest.TestCase):
                 return keras.Model(i, layers.Dense(3, name="after")(x))
             return body, ("int", steps, vocab)
 
+        def padded(make, steps=7, features=3):
+            # Steps all 0.5 (padding at the end, the start, holes: sequence_data's "padded") masked by
+            # Masking(0.5), or steps a ReLU Dense zeroes masked by Masking(0.0): its gradient then
+            # reaches the Dense before it.
+            def body():
+                i = keras.Input((steps, features))
+                x = make(i)
+                return keras.Model(i, layers.Dense(3, name="after")(x))
+            return body, ("padded", steps, features)
+
         return {
+            "Masking into LSTM": padded(lambda i: layers.LSTM(5)(layers.Masking(mask_value=0.5)(i))),
+            "Masking into GRU sequences into LSTM": padded(
+                lambda i: layers.LSTM(3)(layers.GRU(4, return_sequences=True)(layers.Masking(0.5)(i)))),
+            "Dense relu into Masking into LSTM": padded(lambda i: layers.LSTM(4)(layers.Masking(0.0)(
+                layers.Dense(2, activation="relu", name="before")(i)))),
             "LSTM last": floats(lambda: layers.LSTM(5)),
             "LSTM sequences": floats(lambda: layers.LSTM(5, return_sequences=True)),
             "LSTM backwards sequences": floats(lambda: layers.LSTM(4, return_sequences=True, go_backwards=True)),
@@ -914,6 +929,16 @@ class KerasLayers(unittest.TestCase):
     def sequence_data(kind, steps, size, rng, n=8):
         if kind == "float":
             return rng.normal(size=(n, steps, size)).astype(np.float32)
+        if kind == "padded":
+            x = rng.normal(size=(n, steps, size)).astype(np.float32)
+            for r in range(n):  # steps of 0.5, Masking's mask_value: at the end, at the start, and holes
+                if r % 3 == 0:
+                    x[r, steps - 1 - r % steps:] = 0.5
+                elif r % 3 == 1:
+                    x[r, : r % steps] = 0.5
+                else:
+                    x[r, ::3] = 0.5
+            return x
         ids = rng.integers(1, size, size=(n, steps)).astype(np.int32)
         for r in range(n):  # padding at the end, at the start, and holes
             if r % 3 == 0:

@@ -50,6 +50,7 @@ LAYER_CASES = {
     "LSTM": ((4, 3), dict(units=2, return_sequences=True), False),
     "GRU": ((4, 3), dict(units=2), False),
     "Bidirectional": ((4, 3), dict(layer=dict(class_name="LSTM", config=dict(units=2))), False),
+    "Masking": ((4, 3), dict(mask_value=0.5), False),
 }
 # Layers whose inputs are token ids below a bound, and layers whose ONNX form (ONNX's LSTM and GRU
 # operators, attention's 4-D MatMul) is run in onnxruntime (tests/python/test_onnx_runtime_layers.py),

@@ -46,4 +46,5 @@
   X(Embedding, "Embedding", "embedding", read_no_config, make_embedding_layer)                                 \
   X(LSTM, "LSTM", "lstm", read_no_config, make_lstm_layer)                                                     \
   X(GRU, "GRU", "gru", read_no_config, make_gru_layer)                                                         \
-  X(Bidirectional, "Bidirectional", "bidirectional", read_no_config, make_bidirectional_layer)
+  X(Bidirectional, "Bidirectional", "bidirectional", read_no_config, make_bidirectional_layer)                \
+  X(Masking, "Masking", "masking", read_no_config, make_masking_layer)

@@ -44,6 +44,7 @@ fn case(class: &str) -> Option<(Vec<i64>, Layer, bool)> {
         "LSTM" => (vec![4, 3], l.set("units", 2).set("return_sequences", true), false),
         "GRU" => (vec![4, 3], l.set("units", 2), false),
         "Bidirectional" => (vec![4, 3], l.set("layer", Layer::new("LSTM").set("units", 2)), false),
+        "Masking" => (vec![4, 3], l.set("mask_value", 0.5), false),
         _ => return None,
     })
 }

@@ -405,6 +405,13 @@ class CpuBackend final : public Backend {
                           float* dtable) override {
     cpu::embedding_backward(n, vocab, dim, ids, dy, dtable, threads_);
   }
+  void masking_forward(int64_t positions, int64_t features, float mask_value, const float* x, float* y,
+                       float* mask) override {
+    cpu::masking_forward(positions, features, mask_value, x, y, mask, threads_);
+  }
+  void masking_backward(int64_t positions, int64_t features, const float* mask, const float* dy, float* dx) override {
+    cpu::masking_backward(positions, features, mask, dy, dx, threads_);
+  }
   void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
                          const float* mask, float* c, float* h, float* y) override {
     cpu::lstm_step_forward(s, gates, c_prev, h_prev, mask, c, h, y, threads_);

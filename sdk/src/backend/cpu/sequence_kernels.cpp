@@ -62,6 +62,27 @@ void embedding_backward(int64_t n, int64_t vocab, int64_t dim, const float* ids,
   }
 }
 
+void masking_forward(int64_t positions, int64_t features, float mask_value, const float* x, float* y, float* mask,
+                     int threads) {
+#pragma omp parallel for num_threads(threads) if (positions * features >= kParallelValues)
+  for (int64_t p = 0; p < positions; ++p) {
+    const float* in = x + p * features;
+    float* out = y + p * features;
+    bool kept = false;
+    for (int64_t f = 0; f < features; ++f) kept = kept || in[f] != mask_value;
+    for (int64_t f = 0; f < features; ++f) out[f] = kept ? in[f] : 0.0f;
+    mask[p] = kept ? 1.0f : 0.0f;
+  }
+}
+
+void masking_backward(int64_t positions, int64_t features, const float* mask, const float* dy, float* dx, int threads) {
+#pragma omp parallel for num_threads(threads) if (positions * features >= kParallelValues)
+  for (int64_t p = 0; p < positions; ++p) {
+    const bool kept = mask[p] != 0.0f;
+    for (int64_t f = 0; f < features; ++f) dx[p * features + f] = kept ? dy[p * features + f] : 0.0f;
+  }
+}
+
 namespace {
 
 // Keras's default LSTM (tanh, sigmoid): recurrent_math.hpp's lstm_value_forward / _backward over rows

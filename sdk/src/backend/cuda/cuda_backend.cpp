@@ -410,6 +410,17 @@ class CudaBackend final : public Backend {
     cuda::embedding_backward(stream_, n, vocab, dim, ids, dy, dtable);
     launched("embedding gradient");
   }
+  void masking_forward(int64_t positions, int64_t features, float mask_value, const float* x, float* y,
+                       float* mask) override {
+    use_device();
+    cuda::masking_forward(stream_, positions, features, mask_value, x, y, mask);
+    launched("masking");
+  }
+  void masking_backward(int64_t positions, int64_t features, const float* mask, const float* dy, float* dx) override {
+    use_device();
+    cuda::masking_backward(stream_, positions, features, mask, dy, dx);
+    launched("masking gradient");
+  }
   void lstm_step_forward(const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
                          const float* mask, float* c, float* h, float* y) override {
     use_device();

@@ -1,4 +1,4 @@
-// The sequence layers' kernels: the embedding lookup and its gradient, and the element-wise part of an
+// The sequence layers' kernels: the embedding lookup and its gradient, Masking's mask, and the element-wise part of an
 // LSTM or GRU step (the layers run the GEMMs through cuBLASLt). The step kernels are one thread per
 // (row, unit) on recurrent_math.hpp's formulas, as the CPU computes them; the embedding gradient is one
 // thread per column of the table, adding the ids' rows in increasing order (the CPU's order, no
@@ -40,6 +40,23 @@ __global__ void embedding_backward_kernel(int64_t n, int64_t vocab, int64_t dim,
   }
 }
 
+// One thread per position: it reads the position's features, then writes them and the mask.
+__global__ void masking_forward_kernel(int64_t positions, int64_t features, float mask_value, const float* x, float* y,
+                                       float* mask) {
+  KX_GRID_STRIDE(p, positions) {
+    const float* in = x + p * features;
+    bool kept = false;
+    for (int64_t f = 0; f < features; ++f) kept = kept || in[f] != mask_value;
+    for (int64_t f = 0; f < features; ++f) y[p * features + f] = kept ? in[f] : 0.0f;
+    mask[p] = kept ? 1.0f : 0.0f;
+  }
+}
+
+__global__ void masking_backward_kernel(int64_t positions, int64_t features, const float* mask, const float* dy,
+                                        float* dx) {
+  KX_GRID_STRIDE(e, positions * features) dx[e] = mask[e / features] != 0.0f ? dy[e] : 0.0f;
+}
+
 __global__ void lstm_forward_kernel(RecurrentStep s, float* gates, const float* c_prev, const float* h_prev,
                                     const float* mask, float* c, float* h, float* y) {
   KX_GRID_STRIDE(e, s.rows * s.units) {
@@ -79,6 +96,18 @@ void embedding_backward(cudaStream_t s, int64_t n, int64_t vocab, int64_t dim, c
                         float* dtable) {
   if (vocab * dim > 0) zero_kernel<<<blocks_for(vocab * dim), kThreads, 0, s>>>(vocab * dim, dtable);
   if (dim > 0) embedding_backward_kernel<<<blocks_for(dim), kThreads, 0, s>>>(n, vocab, dim, ids, dy, dtable);
+}
+
+void masking_forward(cudaStream_t s, int64_t positions, int64_t features, float mask_value, const float* x, float* y,
+                     float* mask) {
+  if (positions > 0)
+    masking_forward_kernel<<<blocks_for(positions), kThreads, 0, s>>>(positions, features, mask_value, x, y, mask);
+}
+
+void masking_backward(cudaStream_t s, int64_t positions, int64_t features, const float* mask, const float* dy,
+                      float* dx) {
+  if (positions * features > 0)
+    masking_backward_kernel<<<blocks_for(positions * features), kThreads, 0, s>>>(positions, features, mask, dy, dx);
 }
 
 void lstm_step_forward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,

@@ -1,6 +1,7 @@
 #include "core/model/keras_masks.hpp"
 
 #include <set>
+#include <utility>
 #include <string>
 
 namespace kx::core {
@@ -36,6 +37,15 @@ std::string name_of(const Value& layer) {
   return name && name->type() == Value::Type::String ? name->as_string("name") : "";
 }
 
+// The layer whose output an argument is ("" for none).
+std::string source_layer(const Value& arg) {
+  const Value* c = arg.type() == Value::Type::Object ? arg.find("config") : nullptr;
+  const Value* h = c ? c->find("keras_history") : nullptr;
+  if (!h || h->type() != Value::Type::Array || h->as_array("keras_history").empty()) return "";
+  const Value& layer = h->as_array("keras_history").front();
+  return layer.type() == Value::Type::String ? layer.as_string("keras_history") : "";
+}
+
 // An object without one key.
 Value without(const Value& object, const std::string& key) {
   Value out{Value::Object{}};
@@ -57,23 +67,48 @@ Value without_embedding_mask_nodes(const Value& model) {
   const Value* config = model.find("config");
   const Value* layers = config ? config->find("layers") : nullptr;
   if (!layers || layers->type() != Value::Type::Array) return model;
-  // The tensors Embedding layers with mask_zero read: their masks are kx's own.
-  std::set<std::string> masked_inputs;
+  // The tensors Embedding layers with mask_zero and Masking layers read, with the value each compares
+  // them against (0, mask_value): their masks are kx's own.
+  std::set<std::string> embedding_inputs;
+  std::set<std::pair<std::string, double>> masking_inputs;
   for (const Value& l : layers->as_array("layers")) {
     const Value* c = l.find("config");
-    const Value* mask_zero = c ? c->find("mask_zero") : nullptr;
     const Value* args = first_call_args(l);
+    if (!args || args->as_array("args").empty()) continue;
+    const std::string input = tensor_key(args->as_array("args").front());
+    const Value* mask_zero = c ? c->find("mask_zero") : nullptr;
     if (class_of(l) == "Embedding" && mask_zero && mask_zero->type() == Value::Type::Bool &&
-        mask_zero->as_bool("mask_zero") && args && !args->as_array("args").empty())
-      masked_inputs.insert(tensor_key(args->as_array("args").front()));
+        mask_zero->as_bool("mask_zero"))
+      embedding_inputs.insert(input);
+    if (class_of(l) == "Masking") {
+      const Value* v = c ? c->find("mask_value") : nullptr;
+      if (!v) masking_inputs.emplace(input, 0.0);
+      else if (v->type() == Value::Type::Number) masking_inputs.emplace(input, v->as_number("mask_value"));
+    }
   }
-  std::set<std::string> mask_nodes;
+  std::set<std::string> mask_nodes, not_equal_nodes;
   for (const Value& l : layers->as_array("layers")) {
     const Value* args = first_call_args(l);
     if (class_of(l) != "NotEqual" || !args || args->as_array("args").size() != 2) continue;
     const Value::Array& a = args->as_array("args");
-    const bool against_zero = a[1].type() == Value::Type::Number && a[1].as_number("not_equal") == 0;
-    if (against_zero && masked_inputs.count(tensor_key(a[0]))) mask_nodes.insert(name_of(l));
+    if (a[1].type() != Value::Type::Number) continue;
+    const double against = a[1].as_number("not_equal");
+    if (against == 0 && embedding_inputs.count(tensor_key(a[0]))) mask_nodes.insert(name_of(l));
+    if (masking_inputs.count({tensor_key(a[0]), against})) not_equal_nodes.insert(name_of(l));
+  }
+  // Embedding's mask is the NotEqual itself; Masking's is any(NotEqual, axis=-1).
+  for (const Value& l : layers->as_array("layers")) {
+    const Value* args = first_call_args(l);
+    if (class_of(l) != "Any" || !args || args->as_array("args").size() != 1) continue;
+    const Value* c = l.find("config");
+    const Value* axis = c ? c->find("axis") : nullptr;
+    const Value* keepdims = c ? c->find("keepdims") : nullptr;
+    const bool last_axis = axis && axis->type() == Value::Type::Number && axis->as_number("axis") == -1;
+    const bool dropped = !keepdims || (keepdims->type() == Value::Type::Bool && !keepdims->as_bool("keepdims"));
+    if (last_axis && dropped && not_equal_nodes.count(source_layer(args->as_array("args").front()))) {
+      mask_nodes.insert(name_of(l));
+      mask_nodes.insert(source_layer(args->as_array("args").front()));
+    }
   }
   // Keras's merge layers combine their inputs' masks with logical operations of the masks alone (Add's
   // compute_mask: logical_or): kx combines them itself too. Layers come in graph order.
