@@ -212,13 +212,15 @@
      outside [0, vocab) add nothing. */                                                                        \
   X(embedding_backward, (int64_t n, int64_t vocab, int64_t dim, const float* ids, const float* dy, float* dtable), \
     (n, vocab, dim, ids, dy, dtable))                                                                          \
-  /* Keras's Masking over positions of `features` values: mask[p] = 1 where any x[p, f] != mask_value (NaN   \
-     counts as different), else 0; y[p, :] = x[p, :] where mask[p], else 0 (Keras's where, not a product). */  \
-  X(masking_forward, (int64_t positions, int64_t features, float mask_value, const float* x, float* y, float* mask), \
-    (positions, features, mask_value, x, y, mask))                                                             \
-  /* Its gradient: dx[p, :] = dy[p, :] where mask[p] != 0, else 0; dx may alias dy. */                         \
-  X(masking_backward, (int64_t positions, int64_t features, const float* mask, const float* dy, float* dx),     \
-    (positions, features, mask, dy, dx))                                                                       \
+  /* Keras's Masking over positions of `features` values: mask[p] = 1 where any x[p, f] != mask_value            \
+     (NaN counts as different), else 0; y[p, :] = x[p, :] where mask[p], else 0 (Keras's where, not a            \
+     product). */                                                                                                \
+  X(masking_forward,                                                                                             \
+    (int64_t positions, int64_t features, float mask_value, const float* x, float* y, float* mask),              \
+    (positions, features, mask_value, x, y, mask))                                                               \
+  /* Its gradient: dx[p, :] = dy[p, :] where mask[p] != 0, else 0; dx may alias dy. */                           \
+  X(masking_backward, (int64_t positions, int64_t features, const float* mask, const float* dy, float* dx),      \
+    (positions, features, mask, dy, dx))                                                                         \
   /* One LSTM step (recurrent_math.hpp): gates (in: x W + b + h U; out: i, f, g, o activated), c and h of     \
      the step (h_prev, c_prev null: zeros); masked rows keep h_prev and c_prev; y (may be null) gets h, or 0  \
      on a masked row with zero_masked_output. */                                                               \

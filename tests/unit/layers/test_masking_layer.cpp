@@ -159,12 +159,12 @@ std::string masking_graph(double not_equal_value) {
 }
 
 TEST(MaskingLayer, KerasMaskNodesOfAFileAreDropped) {
-  const std::string kept = core::without_embedding_mask_nodes(json::parse(masking_graph(0.5))).dump();
+  const std::string kept = core::without_keras_mask_nodes(json::parse(masking_graph(0.5))).dump();
   EXPECT_EQ(kept.find("NotEqual"), std::string::npos) << kept;
   EXPECT_EQ(kept.find("\"Any\""), std::string::npos) << kept;
   EXPECT_EQ(kept.find("\"mask\""), std::string::npos) << kept;
   EXPECT_NE(kept.find("Masking"), std::string::npos) << kept;
-  const std::string other = core::without_embedding_mask_nodes(json::parse(masking_graph(0.25))).dump();
+  const std::string other = core::without_keras_mask_nodes(json::parse(masking_graph(0.25))).dump();
   EXPECT_NE(other.find("NotEqual"), std::string::npos) << other;
   EXPECT_NE(other.find("\"Any\""), std::string::npos) << other;
 }

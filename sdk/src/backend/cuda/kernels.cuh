@@ -115,7 +115,8 @@ void embedding_backward(cudaStream_t s, int64_t n, int64_t vocab, int64_t dim, c
                         float* dtable);
 void masking_forward(cudaStream_t s, int64_t positions, int64_t features, float mask_value, const float* x, float* y,
                      float* mask);
-void masking_backward(cudaStream_t s, int64_t positions, int64_t features, const float* mask, const float* dy, float* dx);
+void masking_backward(cudaStream_t s, int64_t positions, int64_t features, const float* mask, const float* dy,
+                      float* dx);
 void lstm_step_forward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* c_prev, const float* h_prev,
                        const float* mask, float* c, float* h, float* y);
 void lstm_step_backward(cudaStream_t st, const RecurrentStep& s, float* gates, const float* c_prev, const float* c,

@@ -122,7 +122,7 @@ std::string model_config_from_keras(const Value& model) {
   require(cls == "Sequential" || cls == "Functional" || cls == "Model", Status::Unsupported,
           "model class " + cls + " is not supported (Sequential or Functional models only)");
   if (cls != "Sequential") {  // Embedding masks are kx's own: their not_equal nodes go
-    const Value functional = without_embedding_mask_nodes(model);
+    const Value functional = without_keras_mask_nodes(model);
     for (const Value& l : layers_of(functional).as_array("model layers")) check_layer(l);
     return functional.dump();
   }

@@ -63,7 +63,7 @@ Value replaced(const Value& object, const std::string& key, Value with) {
 
 }  // namespace
 
-Value without_embedding_mask_nodes(const Value& model) {
+Value without_keras_mask_nodes(const Value& model) {
   const Value* config = model.find("config");
   const Value* layers = config ? config->find("layers") : nullptr;
   if (!layers || layers->type() != Value::Type::Array) return model;

@@ -14,6 +14,6 @@ namespace kx::core {
 
 // The model config (Keras's {"class_name": "Functional", "config": ...}) without its mask nodes;
 // other models as they are.
-json::Value without_embedding_mask_nodes(const json::Value& model);
+json::Value without_keras_mask_nodes(const json::Value& model);
 
 }  // namespace kx::core
