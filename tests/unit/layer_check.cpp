@@ -103,6 +103,15 @@ LayerSpec spec_of(LayerKind kind, const char* name) {
   return s;
 }
 
+Model one_layer_model(const Shape& shape, const std::string& layer, uint64_t seed) {
+  Model m = Model::functional(Strategy::mirrored({"cpu"}), shape, "x");
+  m.add_layer(layer, {"x"});
+  CompileOptions o;
+  o.seed = seed;
+  m.compile(o);
+  return m;
+}
+
 std::vector<float> weights_after_training(const Shape& input, const std::vector<std::string>& layers, int replicas) {
   Model m = Model::sequential(Strategy::mirrored(std::vector<std::string>(static_cast<size_t>(replicas), "cpu")), input);
   for (const std::string& layer : layers) m.add_layer(layer);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/layers/layer.hpp"
+#include "kx/model.hpp"
 #include "kx/tensor.hpp"
 #include "reference.hpp"
 
@@ -39,5 +40,9 @@ LayerSpec spec_of(LayerKind kind, const char* name);
 // after 5 steps on the same 32 random samples with labels 0..2 (compile seed 7): what a layer's
 // "two replicas train as one" test compares.
 std::vector<float> weights_after_training(const Shape& input, const std::vector<std::string>& layers, int replicas);
+
+// A compiled model of one layer (its Keras config as JSON) on inputs of `shape` named "x", one CPU
+// replica, compile seed `seed`: what the initializer tests draw weights from.
+Model one_layer_model(const Shape& shape, const std::string& layer, uint64_t seed = 1);
 
 }  // namespace kx::test

@@ -929,25 +929,18 @@ class KerasLayers(unittest.TestCase):
     def sequence_data(kind, steps, size, rng, n=8):
         if kind == "float":
             return rng.normal(size=(n, steps, size)).astype(np.float32)
-        if kind == "padded":
-            x = rng.normal(size=(n, steps, size)).astype(np.float32)
-            for r in range(n):  # steps of 0.5, Masking's mask_value: at the end, at the start, and holes
-                if r % 3 == 0:
-                    x[r, steps - 1 - r % steps:] = 0.5
-                elif r % 3 == 1:
-                    x[r, : r % steps] = 0.5
-                else:
-                    x[r, ::3] = 0.5
-            return x
-        ids = rng.integers(1, size, size=(n, steps)).astype(np.int32)
-        for r in range(n):  # padding at the end, at the start, and holes
+        # Padded steps at the end, at the start, and holes: 0.5 (Masking's mask_value) over whole
+        # steps of floats, or id 0 (Embedding's mask_zero).
+        x, pad = ((rng.normal(size=(n, steps, size)).astype(np.float32), 0.5) if kind == "padded"
+                  else (rng.integers(1, size, size=(n, steps)).astype(np.int32), 0))
+        for r in range(n):
             if r % 3 == 0:
-                ids[r, steps - 1 - r % steps:] = 0
+                x[r, steps - 1 - r % steps:] = pad
             elif r % 3 == 1:
-                ids[r, : r % steps] = 0
+                x[r, : r % steps] = pad
             else:
-                ids[r, ::3] = 0
-        return ids
+                x[r, ::3] = pad
+        return x
 
     def test_recurrent_layers_give_keras_forward_and_gradients(self):
         for name, (body, (kind, steps, size)) in self.recurrent_cases().items():

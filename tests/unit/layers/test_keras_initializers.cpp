@@ -34,16 +34,6 @@ Moments moments_of(const std::vector<float>& v) {
   return m;
 }
 
-// A model of one layer (from its Keras config) on inputs of `shape`, compiled with `seed`.
-Model one_layer(const Shape& shape, const std::string& layer, uint64_t seed = 1) {
-  Model m = Model::functional(Strategy::mirrored({"cpu"}), shape, "x");
-  m.add_layer(layer, {"x"});
-  CompileOptions o;
-  o.seed = seed;
-  m.compile(o);
-  return m;
-}
-
 // Keras's VarianceScaling deviation for n units: sqrt(scale / n), divided by 0.87962566103423978 when
 // the normal is cut at two deviations (the cut one then has sqrt(scale / n)).
 TEST(KerasInitializers, VarianceScalingFollowsKerasFormulas) {
@@ -76,7 +66,7 @@ TEST(KerasInitializers, VarianceScalingFollowsKerasFormulas) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.layer);
-    const Model m = one_layer(c.input, c.layer);
+    const Model m = test::one_layer_model(c.input, c.layer);
     const std::string kernel = m.weights().front().name;
     const Moments got = moments_of(m.get_weight(kernel));
     const double deviation = std::sqrt(c.scale / c.fan);  // of the values drawn, in all three
@@ -97,32 +87,32 @@ TEST(KerasInitializers, VarianceScalingFollowsKerasFormulas) {
 }
 
 TEST(KerasInitializers, OtherClassesAndBiasesDrawWhatTheySay) {
-  const Model m = one_layer({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
+  const Model m = test::one_layer_model({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
       "kernel_initializer": {"class_name": "RandomNormal", "config": {"mean": 1.0, "stddev": 0.5}},
       "bias_initializer": {"class_name": "Constant", "config": {"value": 0.25}}}})");
   const Moments k = moments_of(m.get_weight("d/kernel"));
   EXPECT_NEAR(k.mean, 1.0, 0.01);
   EXPECT_NEAR(k.stddev, 0.5, 0.01);
   for (float b : m.get_weight("d/bias")) EXPECT_EQ(b, 0.25f);
-  const Model t = one_layer({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
+  const Model t = test::one_layer_model({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
       "kernel_initializer": {"class_name": "TruncatedNormal", "config": {"stddev": 0.1}}, "bias_initializer": "ones"}})");
   const Moments tk = moments_of(t.get_weight("d/kernel"));
   EXPECT_LE(tk.max_abs, 0.2);
   EXPECT_NEAR(tk.stddev, 0.1 * 0.87962566103423978, 0.002);  // TruncatedNormal's own stddev is before the cut
   for (float b : t.get_weight("d/bias")) EXPECT_EQ(b, 1.0f);
-  const Model u = one_layer({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
+  const Model u = test::one_layer_model({400}, R"({"class_name": "Dense", "config": {"name": "d", "units": 300,
       "kernel_initializer": {"class_name": "RandomUniform", "config": {"minval": 2.0, "maxval": 3.0}}}})");
   const std::vector<float> uk = u.get_weight("d/kernel");
   EXPECT_GE(*std::min_element(uk.begin(), uk.end()), 2.0f);
   EXPECT_LT(*std::max_element(uk.begin(), uk.end()), 3.0f);
   // The same seed draws the same weights; another seed others.
   const std::string he = R"({"class_name": "Dense", "config": {"name": "d", "units": 8, "kernel_initializer": "he_uniform"}})";
-  EXPECT_EQ(one_layer({6}, he, 4).get_weights(), one_layer({6}, he, 4).get_weights());
-  EXPECT_NE(one_layer({6}, he, 4).get_weights(), one_layer({6}, he, 5).get_weights());
+  EXPECT_EQ(test::one_layer_model({6}, he, 4).get_weights(), test::one_layer_model({6}, he, 4).get_weights());
+  EXPECT_NE(test::one_layer_model({6}, he, 4).get_weights(), test::one_layer_model({6}, he, 5).get_weights());
 }
 
 TEST(KerasInitializers, ConfigsRoundTripInKerasForm) {
-  const Model m = one_layer({6, 6, 3}, R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 4, "kernel_size": 3,
+  const Model m = test::one_layer_model({6, 6, 3}, R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 4, "kernel_size": 3,
       "kernel_initializer": {"module": "keras.initializers", "class_name": "VarianceScaling", "config": {"seed": null,
       "scale": 2.0, "mode": "fan_out", "distribution": "truncated_normal", "input_axes": null, "output_axes": null},
       "registered_name": null}, "bias_initializer": "zeros"}})");
@@ -137,14 +127,14 @@ TEST(KerasInitializers, ConfigsRoundTripInKerasForm) {
   const Model back = Model::from_json(Strategy::mirrored({"cpu"}), m.to_json());
   EXPECT_EQ(back.to_json(), m.to_json());
   // A layer without one writes none (Keras's defaults).
-  EXPECT_EQ(one_layer({3}, R"({"class_name": "Dense", "config": {"units": 2}})").to_json().find("initializer"),
+  EXPECT_EQ(test::one_layer_model({3}, R"({"class_name": "Dense", "config": {"units": 2}})").to_json().find("initializer"),
             std::string::npos);
 }
 
 TEST(KerasInitializers, RefusesWhatKxCannotDrawByName) {
   const auto status = [](const std::string& init) {
     return test::status_of([&] {
-      one_layer({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "kernel_initializer": )" + init + "}}");
+      test::one_layer_model({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "kernel_initializer": )" + init + "}}");
     });
   };
   EXPECT_EQ(status(R"("identity")"), Status::Unsupported);
@@ -209,13 +199,13 @@ TEST(KerasInitializers, OrthogonalIsOrthogonalTimesTheGain) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.layer);
-    const std::vector<float> w = one_layer(c.input, c.layer, 3).get_weight("w/kernel");
+    const std::vector<float> w = test::one_layer_model(c.input, c.layer, 3).get_weight("w/kernel");
     EXPECT_LT(orthogonality_error(w, c.cols, c.gain), 1e-5 * c.gain * c.gain);
-    EXPECT_EQ(one_layer(c.input, c.layer, 3).get_weight("w/kernel"), w);
-    EXPECT_NE(one_layer(c.input, c.layer, 4).get_weight("w/kernel"), w);
+    EXPECT_EQ(test::one_layer_model(c.input, c.layer, 3).get_weight("w/kernel"), w);
+    EXPECT_NE(test::one_layer_model(c.input, c.layer, 4).get_weight("w/kernel"), w);
   }
   // Two weights of one shape in one layer differ: an LSTM of 6 features and 6 units, both kernels orthogonal.
-  const Model lstm = one_layer({4, 6}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
+  const Model lstm = test::one_layer_model({4, 6}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
       "kernel_initializer": "orthogonal"}})");
   const std::vector<float> kernel = lstm.get_weight("l/lstm_cell/kernel");
   const std::vector<float> recurrent = lstm.get_weight("l/lstm_cell/recurrent_kernel");
@@ -224,7 +214,7 @@ TEST(KerasInitializers, OrthogonalIsOrthogonalTimesTheGain) {
   EXPECT_NE(kernel, recurrent);
   // A weight of one axis has no orthogonal form (Keras raises too).
   const Status bias = test::status_of([] {
-    one_layer({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "bias_initializer": "orthogonal"}})");
+    test::one_layer_model({4}, R"({"class_name": "Dense", "config": {"name": "d", "units": 3, "bias_initializer": "orthogonal"}})");
   });
   EXPECT_EQ(bias, Status::InvalidArgument);
 }

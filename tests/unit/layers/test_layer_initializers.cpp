@@ -15,15 +15,6 @@
 namespace kx {
 namespace {
 
-Model one_layer(const Shape& shape, const std::string& layer, uint64_t seed = 1) {
-  Model m = Model::functional(Strategy::mirrored({"cpu"}), shape, "x");
-  m.add_layer(layer, {"x"});
-  CompileOptions o;
-  o.seed = seed;
-  m.compile(o);
-  return m;
-}
-
 std::vector<float> slice(const std::vector<float>& v, size_t from, size_t count) {
   return {v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + count)};
 }
@@ -65,7 +56,7 @@ void expect_he_normal(const std::vector<float>& w, double fan_in) {
 TEST(LayerInitializers, RecurrentKernelsAreOrthogonalByDefault) {
   for (const char* cls : {"LSTM", "GRU"}) {
     SCOPED_TRACE(cls);
-    const Model m = one_layer({5, 3}, std::string(R"({"class_name": ")") + cls + R"(", "config": {"name": "r", "units": 8}})");
+    const Model m = test::one_layer_model({5, 3}, std::string(R"({"class_name": ")") + cls + R"(", "config": {"name": "r", "units": 8}})");
     const std::string cell = std::string(cls) == "LSTM" ? "r/lstm_cell/" : "r/gru_cell/";
     const int64_t g = (std::string(cls) == "LSTM" ? 4 : 3) * 8;
     EXPECT_LT(rows_orthonormal_error(m.get_weight(cell + "recurrent_kernel"), g), 1e-5);
@@ -74,7 +65,7 @@ TEST(LayerInitializers, RecurrentKernelsAreOrthogonalByDefault) {
     for (float k : kernel) EXPECT_LE(std::fabs(k), std::sqrt(6.0 / (3.0 + static_cast<double>(g))));
     EXPECT_GT(rows_orthonormal_error(kernel, g), 0.05);
   }
-  const Model bi = one_layer({5, 3}, R"({"class_name": "Bidirectional", "config": {"name": "b", "layer":
+  const Model bi = test::one_layer_model({5, 3}, R"({"class_name": "Bidirectional", "config": {"name": "b", "layer":
       {"class_name": "GRU", "config": {"name": "gru", "units": 4}}}})");
   const std::vector<float> forward = bi.get_weight("b/forward_gru/gru_cell/recurrent_kernel");
   const std::vector<float> backward = bi.get_weight("b/backward_gru/gru_cell/recurrent_kernel");
@@ -86,7 +77,7 @@ TEST(LayerInitializers, RecurrentKernelsAreOrthogonalByDefault) {
 TEST(LayerInitializers, RecurrentLayersDrawTheirConfiguredInitializers) {
   // LSTM with unit_forget_bias: Keras's bias is bias_initializer((u,)), ones((u,)), bias_initializer((2u,)).
   const int64_t u = 6;
-  const Model lstm = one_layer({4, 5}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
+  const Model lstm = test::one_layer_model({4, 5}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
       "kernel_initializer": "ones", "recurrent_initializer": {"class_name": "Constant", "config": {"value": -2.0}},
       "bias_initializer": {"class_name": "Constant", "config": {"value": 0.5}}}})");
   EXPECT_TRUE(all_equal(lstm.get_weight("l/lstm_cell/kernel"), 1.0f));
@@ -95,25 +86,25 @@ TEST(LayerInitializers, RecurrentLayersDrawTheirConfiguredInitializers) {
   EXPECT_TRUE(all_equal(slice(bias, 0, u), 0.5f));
   EXPECT_TRUE(all_equal(slice(bias, u, u), 1.0f));
   EXPECT_TRUE(all_equal(slice(bias, 2 * u, 2 * u), 0.5f));
-  const Model plain = one_layer({4, 5}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
+  const Model plain = test::one_layer_model({4, 5}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 6,
       "unit_forget_bias": false, "bias_initializer": "ones"}})");
   EXPECT_TRUE(all_equal(plain.get_weight("l/lstm_cell/bias"), 1.0f));
   // Each part of the forget-gate layout has its own fans: he_normal over 400 and 800 values.
-  const Model parts = one_layer({2, 3}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 400,
+  const Model parts = test::one_layer_model({2, 3}, R"({"class_name": "LSTM", "config": {"name": "l", "units": 400,
       "bias_initializer": "he_normal"}})");
   const std::vector<float> b = parts.get_weight("l/lstm_cell/bias");
   expect_he_normal(slice(b, 0, 400), 400);
   EXPECT_TRUE(all_equal(slice(b, 400, 400), 1.0f));
   expect_he_normal(slice(b, 800, 800), 800);
   // GRU: he_normal on the kernel [features, 3 units] (fan_in: features), a constant bias [2, 3 units].
-  const Model gru = one_layer({3, 300}, R"({"class_name": "GRU", "config": {"name": "g", "units": 20,
+  const Model gru = test::one_layer_model({3, 300}, R"({"class_name": "GRU", "config": {"name": "g", "units": 20,
       "kernel_initializer": {"class_name": "HeNormal", "config": {"seed": 3}}, "bias_initializer":
       {"class_name": "Constant", "config": {"value": 0.25}}, "recurrent_initializer": "zeros"}})");
   expect_he_normal(gru.get_weight("g/gru_cell/kernel"), 300);
   EXPECT_TRUE(all_equal(gru.get_weight("g/gru_cell/bias"), 0.25f));
   EXPECT_TRUE(all_equal(gru.get_weight("g/gru_cell/recurrent_kernel"), 0.0f));
   // Bidirectional: each direction's config.
-  const Model bi = one_layer({4, 3}, R"({"class_name": "Bidirectional", "config": {"name": "b",
+  const Model bi = test::one_layer_model({4, 3}, R"({"class_name": "Bidirectional", "config": {"name": "b",
       "layer": {"class_name": "LSTM", "config": {"name": "lstm", "units": 2, "kernel_initializer": "ones"}},
       "backward_layer": {"class_name": "LSTM", "config": {"name": "backward_lstm", "units": 2, "go_backwards": true,
       "kernel_initializer": {"class_name": "Constant", "config": {"value": 3.0}}, "bias_initializer": "ones"}}}})");
@@ -123,7 +114,7 @@ TEST(LayerInitializers, RecurrentLayersDrawTheirConfiguredInitializers) {
 }
 
 TEST(LayerInitializers, ConvolutionsDrawTheirConfiguredInitializers) {
-  const Model sep = one_layer({6, 6, 3}, R"({"class_name": "SeparableConv2D", "config": {"name": "s", "filters": 4,
+  const Model sep = test::one_layer_model({6, 6, 3}, R"({"class_name": "SeparableConv2D", "config": {"name": "s", "filters": 4,
       "kernel_size": 3, "depth_multiplier": 2, "depthwise_initializer": "ones", "pointwise_initializer":
       {"class_name": "Constant", "config": {"value": 2.0}}, "bias_initializer": {"class_name": "Constant",
       "config": {"value": 3.0}}}})");
@@ -131,12 +122,12 @@ TEST(LayerInitializers, ConvolutionsDrawTheirConfiguredInitializers) {
   EXPECT_TRUE(all_equal(sep.get_weight("s/pointwise_kernel"), 2.0f));
   EXPECT_TRUE(all_equal(sep.get_weight("s/bias"), 3.0f));
   // he_normal on the pointwise kernel (1, 1, 64 * 2, 32): fan_in 128; the depthwise one (3, 3, 64, 2): 9 * 64.
-  const Model wide = one_layer({5, 5, 64}, R"({"class_name": "SeparableConv2D", "config": {"name": "s", "filters": 32,
+  const Model wide = test::one_layer_model({5, 5, 64}, R"({"class_name": "SeparableConv2D", "config": {"name": "s", "filters": 32,
       "kernel_size": 3, "depth_multiplier": 2, "depthwise_initializer": "he_normal", "pointwise_initializer": "he_normal"}})");
   expect_he_normal(wide.get_weight("s/depthwise_kernel"), 9 * 64);
   expect_he_normal(wide.get_weight("s/pointwise_kernel"), 128);
   // Conv2DTranspose's kernel (3, 3, filters 16, channels 40): fan_in 9 * 16 (Keras's compute_fans).
-  const Model up = one_layer({4, 4, 40}, R"({"class_name": "Conv2DTranspose", "config": {"name": "t", "filters": 16,
+  const Model up = test::one_layer_model({4, 4, 40}, R"({"class_name": "Conv2DTranspose", "config": {"name": "t", "filters": 16,
       "kernel_size": 3, "strides": 2, "kernel_initializer": "he_normal", "bias_initializer": "ones"}})");
   expect_he_normal(up.get_weight("t/kernel"), 9 * 16);
   EXPECT_TRUE(all_equal(up.get_weight("t/bias"), 1.0f));
@@ -146,7 +137,7 @@ TEST(LayerInitializers, NormalizationsAndEmbeddingDrawTheirConfiguredInitializer
   const auto constant = [](double v) {
     return R"({"class_name": "Constant", "config": {"value": )" + std::to_string(v) + "}}";
   };
-  const Model bn = one_layer({4, 4, 3}, R"({"class_name": "BatchNormalization", "config": {"name": "n",
+  const Model bn = test::one_layer_model({4, 4, 3}, R"({"class_name": "BatchNormalization", "config": {"name": "n",
       "gamma_initializer": )" + constant(2) + R"(, "beta_initializer": )" + constant(3) +
                                             R"(, "moving_mean_initializer": )" + constant(4) +
                                             R"(, "moving_variance_initializer": )" + constant(5) + "}}");
@@ -154,20 +145,20 @@ TEST(LayerInitializers, NormalizationsAndEmbeddingDrawTheirConfiguredInitializer
   EXPECT_TRUE(all_equal(bn.get_weight("n/beta"), 3.0f));
   EXPECT_TRUE(all_equal(bn.get_weight("n/moving_mean"), 4.0f));
   EXPECT_TRUE(all_equal(bn.get_weight("n/moving_variance"), 5.0f));
-  const Model ln = one_layer({5, 6}, R"({"class_name": "LayerNormalization", "config": {"name": "n",
+  const Model ln = test::one_layer_model({5, 6}, R"({"class_name": "LayerNormalization", "config": {"name": "n",
       "gamma_initializer": "zeros", "beta_initializer": )" + constant(-1) + "}}");
   EXPECT_TRUE(all_equal(ln.get_weight("n/gamma"), 0.0f));
   EXPECT_TRUE(all_equal(ln.get_weight("n/beta"), -1.0f));
-  const Model only_beta = one_layer({5, 6}, R"({"class_name": "LayerNormalization", "config": {"name": "n",
+  const Model only_beta = test::one_layer_model({5, 6}, R"({"class_name": "LayerNormalization", "config": {"name": "n",
       "scale": false, "gamma_initializer": "zeros", "beta_initializer": "ones"}})");
   EXPECT_TRUE(all_equal(only_beta.get_weight("n/beta"), 1.0f));
   // Embedding: Keras's default RandomUniform(-0.05, 0.05) (deviation 0.05 / sqrt(3)), or the config's.
   const std::vector<float> uniform =
-      one_layer({4}, R"({"class_name": "Embedding", "config": {"name": "e", "input_dim": 200, "output_dim": 16}})")
+      test::one_layer_model({4}, R"({"class_name": "Embedding", "config": {"name": "e", "input_dim": 200, "output_dim": 16}})")
           .get_weight("e/embeddings");
   for (float v : uniform) EXPECT_LE(std::fabs(v), 0.05f);
   EXPECT_NEAR(stddev(uniform), 0.05 / std::sqrt(3.0), 0.003);
-  const std::vector<float> normal = one_layer({4}, R"({"class_name": "Embedding", "config": {"name": "e",
+  const std::vector<float> normal = test::one_layer_model({4}, R"({"class_name": "Embedding", "config": {"name": "e",
       "input_dim": 200, "output_dim": 16, "embeddings_initializer": {"class_name": "RandomNormal",
       "config": {"mean": 0.0, "stddev": 1.0}}}})").get_weight("e/embeddings");
   EXPECT_NEAR(stddev(normal), 1.0, 0.05);
@@ -178,7 +169,7 @@ TEST(LayerInitializers, NormalizationsAndEmbeddingDrawTheirConfiguredInitializer
 TEST(LayerInitializers, AttentionKernelsHaveKerasEinsumFans) {
   const int64_t in = 40, heads = 4, key_dim = 50, value_dim = 30;
   const std::string config = R"("num_heads": 4, "key_dim": 50, "value_dim": 30)";
-  const Model glorot = one_layer({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config + "}}");
+  const Model glorot = test::one_layer_model({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config + "}}");
   const auto glorot_deviation = [](double fan_in, double fan_out) { return std::sqrt(2.0 / (fan_in + fan_out)); };
   for (const auto& [weight, fan_in, fan_out] :
        {std::tuple{"a/query/kernel", in, heads * key_dim}, std::tuple{"a/value/kernel", in, heads * value_dim},
@@ -187,14 +178,14 @@ TEST(LayerInitializers, AttentionKernelsHaveKerasEinsumFans) {
     const double want = glorot_deviation(static_cast<double>(fan_in), static_cast<double>(fan_out));
     EXPECT_NEAR(stddev(glorot.get_weight(weight)), want, 0.05 * want);
   }
-  const Model he = one_layer({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config +
+  const Model he = test::one_layer_model({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config +
                                           R"(, "kernel_initializer": "he_normal", "bias_initializer": "ones"}})");
   expect_he_normal(he.get_weight("a/key/kernel"), in);
   expect_he_normal(he.get_weight("a/attention_output/kernel"), heads * value_dim);
   for (const char* bias : {"a/query/bias", "a/key/bias", "a/value/bias", "a/attention_output/bias"})
     EXPECT_TRUE(all_equal(he.get_weight(bias), 1.0f)) << bias;
   // Axes given in the config are Keras's to keep: fan_in over axes 0 and 1 of the query kernel.
-  const Model axes = one_layer({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config +
+  const Model axes = test::one_layer_model({6, in}, R"({"class_name": "MultiHeadAttention", "config": {"name": "a", )" + config +
                                             R"(, "kernel_initializer": {"class_name": "HeNormal", "config":
                                             {"input_axes": [0, 1], "output_axes": [2]}}}})");
   expect_he_normal(axes.get_weight("a/query/kernel"), in * heads);
@@ -221,7 +212,7 @@ TEST(LayerInitializers, ConfigsRoundTripAndDrawTheSameWeights) {
   };
   for (const auto& [shape, layer] : layers) {
     SCOPED_TRACE(layer);
-    const Model m = one_layer(shape, layer, 5);
+    const Model m = test::one_layer_model(shape, layer, 5);
     const std::string json = m.to_json();
     EXPECT_NE(json.find(R"("module": "keras.initializers")"), std::string::npos) << json;
     Model back = Model::from_json(Strategy::mirrored({"cpu"}), json);
@@ -235,7 +226,7 @@ TEST(LayerInitializers, ConfigsRoundTripAndDrawTheSameWeights) {
 
 TEST(LayerInitializers, RefusesBadInitializersAndRegularizersByName) {
   const auto status = [](const Shape& shape, const std::string& layer) {
-    return test::status_of([&] { one_layer(shape, layer); });
+    return test::status_of([&] { test::one_layer_model(shape, layer); });
   };
   EXPECT_EQ(status({4, 3}, R"({"class_name": "LSTM", "config": {"units": 2, "recurrent_initializer": "identity"}})"),
             Status::Unsupported);
@@ -261,7 +252,7 @@ TEST(LayerInitializers, RefusesBadInitializersAndRegularizersByName) {
   EXPECT_EQ(status({4, 2}, R"({"class_name": "BatchNormalization", "config": {"gamma_regularizer": null,
       "beta_constraint": null}})"), Status::Ok);
   try {
-    one_layer({4, 6}, R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2,
+    test::one_layer_model({4, 6}, R"({"class_name": "MultiHeadAttention", "config": {"name": "att", "num_heads": 2,
         "key_dim": 3, "bias_initializer": "bogus"}})");
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
