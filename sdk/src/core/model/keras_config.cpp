@@ -61,14 +61,10 @@ void check_layer_settings(const Value& config, const std::string& cls, const std
     // cannot capture bindings in the lambdas below.
     const std::string& key = entry.first;
     const Value& v = entry.second;
-    const auto ends_with = [&](const char* suffix) {
-      const std::string s(suffix);
-      return key.size() > s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0;
-    };
     const auto refuse = [&] { fail(Status::Unsupported, what + ": attribute " + key + " = " + v.dump() + " is not supported"); };
     // Dropout reads its noise_shape itself (a mask per sample, broadcast over the sample's axes).
-    if (ends_with("_regularizer") || ends_with("_constraint") || key == "quantization_config" ||
-        (key == "noise_shape" && cls != "Dropout") || key == "renorm_clipping") {
+    // Regularizers and constraints are refused for every layer config, file or not (layer_spec_from_json).
+    if (key == "quantization_config" || (key == "noise_shape" && cls != "Dropout") || key == "renorm_clipping") {
       if (!v.is_null()) refuse();
     } else if (key == "data_format") {
       if (!v.is_null() && v.as_string(what + " data_format") != "channels_last") refuse();
