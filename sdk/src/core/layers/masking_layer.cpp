@@ -32,9 +32,9 @@ class MaskingLayer final : public Layer {
     require(!in.empty(), Status::InvalidArgument,
             "Masking layer \"" + name() + "\" needs samples of rank >= 1 (positions of features), got " +
                 to_string(in));
-    size_ = checked_elements(in, "Masking layer \"" + name() + "\"'s sample");
+    const int64_t size = checked_elements(in, "Masking layer \"" + name() + "\"'s sample");
     features_ = in.back();
-    positions_ = features_ == 0 ? 0 : size_ / features_;
+    positions_ = features_ == 0 ? 0 : size / features_;
     return in;
   }
   // The mask, one value per position, which backward reads too.
@@ -57,8 +57,8 @@ class MaskingLayer final : public Layer {
 
   // x times the mask, as operations OpenCV 4.6 reads (its ReduceMax fails on a batch of unknown size):
   // the sum of |x - mask_value| over a position's features (a MatMul) is 0 exactly where it is masked
-  // (an overflow makes it infinity, still > 0), and its Sign is then 0, else 1. A NaN makes the whole position NaN
-  // (kx's layer keeps the position's other values).
+  // (an overflow makes it infinity, still > 0), and its Sign is then 0, else 1. A NaN makes the whole
+  // position NaN (kx's layer keeps the position's other values).
   void export_onnx(OnnxLayerExport& e) const override {
     const int64_t F = features_;
     std::vector<int64_t> out_shape{-1};
@@ -84,7 +84,7 @@ class MaskingLayer final : public Layer {
 
  private:
   double mask_value_ = 0.0;
-  int64_t size_ = 0, features_ = 0, positions_ = 0;
+  int64_t features_ = 0, positions_ = 0;
 };
 
 }  // namespace
