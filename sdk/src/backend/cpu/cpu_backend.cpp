@@ -230,7 +230,13 @@ class CpuBackend final : public Backend {
   }
   void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
                                  const float* dy, float* dx, float* dw) override {
-    cpu::depthwise_conv2d_backward(g, multiplier, rows, x, w, dy, dx, dw, threads_);
+    float* partials = nullptr;
+    if (dw) {
+      const auto n = static_cast<size_t>(cpu::depthwise_filter_partials(g, multiplier, rows));
+      if (workspace_.size() < n) workspace_.resize(n);
+      partials = workspace_.data();
+    }
+    cpu::depthwise_conv2d_backward(g, multiplier, rows, x, w, dy, dx, dw, partials, threads_);
   }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {
     cpu::max_pool_forward(g, rows, x, y, threads_);
@@ -471,7 +477,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   GemmDispatch gemm_;
-  FloatBuffer workspace_;  // partial sums of bias gradients
+  FloatBuffer workspace_;  // partial sums of bias and depthwise filter gradients
   LossSums sums_;
 };
 

@@ -9,12 +9,6 @@ namespace {
 
 // Below this many output values a parallel region costs more than it saves.
 constexpr int64_t kParallelValues = 1 << 14;
-// Output channels one task of the filter gradient sums at a time (its accumulators stay in registers
-// and L1).
-constexpr int64_t kChannelBlock = 64;
-// Taps of one kernel row whose filter gradients one pass over the output gradient sums (their
-// accumulators: 4 KB of the stack).
-constexpr int64_t kTapsAtOnce = 8;
 
 // out[o] += x[o / m] * w[o] for o < channels * m: one tap of one output position. With one filter
 // per channel (MobileNet's case) the three arrays run in step and the loop vectorises plainly.
@@ -42,16 +36,32 @@ KX_CLONES void tap_backward_input(int64_t channels, int64_t m, const float* w, c
   }
 }
 
-// acc[o] += x[(first + o) / m - first / m] * dy[o] for o < n: x points at the input channel of output
-// channel `first`.
-KX_CLONES void tap_backward_filter(int64_t first, int64_t n, int64_t m, const float* x, const float* dy, double* acc) {
+// acc[o] += x[o / m] * dy[o] for o < channels * m: one tap's share of one sample's filter gradient.
+KX_CLONES void tap_backward_filter(int64_t channels, int64_t m, const float* x, const float* dy, float* acc) {
   if (m == 1) {
 #pragma omp simd
-    for (int64_t o = 0; o < n; ++o) acc[o] += static_cast<double>(x[o]) * static_cast<double>(dy[o]);
+    for (int64_t c = 0; c < channels; ++c) acc[c] += x[c] * dy[c];
     return;
   }
-  for (int64_t o = 0; o < n; ++o)
-    acc[o] += static_cast<double>(x[(first + o) / m - first / m]) * static_cast<double>(dy[o]);
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t k = 0; k < m; ++k) acc[c * m + k] += x[c] * dy[c * m + k];
+}
+
+// dw[i] = the sum over samples of partials[r * n + i], in sample order and in double.
+KX_CLONES void sum_sample_partials(int64_t rows, int64_t n, const float* partials, float* dw, int threads) {
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t first = blk * kBlock, count = std::min(kBlock, n - first);
+    double acc[kBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* p = partials + r * n + first;
+#pragma omp simd
+      for (int64_t i = 0; i < count; ++i) acc[i] += static_cast<double>(p[i]);
+    }
+    for (int64_t i = 0; i < count; ++i) dw[first + i] = static_cast<float>(acc[i]);
+  }
 }
 
 // The input row (or column) of output index i at tap offset a (the tap times the dilation), or -1
@@ -94,61 +104,39 @@ void depthwise_conv2d_forward(const Window2d& g, int64_t m, int64_t rows, const 
 }
 
 void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const float* x, const float* w,
-                               const float* dy, float* dx, float* dw, int threads) {
+                               const float* dy, float* dx, float* dw, float* partials, int threads) {
   const int64_t C = g.channels, O = C * m, in_size = g.in_h * g.in_w * C, out_size = g.out_h * g.out_w * O;
+  const int64_t taps = g.k_h * g.k_w;
+  if (!dx && !dw) return;
   const int nt = rows * out_size >= kParallelValues ? threads : 1;
-  if (dx) {
-    // Sample by sample (each owns its dx); within one, outputs in order, scattering their taps.
+  // Sample by sample, one pass over its output gradient for both: each output position scatters its
+  // taps into the sample's dx and adds them into the sample's filter-gradient partials (float32 sums
+  // over one sample's positions, as short as a GEMM's over that sample would be). The partials are then
+  // summed over the samples in order, in double: no result depends on the thread count.
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-    for (int64_t r = 0; r < rows; ++r) {
-      float* d = dx + r * in_size;
-      std::fill(d, d + in_size, 0.0f);
-      for (int64_t i = 0; i < g.out_h; ++i)
-        for (int64_t j = 0; j < g.out_w; ++j) {
-          const float* grad = dy + r * out_size + (i * g.out_w + j) * O;
-          for (int64_t a = 0; a < g.k_h; ++a) {
-            const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
-            if (yy < 0) continue;
-            for (int64_t b = 0; b < g.k_w; ++b) {
-              const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
-              if (xx < 0) continue;
-              tap_backward_input(C, m, w + (a * g.k_w + b) * O, grad, d + (yy * g.in_w + xx) * C);
-            }
-          }
-        }
-    }
-  }
-  if (!dw) return;
-  // One task per (row of taps, block of output channels): each output gradient is read once for up to
-  // kTapsAtOnce taps of the row. Every tap's sum runs over samples and positions in a fixed order, in
-  // double: the result does not depend on the thread count.
-  const int64_t blocks = (O + kChannelBlock - 1) / kChannelBlock;
-#pragma omp parallel for num_threads(nt) schedule(dynamic) if (nt > 1)
-  for (int64_t task = 0; task < g.k_h * blocks; ++task) {
-    const int64_t a = task / blocks, first = (task % blocks) * kChannelBlock, n = std::min(kChannelBlock, O - first);
-    for (int64_t b0 = 0; b0 < g.k_w; b0 += kTapsAtOnce) {
-      const int64_t taps = std::min(kTapsAtOnce, g.k_w - b0);
-      double acc[kTapsAtOnce * kChannelBlock] = {};
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t i = 0; i < g.out_h; ++i) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* sample = x + r * in_size;
+    float* d = dx ? dx + r * in_size : nullptr;
+    float* part = dw ? partials + r * taps * O : nullptr;
+    if (d) std::fill(d, d + in_size, 0.0f);
+    if (part) std::fill(part, part + taps * O, 0.0f);
+    for (int64_t i = 0; i < g.out_h; ++i)
+      for (int64_t j = 0; j < g.out_w; ++j) {
+        const float* grad = dy + r * out_size + (i * g.out_w + j) * O;
+        for (int64_t a = 0; a < g.k_h; ++a) {
           const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
           if (yy < 0) continue;
-          for (int64_t j = 0; j < g.out_w; ++j) {
-            const float* grad = dy + r * out_size + (i * g.out_w + j) * O + first;
-            for (int64_t t = 0; t < taps; ++t) {
-              const int64_t xx = source(j, g.stride_w, (b0 + t) * g.dilation_w, g.pad_left, g.in_w);
-              if (xx < 0) continue;
-              const float* in = x + r * in_size + (yy * g.in_w + xx) * C + first / m;
-              tap_backward_filter(first, n, m, in, grad, acc + t * kChannelBlock);
-            }
+          for (int64_t b = 0; b < g.k_w; ++b) {
+            const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
+            if (xx < 0) continue;
+            const int64_t tap = a * g.k_w + b, at = (yy * g.in_w + xx) * C;
+            if (d) tap_backward_input(C, m, w + tap * O, grad, d + at);
+            if (part) tap_backward_filter(C, m, sample + at, grad, part + tap * O);
           }
         }
-      for (int64_t t = 0; t < taps; ++t) {
-        float* out = dw + (a * g.k_w + b0 + t) * O + first;
-        for (int64_t o = 0; o < n; ++o) out[o] = static_cast<float>(acc[t * kChannelBlock + o]);
       }
-    }
   }
+  if (dw) sum_sample_partials(rows, taps * O, partials, dw, nt);
 }
 
 }  // namespace kx::backend::cpu

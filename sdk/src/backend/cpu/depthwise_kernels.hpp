@@ -10,7 +10,12 @@ namespace kx::backend::cpu {
 
 void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
                               const float* bias, float* y, int threads);
+// dx and dw may each be null (not wanted); with dw, `partials` holds rows * k_h * k_w * channels *
+// multiplier floats of scratch (depthwise_filter_partials).
 void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
-                               const float* dy, float* dx, float* dw, int threads);
+                               const float* dy, float* dx, float* dw, float* partials, int threads);
+inline int64_t depthwise_filter_partials(const Window2d& g, int64_t multiplier, int64_t rows) {
+  return rows * g.k_h * g.k_w * g.channels * multiplier;
+}
 
 }  // namespace kx::backend::cpu
