@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "backend/cpu/target_clones.hpp"
+
 namespace kx::backend::cpu {
 namespace {
 
@@ -100,6 +102,27 @@ void forward_row(BinaryOp op, int64_t n, RowOperand a, RowOperand b, float* out)
 
 float at(const RowOperand& x, int64_t l) { return x.values ? x.values[l] : x.broadcast; }
 
+// Multiply's partials over one output row, dy times the other operand: stored (out), or added into
+// the double sums of the operand's row (full_sum). Squeeze-and-excite's and gating's products train
+// through here; without the generic loop's per-element choices the loops vectorise.
+KX_CLONES_AVX2 void multiply_partials(int64_t n, RowOperand other, const float* g, float* out, double* full_sum) {
+  const float* v = other.values;
+  const float c = other.broadcast;
+  if (out && v) {
+#pragma omp simd
+    for (int64_t l = 0; l < n; ++l) out[l] = mul_rn(g[l], v[l]);
+  } else if (out) {
+#pragma omp simd
+    for (int64_t l = 0; l < n; ++l) out[l] = mul_rn(g[l], c);
+  } else if (v) {
+#pragma omp simd
+    for (int64_t l = 0; l < n; ++l) full_sum[l] += static_cast<double>(mul_rn(g[l], v[l]));
+  } else {
+#pragma omp simd
+    for (int64_t l = 0; l < n; ++l) full_sum[l] += static_cast<double>(mul_rn(g[l], c));
+  }
+}
+
 }  // namespace
 
 void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out, int threads) {
@@ -126,6 +149,12 @@ void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const fl
       const RowOperand av = reads ? row_operand(s, r, 0, a, sample, o) : RowOperand{nullptr, 0.0f};
       const RowOperand bv = reads ? row_operand(s, r, 1, b, sample, o) : RowOperand{nullptr, 0.0f};
       const float* g = dy + sample * out_size + o * n;
+      const bool whole_row = size == out_size || r.inner_full(which);
+      if (s.op == BinaryOp::Multiply && whole_row) {
+        multiply_partials(n, which == 0 ? bv : av, g, size == out_size ? d + sample * size + o * n : nullptr,
+                          size == out_size ? nullptr : sum.data() + r.row_offset(which, o));
+        continue;
+      }
       if (size == out_size) {  // not broadcast: each value has one partial, its float exactly
         float* out = d + sample * size + o * n;
         for (int64_t l = 0; l < n; ++l) out[l] = binary::partial(s.op, which, at(av, l), at(bv, l), g[l]);
