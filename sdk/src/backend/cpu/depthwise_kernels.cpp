@@ -47,8 +47,9 @@ KX_CLONES void tap_backward_filter(int64_t channels, int64_t m, const float* x, 
     for (int64_t k = 0; k < m; ++k) acc[c * m + k] += x[c] * dy[c * m + k];
 }
 
-// dw[i] = the sum over samples of partials[r * n + i], in sample order and in double.
-KX_CLONES void sum_sample_partials(int64_t rows, int64_t n, const float* partials, float* dw, int threads) {
+// dw[i] = the sum over samples of partials[r * n + i], in sample order and in double (a short pass:
+// no vector clones, which would cost libkx more bytes than they save time).
+void sum_sample_partials(int64_t rows, int64_t n, const float* partials, float* dw, int threads) {
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
