@@ -146,7 +146,7 @@ TEST(KerasMasks, TwoReplicasTrainAsOne) {
 
 // A sequence labeller whose output carries Embedding's mask: ids [steps] -> tags [steps, 3], softmax.
 Model labeller(int64_t steps, bool recurrent, const std::vector<std::string>& replicas = {"cpu"},
-               const OptimizerConfig& optimizer = {}) {
+               const OptimizerConfig& optimizer = {}, Precision precision = Precision::Float32) {
   Model m = Model::functional(Strategy::mirrored(replicas), {steps}, "tokens");
   m.add_layer(R"({"class_name": "Embedding", "config": {"name": "emb", "input_dim": 9, "output_dim": 4, "mask_zero": true}})",
               {"tokens"});
@@ -160,6 +160,7 @@ Model labeller(int64_t steps, bool recurrent, const std::vector<std::string>& re
   o.seed = 11;
   o.accuracy = true;
   o.optimizer = optimizer;
+  o.precision = precision;
   m.compile(o);
   return m;
 }
@@ -285,6 +286,26 @@ TEST(KerasMasks, AMaskedLossTrainsTheSameOnTwoReplicasAndSurvivesAFullyMaskedBat
   EXPECT_TRUE(std::isfinite(next.loss) && next.loss > 0);
   for (float v : m.get_weights()) ASSERT_TRUE(std::isfinite(v));
   EXPECT_NE(m.get_weights(), before);
+}
+
+// Under a mixed policy the masked loss trains as in float32 within the 16-bit types' rounding (float16's
+// loss scale multiplies the gradient before the mask's factor does), with a fully masked batch among
+// its batches.
+TEST(KerasMasks, AMaskedLossTrainsUnderMixedPrecision) {
+  Dataset d = Dataset::from_arrays(kIds.data(), DType::F32, {7, 4}, kTags.data(), DType::F32, {7, 4});
+  d.batch(2, false);
+  FitOptions o;
+  o.epochs = 3;
+  std::vector<double> losses;
+  for (Precision p : {Precision::Float32, Precision::MixedBfloat16, Precision::MixedFloat16}) {
+    SCOPED_TRACE(precision_name(p));
+    Model m = labeller(4, true, {"cpu"}, {}, p);
+    History h;
+    EXPECT_EQ(m.fit(d, o, nullptr, &h), Status::Ok);
+    for (float v : m.get_weights()) ASSERT_TRUE(std::isfinite(v));
+    losses.push_back(m.evaluate(d).loss);
+    EXPECT_NEAR(losses.back(), losses.front(), 2e-2 * losses.front());
+  }
 }
 
 // A mask over fewer steps than the loss's positions (a binary loss over a whole sample) is refused.
