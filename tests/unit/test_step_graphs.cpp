@@ -293,6 +293,43 @@ TEST(StepGraphs, TrainingWithRecordedStepsIsBitwiseTrainingWithout) {
     }
 }
 
+// A masked output's loss: the unmasked positions are counted and turned into the gradient's factor on
+// the device, so a replayed step (its batch's count differing from the recorded one's) trains bitwise
+// as a direct one. (Two CPU replicas' in-process sum is not recorded: one replica here.)
+TEST(StepGraphs, AMaskedLossRecordedIsBitwiseDirect) {
+  const int64_t n = 40, steps = 5;
+  std::vector<float> ids(static_cast<size_t>(n * steps)), tags(ids.size());
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const size_t i = k / steps, t = k % steps;
+    ids[k] = t < 1 + (i * 7) % steps ? static_cast<float>(1 + (k * 5) % 8) : 0.0f;  // 1..5 kept steps
+    tags[k] = static_cast<float>((k * 3) % 4 % 3);
+  }
+  std::vector<std::vector<float>> weights;
+  std::vector<std::vector<double>> losses;
+  const int64_t before = graphs_recorded();
+  for (const char* setting : {"0", "emulate"}) {
+    GraphSetting graphs(setting);
+    Model m = Model::functional(Strategy::mirrored({"cpu"}), {steps}, "tokens");
+    m.add_layer(R"({"class_name": "Embedding", "config": {"name": "emb", "input_dim": 9, "output_dim": 4, "mask_zero": true}})",
+                {"tokens"});
+    m.add_layer(R"({"class_name": "Dense", "config": {"name": "tags", "units": 3, "activation": "softmax"}})", {"emb"});
+    CompileOptions co;
+    co.seed = 3;
+    m.compile(co);
+    Dataset d = Dataset::from_arrays(ids.data(), DType::F32, {n, steps}, tags.data(), DType::F32, {n, steps});
+    d.batch(8, false);
+    FitOptions fo;
+    fo.epochs = 2;
+    History h;
+    EXPECT_EQ(m.fit(d, fo, nullptr, &h), Status::Ok);
+    weights.push_back(m.get_weights());
+    losses.push_back(h.values().at("loss"));
+  }
+  EXPECT_GT(graphs_recorded(), before) << "steps were replayed";
+  EXPECT_TRUE(weights[0] == weights[1]) << test::relative_difference(weights[0], weights[1]);
+  EXPECT_EQ(losses[0], losses[1]);
+}
+
 // A collective chosen by the strategy (the injection point a multi-worker strategy uses): the replicas'
 // in-process sum, claiming that it can be recorded although it waits on the host. Recording the
 // update part then fails, as a real recording may: with Status::Device, or out of memory.

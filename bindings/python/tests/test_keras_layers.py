@@ -987,6 +987,70 @@ class KerasLayers(unittest.TestCase):
             np.testing.assert_array_equal(w.numpy(), got.reshape(w.shape), err_msg=w.path)
         np.testing.assert_allclose(again.predict(x, verbose=0), ours.predict(x).reshape(-1, 3), rtol=RTOL, atol=ATOL)
 
+    def test_masked_sequence_labeller_loss_metrics_and_adam_step_as_keras(self):
+        # Embedding(mask_zero=True) -> LSTM(return_sequences=True) -> Dense(softmax) per step: Keras leaves
+        # the padded steps out of the loss (its sum over the unmasked steps of each batch, 0 for a batch
+        # with none) and out of the accuracy (weights times the mask), and so out of the gradient.
+        def labeller(optimizer):
+            keras.backend.clear_session()
+            keras.utils.set_random_seed(12)
+            i = keras.Input((6,), dtype="int32")
+            x = layers.Embedding(100, 4, mask_zero=True, name="embedding")(i)
+            x = layers.LSTM(5, return_sequences=True, name="lstm")(x)
+            m = keras.Model(i, layers.Dense(3, activation="softmax", name="tags")(x))
+            m.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+            return m
+
+        theirs = labeller(keras.optimizers.Adam(1e-2))
+        rng = np.random.default_rng(13)
+        padded = self.padded_tokens(rng, n=10, steps=6, vocab=100)
+        padded[8:] = 0  # the last batch of 4 below (samples 8 and 9) is fully masked
+        padded[5] = 0   # and a sample of the second batch
+        # Every id once (see test_text_classifier_takes_one_adam_step_as_keras: Adam's embedding step).
+        x = np.where(padded != 0, rng.permutation(np.arange(1, 100))[:60].reshape(10, 6), 0).astype(np.int32)
+        y = rng.integers(0, 3, size=(10, 6)).astype(np.int32)
+        w = rng.uniform(0.25, 2.0, size=10).astype(np.float32)
+        ours = kx.models.load_model(self.save(theirs, "masked_labeller"))
+        want = theirs.predict(x, verbose=0)
+        np.testing.assert_allclose(ours.predict(x).reshape(want.shape), want, rtol=RTOL, atol=ATOL)
+        for weights in (None, w):
+            # Keras 3.15 refuses sample weights of shape [samples] beside a [samples, steps] mask
+            # (Incompatible shapes): kx weighs each step by its sample's weight, as Keras does with the
+            # weights repeated per step.
+            per_step = None if weights is None else np.repeat(weights[:, None], 6, axis=1)
+            want_loss, want_acc = theirs.evaluate(x, y, sample_weight=per_step, batch_size=4, verbose=0)
+            if weights is not None:
+                # kx weighs accuracy by the sample weights, as Keras's weighted_metrics (its `metrics`
+                # ignore them): Keras's metric given the weights times the mask, as its apply_mask does.
+                accuracy = keras.metrics.SparseCategoricalAccuracy()
+                accuracy.update_state(y, want, sample_weight=per_step * (x != 0))
+                want_acc = float(accuracy.result())
+            got_loss, got_acc = ours.evaluate(kx.Dataset.from_arrays(x, y, weights).batch(4))
+            print(f"masked labeller evaluate: loss {got_loss:.7g} (Keras {want_loss:.7g}), "
+                  f"accuracy {got_acc:.7g} (Keras {want_acc:.7g})")
+            self.assertLessEqual(abs(got_loss - want_loss), RTOL * abs(want_loss), weights)
+            self.assertLessEqual(abs(got_acc - want_acc), RTOL * abs(want_acc), weights)
+        # Normalised over the whole data instead of batch by batch (the fully masked batch counting 0),
+        # the loss would differ: the comparison can fail.
+        whole = theirs.evaluate(x, y, batch_size=10, verbose=0)[0]
+        self.assertGreater(abs(whole - ours.evaluate(kx.Dataset.from_arrays(x, y).batch(4))[0]), 1e-2 * whole)
+        # The gradient (a step of SGD(1.0)), then one Adam step. Adam's first step is lr * g / (|g| + eps):
+        # where a gradient is near its epsilon (1e-7) the step amplifies float32's rounding of g, hence
+        # the step's absolute tolerance, 1e-4 of the rate.
+        sgd = labeller(keras.optimizers.SGD(1.0))
+        for name, keras_model, atol in (("gradient", sgd, ATOL), ("Adam step", theirs, 1e-4 * 1e-2)):
+            kx_model = kx.models.load_model(self.save(keras_model, "masked_labeller " + name))
+            before = keras_weights(keras_model)
+            want_loss, want_acc = keras_model.train_on_batch(x, y)
+            got_loss, got_acc = kx_model.train_on_batch(x, y)
+            self.assertLessEqual(abs(got_loss - want_loss), RTOL * abs(want_loss), name)
+            self.assertLessEqual(abs(got_acc - want_acc), RTOL * abs(want_acc), name)
+            worst = 0.0
+            for v, w0, w1, got in zip(keras_model.weights, before, keras_weights(keras_model), kx_model.get_weights()):
+                worst = max(worst, max_relative(w0 - got.reshape(w0.shape), w0 - w1))
+                np.testing.assert_allclose(w0 - got.reshape(w0.shape), w0 - w1, rtol=RTOL, atol=atol,
+                                           err_msg=f"masked labeller, {name} of {v.path}")
+            print(f"masked labeller, {name}: {worst:.1e} (max relative difference)")
 
 
 def ks_distance(a, b):

@@ -930,7 +930,11 @@ KX_API void kx_history_destroy(kx_history* h);
 /* Mean loss and accuracy over d (in storage order, its batch size or 32). Either out-pointer may be
  * NULL; accuracy is computed whether or not KX_METRIC_ACCURACY was compiled. When d has sample weights
  * (kx_dataset_from_arrays_weighted): the loss is sum(w * loss) / samples, the accuracy
- * sum(w * correct) / sum(w), as Keras's evaluate with sample_weight. */
+ * sum(w * correct) / sum(w), as Keras's evaluate with sample_weight. When the model's output carries a
+ * Keras mask (Embedding mask_zero, a labeller per step), masked positions are left out as Keras does:
+ * a batch's loss is sum(w * mask * loss) / (its unmasked positions), 0 when it has none, and the
+ * accuracy sum(w * mask * correct) / sum(w * mask); kx_fit and the on-batch calls likewise (the gradient
+ * too). Such a model is KX_E_UNSUPPORTED with several worker processes or parameter servers. */
 KX_API KX_MUST_CHECK kx_status kx_evaluate(kx_model* m, kx_dataset* d, double* loss, double* accuracy);
 
 /* Model outputs for n_samples inputs x (row-major, float32, each sample the model's input shape)

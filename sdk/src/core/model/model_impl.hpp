@@ -216,8 +216,9 @@ class Model::Impl {
   int64_t label_size() const;
   // The size of the output's last axis: Keras's softmax, categorical losses and accuracies work along it.
   int64_t output_classes() const;
-  // The loss sums of every replica, added in replica order; each backend's sums are then zero.
-  backend::LossSums take_loss_sums();
+  // The loss sums of every replica, added in replica order; each backend's sums are then zero. Under a
+  // masked output, the sums of one batch of batch_rows (this process's rows), taken after each batch.
+  backend::LossSums take_loss_sums(int64_t batch_rows = 0);
   // evaluate() without check_dataset, for data that fit has already checked; bar: shows its progress.
   EvalResult evaluate_checked(const Dataset& data, core::ProgressBar* bar = nullptr);
 

@@ -34,6 +34,14 @@ struct Network {
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
+  // The steps per sample of the Keras mask the output carries ([rows, steps]: its computing layer's
+  // positions, every axis but the last), 0 when it carries none.
+  int64_t output_mask_steps() const {
+    const int source = mask_source.back();
+    if (source <= 0) return 0;
+    const Shape& s = shapes[static_cast<size_t>(source)];
+    return num_elements(s) / s.back();
+  }
   Activation folded_activation() const {
     return fold_output_activation ? layers.back()->output_activation() : Activation::None;
   }

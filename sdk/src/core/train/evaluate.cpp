@@ -11,10 +11,17 @@
 
 namespace kx {
 
-backend::LossSums Model::Impl::take_loss_sums() {
+backend::LossSums Model::Impl::take_loss_sums(int64_t batch_rows) {
   backend::LossSums total;
+  double unmasked = 0;  // of a masked output: the batch's unmasked positions
   for (Replica& r : replicas) {  // in replica order: repeatable sums
     total += r.be->take_loss_sums();
+    if (r.plan.output_mask()) {
+      float count = 0;
+      r.be->to_host(r.plan.mask_counts(), sizeof count, &count);
+      r.be->fill_zero(sizeof count, r.plan.mask_counts());
+      unmasked += count;
+    }
   }
   // The backends summed over positions (loss_positions rows per sample): per sample, their means.
   if (loss_positions > 1) {
@@ -22,6 +29,10 @@ backend::LossSums Model::Impl::take_loss_sums() {
     total.correct /= static_cast<double>(loss_positions);
     total.weight /= static_cast<double>(loss_positions);
   }
+  // Keras's masked mean (apply_mask, divide_no_nan): the batch's loss is over its unmasked positions,
+  // and each of its rows counts it once, as fit's and evaluate's means weigh a batch by its rows.
+  if (net.mask_source.back() > 0)
+    total.loss = unmasked > 0 ? total.loss * static_cast<double>(batch_rows * loss_positions) / unmasked : 0.0;
   return total;
 }
 
@@ -83,7 +94,7 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
   core::Metrics m;
   // The running means of what was read, as the bar shows them.
   const auto read_sums = [&] {
-    sums += take_loss_sums();
+    sums += take_loss_sums(seen - read);
     read = seen;
     m.clear();
     if (options.accuracy) m.emplace_back("accuracy", sums.accuracy());
@@ -117,14 +128,11 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
       r.feed.release();
     });
     seen += local_rows(rows);
-    if (bar) {
-      const int64_t step = first / batch + 1;
-      bar->step_done(step);
-      if (bar->due(step)) {
-        read_sums();
-        bar->update(step, m);
-      }
-    }
+    const int64_t step = first / batch + 1;
+    if (bar) bar->step_done(step);
+    const bool redraw = bar && bar->due(step);
+    if (redraw || net.mask_source.back() > 0) read_sums();  // a masked loss: batch by batch
+    if (redraw) bar->update(step, m);
   }
   read_sums();
   // Each worker evaluated its share of every batch: the sums are the workers' together. Keras: the

@@ -37,7 +37,7 @@ class SyncFitSession final : public core::FitSession {
   // every step was read).
   backend::LossSums read_steps() {
     if (unread_ == 0) return {};
-    const backend::LossSums read = model_.take_loss_sums();
+    const backend::LossSums read = model_.take_loss_sums(unread_);
     metrics.add(read, unread_);
     unread_ = 0;
     return read;
@@ -147,7 +147,8 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   core::BatchStream batches(train, start.data_pass, start.data_position);
   const std::unique_ptr<core::BatchDecoder> decoder = training_decoder(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
-  const bool read_every_step = cb && cb->reads_batch_metrics();
+  // A masked output's loss is normalised batch by batch (take_loss_sums).
+  const bool read_every_step = (cb && cb->reads_batch_metrics()) || net.mask_source.back() > 0;
 
   bool stop = at_event([&] { return session.emit(session.event(EventKind::TrainBegin)); });
   for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {

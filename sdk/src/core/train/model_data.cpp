@@ -18,12 +18,19 @@ bool is_integral(float v) { return std::isfinite(v) && v == std::floor(v); }
 void Model::Impl::check_dataset(const Dataset& d, const char* role) const {
   const std::string who = std::string(role) + " dataset";
   // Keras leaves the positions a mask hides out of the loss and the metrics (a sequence labeller after
-  // Embedding(mask_zero=True)); kx does not yet, and refuses rather than learn from what Keras ignores.
-  const int mask = net.mask_source.back();
-  require(mask <= 0, Status::Unsupported,
-          "the model's output carries the Keras mask of layer \"" + net.layers[static_cast<size_t>(std::max(mask, 1) - 1)]->name() +
-              "\": Keras would leave the masked positions out of the loss and the metrics, which kx does not yet do "
-              "(end the mask before the output, e.g. with GlobalAveragePooling1D or an LSTM that returns its last state)");
+  // Embedding(mask_zero=True)): a weight per loss position, so one mask step per position.
+  if (const int mask = net.mask_source.back(); mask > 0) {
+    const std::string masked = "the model's output carries the Keras mask of layer \"" +
+                               net.layers[static_cast<size_t>(mask - 1)]->name() + "\"";
+    require(net.output_mask_steps() == loss_positions, Status::Unsupported,
+            masked + " of " + std::to_string(net.output_mask_steps()) + " steps per sample, but " +
+                loss_name(loss_spec.kind) + " sees " + std::to_string(loss_positions) +
+                " positions per sample; kx masks a loss with one position per step");
+    // The loss is normalised by the unmasked positions of each global batch, which kx counts across
+    // one process's replicas only.
+    require(!multi_worker() && !strategy.parameter_servers(), Status::Unsupported,
+            masked + ": its masked loss trains and evaluates on one worker process only");
+  }
   require(d.num_samples() > 0, Status::InvalidArgument, who + " is empty");
   const int64_t in = net.input_size();
   require(num_elements(d.x_shape()) == in, Status::InvalidArgument,

@@ -34,7 +34,7 @@ EvalResult Model::Impl::train_on_batch(const float* x, const float* y, int64_t n
   std::vector<int64_t> idx(static_cast<size_t>(n));
   std::iota(idx.begin(), idx.end(), int64_t{0});
   steps_.run(*this, idx.data(), n);
-  const backend::LossSums s = sum_across_workers(take_loss_sums(), nullptr);  // every worker's share
+  const backend::LossSums s = sum_across_workers(take_loss_sums(local_rows(n)), nullptr);  // every worker's share
   const double rows = static_cast<double>(n);
   return {s.loss / rows, options.accuracy ? s.accuracy() : std::nan("")};
 }

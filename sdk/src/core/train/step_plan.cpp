@@ -67,6 +67,15 @@ void StepPlan::reserve(backend::Backend& be, const Network& net, int64_t max_row
       const int source = net.mask_source[static_cast<size_t>(t)];
       masks_[i].push_back(source > 0 ? scratch_[static_cast<size_t>(source - 1)] : nullptr);
     }
+  const int out_mask = net.mask_source.back();
+  output_mask_ = out_mask > 0 ? scratch_[static_cast<size_t>(out_mask - 1)] : nullptr;
+  mask_weights_ = {};
+  mask_counts_ = {};
+  if (output_mask_) {
+    mask_weights_ = be.allocate(static_cast<size_t>(max_rows * net.output_mask_steps()) * sizeof(float));
+    mask_counts_ = be.allocate(4 * sizeof(float));
+    be.fill_zero(mask_counts_.bytes(), mask_counts_.data());  // no batch counted yet
+  }
   labels_ = be.allocate(static_cast<size_t>(checked_product({max_rows, label_size}, "a batch's labels")) * sizeof(float));
   batch_index_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(int64_t));
   weights_ = be.allocate(static_cast<size_t>(max_rows) * sizeof(float));

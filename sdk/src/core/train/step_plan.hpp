@@ -43,6 +43,13 @@ class StepPlan {
   // The storage index of every sample of the batch, in be's memory, where the step reads it.
   int64_t* batch_index() { return batch_index_.data<int64_t>(); }
   float* output() { return act_.back(); }
+  // The Keras mask the output carries, [rows, steps] (in a scratch), or null: the loss leaves its masked
+  // steps out. With it, mask_weights() holds each step's sample weight times its mask, and
+  // mask_counts() four floats: this replica's unmasked steps, the global batch's (summed across the
+  // replicas), that + a tiny epsilon, and the gradient's factor (StepRunner).
+  const float* output_mask() const { return output_mask_; }
+  float* mask_weights() { return mask_weights_.data(); }
+  float* mask_counts() { return mask_counts_.data(); }
   float* output_grad() { return grad_.back(); }
 
   // rows samples that start at first_row of the global batch (0 unless replicas split it).
@@ -84,7 +91,8 @@ class StepPlan {
   };
   std::vector<std::vector<DeadSpan>> dead_after_forward_, dead_after_backward_;
   void zero(backend::Backend& be, const std::vector<DeadSpan>& spans) const;
-  backend::DeviceBuffer labels_, batch_index_, weights_;
+  backend::DeviceBuffer labels_, batch_index_, weights_, mask_weights_, mask_counts_;
+  const float* output_mask_ = nullptr;
 };
 
 // A counter-based 64-bit mix, the root of every seed kx derives (shared with the device kernels).

@@ -26,7 +26,24 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
   // Each position of a sample is a row of the loss; a sample's loss is their mean (take_loss_sums
   // divides the sums by the positions).
   const int64_t positions = m.loss_positions;
-  r.be->loss(m.loss_spec, s.rows * positions, m.net.output_size() / positions, r.plan.output(), r.plan.labels(),
+  backend::LossSpec spec = m.loss_spec;
+  if (const float* mask = r.plan.output_mask()) {
+    // Keras's apply_mask: each position weighs its sample's weight times its mask, and the loss is
+    // normalised by the unmasked positions counted here (StepRunner::update, Model::take_loss_sums).
+    if (weights) {
+      backend::BinaryShape times_weight;
+      times_weight.op = backend::BinaryOp::Multiply;
+      times_weight.dims[0] = times_weight.a_dims[0] = positions;
+      times_weight.b_dims[0] = 1;
+      r.be->binary_forward(times_weight, s.rows, mask, weights, r.plan.mask_weights());
+      weights = r.plan.mask_weights();
+    } else {
+      weights = mask;
+    }
+    spec.positions = 1;  // a weight per position
+    r.be->bias_grad(s.rows * positions, 1, mask, r.plan.mask_counts());
+  }
+  r.be->loss(spec, s.rows * positions, m.net.output_size() / positions, r.plan.output(), r.plan.labels(),
              ls / positions, weights, grad_scale / static_cast<float>(positions),
              training ? r.plan.output_grad() : nullptr);
   if (!training || m.rounding() == backend::Rounding::None) return;
@@ -38,14 +55,17 @@ void replica_forward_loss(Model::Impl& m, Replica& r, Slice s, bool training, fl
 }
 
 void StepRunner::forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t global_rows) const {
+  float* counts = r.plan.mask_counts();
   if (s.rows == 0) {  // nothing to learn from: a zero gradient
     r.be->fill_zero(r.grads.bytes(), r.grads.data());
+    if (r.plan.output_mask()) r.be->fill_zero(2 * sizeof(float), counts);
     return;
   }
   // The loss is the mean over the global batch: every sample's gradient is scaled by 1/global_rows,
   // and the replicas' gradients are summed.
   m.round_params(r);  // once per step: every layer's GEMMs read these
   replica_forward_loss(m, r, s, true, 1.0f / static_cast<float>(global_rows));
+  if (r.plan.output_mask()) r.be->copy(1, counts, counts + 1);  // the global count, once summed
   r.plan.backward(*r.be, m.net, r.params.data(), r.grads.data(), s.rows,
                   static_cast<float>(s.rows) / static_cast<float>(global_rows), m.pass_precision(r));
 }
@@ -92,7 +112,7 @@ void StepRunner::run(Model::Impl& m, const int64_t* idx, int64_t rows) {
     prepare(r, s);
     auto body = [&] {
       forward_backward(m, r, s, rows);
-      update(m, r, t);
+      update(m, r, t, rows);
     };
     if (special)
       body();
@@ -110,7 +130,8 @@ void StepRunner::run(Model::Impl& m, const int64_t* idx, int64_t rows) {
     auto all_reduce_and_update = [&](int k) {
       Replica& r = m.replicas[static_cast<size_t>(k)];
       collective_->all_reduce_sum(k, *r.be, r.grads.data(), m.net.num_params);
-      update(m, r, t);
+      if (r.plan.output_mask()) collective_->all_reduce_sum(k, *r.be, r.plan.mask_counts() + 1, 1);
+      update(m, r, t, rows);
     };
     // The collective's barriers are safe to enter once every replica's backward succeeded, and once
     // every replica that records this part has recorded it: all record first, so that a recording
@@ -164,10 +185,27 @@ void StepRunner::refresh_spans(const Network& net) {
   spans_revision_ = net.revision;
 }
 
-void StepRunner::update(Model::Impl& m, Replica& r, int64_t t) const {
+void StepRunner::update(Model::Impl& m, Replica& r, int64_t t, int64_t global_rows) const {
   const OptimizerConfig& o = m.optimizer;
   float* p = r.params.data();
-  const float* g = r.grads.data();
+  float* g = r.grads.data();
+  if (r.plan.output_mask()) {
+    // Keras's sum_over_batch_size under a mask: the loss's gradient, scaled by 1 / (every position),
+    // times every position / the unmasked ones (divide_no_nan: a batch fully masked has a zero
+    // gradient, which the epsilon keeps finite, and is exact beside any count from 1).
+    float* counts = r.plan.mask_counts();
+    backend::BinaryShape f;
+    f.op = backend::BinaryOp::Add;
+    f.scalar_operand = 1;
+    f.scalar = 1e-20f;
+    f.dims[0] = f.a_dims[0] = f.b_dims[0] = 1;
+    r.be->binary_forward(f, 1, counts + 1, nullptr, counts + 2);
+    f.op = backend::BinaryOp::Divide;
+    f.scalar_operand = 0;
+    f.scalar = static_cast<float>(global_rows * m.loss_positions);
+    r.be->binary_forward(f, 1, nullptr, counts + 2, counts + 3);
+    for (const ArenaSpan& s : trained_spans_) r.be->multiply_by(s.count, counts + 3, g + s.first);
+  }
   // Loss scaling: the summed gradients are checked, then divided by the scale, or the whole update
   // (moving statistics and EMA included) is skipped when one of them is not finite.
   const float* unscale = nullptr;

@@ -53,8 +53,9 @@ class StepRunner {
   backend::StepValues step_values(const Model::Impl& m, int64_t t) const;
   // Forward, loss and backward of one replica's slice; the loss is scaled by 1 / global rows.
   void forward_backward(Model::Impl& m, Replica& r, Slice s, int64_t global_rows) const;
-  // The update of step number t, with the rate of the replica's StepValues.
-  void update(Model::Impl& m, Replica& r, int64_t t) const;
+  // The update of step number t of a global batch of global_rows, with the rate of the replica's
+  // StepValues.
+  void update(Model::Impl& m, Replica& r, int64_t t, int64_t global_rows) const;
   // What a recorded part of the step on replica k depends on.
   StepGraphKey graph_key(Model::Impl& m, int k, Part part, int64_t global_rows) const;
   // Runs part `part` of a step on replica k: replayed from a recorded graph where the backend can.
