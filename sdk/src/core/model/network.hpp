@@ -34,12 +34,13 @@ struct Network {
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
+  // Whether the output carries a Keras mask (the loss and metrics then leave its masked steps out).
+  bool output_masked() const { return mask_source.back() > 0; }
   // The steps per sample of the Keras mask the output carries ([rows, steps]: its computing layer's
   // positions, every axis but the last), 0 when it carries none.
   int64_t output_mask_steps() const {
-    const int source = mask_source.back();
-    if (source <= 0) return 0;
-    const Shape& s = shapes[static_cast<size_t>(source)];
+    if (!output_masked()) return 0;
+    const Shape& s = shapes[static_cast<size_t>(mask_source.back())];
     return num_elements(s) / s.back();
   }
   Activation folded_activation() const {

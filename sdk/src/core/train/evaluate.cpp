@@ -31,7 +31,7 @@ backend::LossSums Model::Impl::take_loss_sums(int64_t batch_rows) {
   }
   // Keras's masked mean (apply_mask, divide_no_nan): the batch's loss is over its unmasked positions,
   // and each of its rows counts it once, as fit's and evaluate's means weigh a batch by its rows.
-  if (net.mask_source.back() > 0)
+  if (net.output_masked())
     total.loss = unmasked > 0 ? total.loss * static_cast<double>(batch_rows * loss_positions) / unmasked : 0.0;
   return total;
 }
@@ -131,7 +131,7 @@ EvalResult Model::Impl::evaluate_checked(const Dataset& data, core::ProgressBar*
     const int64_t step = first / batch + 1;
     if (bar) bar->step_done(step);
     const bool redraw = bar && bar->due(step);
-    if (redraw || net.mask_source.back() > 0) read_sums();  // a masked loss: batch by batch
+    if (redraw || net.output_masked()) read_sums();  // a masked loss: batch by batch
     if (redraw) bar->update(step, m);
   }
   read_sums();

@@ -148,7 +148,7 @@ Status Model::Impl::fit(Dataset& train, const FitOptions& o, const Callbacks* cb
   const std::unique_ptr<core::BatchDecoder> decoder = training_decoder(train, start.data_pass, start.data_position);
   take_loss_sums();  // nothing left over from a call that failed
   // A masked output's loss is normalised batch by batch (take_loss_sums).
-  const bool read_every_step = (cb && cb->reads_batch_metrics()) || net.mask_source.back() > 0;
+  const bool read_every_step = (cb && cb->reads_batch_metrics()) || net.output_masked();
 
   bool stop = at_event([&] { return session.emit(session.event(EventKind::TrainBegin)); });
   for (int epoch = start.epoch; epoch < o.epochs && !stop; ++epoch) {
