@@ -462,13 +462,17 @@ TEST(CudaKernels, BatchNormalizationMatchesTheCpu) {
     p.cpu->column_moments(rows, cols, x.data(), mean.data(), var.data());
     EXPECT_LE(rel_error(p.down(dev_mean, mean.size()), mean), 1e-6) << "mean " << rows;
     EXPECT_LE(rel_error(p.down(dev_var, var.size()), var), 1e-6) << "variance " << rows;
-    p.gpu->batch_norm_apply(rows, cols, dev_x, dev_mean, dev_var, 1e-3f, p.up(gamma), p.up(beta), dev_y);
-    p.cpu->batch_norm_apply(rows, cols, x.data(), mean.data(), var.data(), 1e-3f, gamma.data(), beta.data(), y.data());
+    p.gpu->batch_norm_apply(rows, cols, dev_x, dev_mean, dev_var, 1e-3f, p.up(gamma), p.up(beta), Activation::None,
+                            dev_y);
+    p.cpu->batch_norm_apply(rows, cols, x.data(), mean.data(), var.data(), 1e-3f, gamma.data(), beta.data(),
+                            Activation::None, y.data());
     EXPECT_LE(rel_error(p.down(dev_y, y.size()), y), 1e-5) << "normalised " << rows;
     float *dev_dx = p.up(dx), *dev_dg = p.up(dg), *dev_db = p.up(db);
-    p.gpu->batch_norm_backward(rows, cols, dev_x, p.up(dy), dev_mean, dev_var, 1e-3f, p.up(gamma), dev_dx, dev_dg, dev_db);
-    p.cpu->batch_norm_backward(rows, cols, x.data(), dy.data(), mean.data(), var.data(), 1e-3f, gamma.data(), dx.data(),
-                               dg.data(), db.data());
+    std::vector<float> dy_cpu = dy;
+    p.gpu->batch_norm_backward(rows, cols, dev_x, p.up(dy), dev_mean, dev_var, 1e-3f, p.up(gamma), p.up(beta),
+                               Activation::None, dev_dx, dev_dg, dev_db);
+    p.cpu->batch_norm_backward(rows, cols, x.data(), dy_cpu.data(), mean.data(), var.data(), 1e-3f, gamma.data(),
+                               beta.data(), Activation::None, dx.data(), dg.data(), db.data());
     EXPECT_LE(rel_error(p.down(dev_dg, dg.size()), dg), 1e-5) << "dgamma " << rows;
     EXPECT_LE(rel_error(p.down(dev_db, db.size()), db), 1e-5) << "dbeta " << rows;
     EXPECT_LE(rel_error(p.down(dev_dx, dx.size()), dx), 1e-4) << "dx " << rows;

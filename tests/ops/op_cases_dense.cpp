@@ -237,45 +237,59 @@ OpCall setup_column_moments(OpIo& io) {
   return in_order(std::move(calls));
 }
 
-// With gamma and beta, and with neither (1 and 0); narrow and wide (see setup_bias_add).
+// The activations a batch normalisation applies for the layer after it in Keras's mobile models, and one
+// whose gradient is not a mask.
+constexpr Activation kFusedActivations[] = {Activation::Relu, Activation::Relu6, Activation::Silu,
+                                            Activation::HardSilu, Activation::Gelu};
+
+// With gamma and beta, and with neither (1 and 0); narrow and wide (see setup_bias_add); then each
+// activation it may apply.
 OpCall setup_batch_norm_apply(OpIo& io) {
   std::vector<OpCall> calls;
+  const auto add = [&](Shape s, bool affine, Activation act) {
+    const int64_t rows = s.rows, cols = s.cols;
+    const float* x = io.in(io.random(count(rows * cols), -2.0f, 2.0f));
+    const float* mean = io.in(io.random(count(cols)));
+    const float* var = io.in(io.random(count(cols), 0.1f, 2.0f));
+    const float* gamma = affine ? io.in(io.random(count(cols), 0.5f, 1.5f)) : nullptr;
+    const float* beta = affine ? io.in(io.random(count(cols))) : nullptr;
+    const std::string name = std::string(affine ? "y " : "y without gamma and beta ") + activation_name(act) + " ";
+    float* y = io.out(name + s.text(), count(rows * cols));
+    calls.push_back([=](Backend& be) { be.batch_norm_apply(rows, cols, x, mean, var, 1e-3f, gamma, beta, act, y); });
+  };
   for (const Shape s : {Shape{20, 5}, Shape{300, 40}})
-    for (bool affine : {true, false}) {
-      const int64_t rows = s.rows, cols = s.cols;
-      const float* x = io.in(io.random(count(rows * cols), -2.0f, 2.0f));
-      const float* mean = io.in(io.random(count(cols)));
-      const float* var = io.in(io.random(count(cols), 0.1f, 2.0f));
-      const float* gamma = affine ? io.in(io.random(count(cols), 0.5f, 1.5f)) : nullptr;
-      const float* beta = affine ? io.in(io.random(count(cols))) : nullptr;
-      float* y = io.out((affine ? "y " : "y without gamma and beta ") + s.text(), count(rows * cols));
-      calls.push_back([=](Backend& be) { be.batch_norm_apply(rows, cols, x, mean, var, 1e-3f, gamma, beta, y); });
-    }
+    for (bool affine : {true, false}) add(s, affine, Activation::None);
+  for (Activation act : kFusedActivations) add(Shape{300, 40}, true, act);
   return in_order(std::move(calls));
 }
 
 // Training mode (mean and var the moments of x): with dx, and without it (the gradient of gamma and beta
-// alone).
+// alone); then through each activation it may apply (dy becomes the gradient at the activation's input).
 OpCall setup_batch_norm_backward(OpIo& io) {
   std::vector<OpCall> calls;
+  const auto add = [&](Shape s, bool with_dx, Activation act) {
+    const int64_t rows = s.rows, cols = s.cols;
+    const std::vector<float> xs = io.random(count(rows * cols), -2.0f, 2.0f);
+    std::vector<float> mean_of_x, var_of_x;
+    column_moments_of(xs, rows, cols, mean_of_x, var_of_x);
+    const float* x = io.in(xs);
+    const float* mean = io.in(mean_of_x);
+    const float* var = io.in(var_of_x);
+    const std::string which = (with_dx ? " " : " without dx ") + std::string(activation_name(act)) + " " + s.text();
+    float* dy = act == Activation::None ? io.in(io.random(count(rows * cols)))
+                                        : io.inout("dy" + which, io.random(count(rows * cols)));
+    const float* gamma = io.in(io.random(count(cols), 0.5f, 1.5f));
+    const float* beta = io.in(io.random(count(cols), -0.5f, 0.5f));
+    float* dx = with_dx ? io.out("dx" + which, count(rows * cols)) : nullptr;
+    float* dgamma = io.out("dgamma" + which, count(cols));
+    float* dbeta = io.out("dbeta" + which, count(cols));
+    calls.push_back([=](Backend& be) {
+      be.batch_norm_backward(rows, cols, x, dy, mean, var, 1e-3f, gamma, beta, act, dx, dgamma, dbeta);
+    });
+  };
   for (const Shape s : {Shape{24, 4}, Shape{1000, 40}})
-    for (bool with_dx : {true, false}) {
-      const int64_t rows = s.rows, cols = s.cols;
-      const std::vector<float> xs = io.random(count(rows * cols), -2.0f, 2.0f);
-      std::vector<float> mean_of_x, var_of_x;
-      column_moments_of(xs, rows, cols, mean_of_x, var_of_x);
-      const float* x = io.in(xs);
-      const float* mean = io.in(mean_of_x);
-      const float* var = io.in(var_of_x);
-      const float* dy = io.in(io.random(count(rows * cols)));
-      const float* gamma = io.in(io.random(count(cols), 0.5f, 1.5f));
-      const std::string which = (with_dx ? " " : " without dx ") + s.text();
-      float* dx = with_dx ? io.out("dx" + which, count(rows * cols)) : nullptr;
-      float* dgamma = io.out("dgamma" + which, count(cols));
-      float* dbeta = io.out("dbeta" + which, count(cols));
-      calls.push_back(
-          [=](Backend& be) { be.batch_norm_backward(rows, cols, x, dy, mean, var, 1e-3f, gamma, dx, dgamma, dbeta); });
-    }
+    for (bool with_dx : {true, false}) add(s, with_dx, Activation::None);
+  for (Activation act : kFusedActivations) add(Shape{1000, 40}, true, act);
   return in_order(std::move(calls));
 }
 

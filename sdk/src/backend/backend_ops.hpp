@@ -88,18 +88,20 @@
      statistics over every sample and position of a channel). */                                                 \
   X(column_moments, (int64_t rows, int64_t cols, const float* x, float* mean, float* var),                       \
     (rows, cols, x, mean, var))                                                                                  \
-  /* y[r, c] = gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]; gamma may be null (1),       \
-     beta null (0). */                                                                                           \
+  /* y[r, c] = act(gamma[c] * (x[r, c] - mean[c]) / sqrt(var[c] + epsilon) + beta[c]); gamma may be null (1),   \
+     beta null (0). act is None, or an activation pointwise_activation computes (the activation layer      \
+     after a batch normalisation, which the step plan has the normalisation apply: one pass, not two). */  \
   X(batch_norm_apply,                                                                                            \
     (int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,             \
-     const float* gamma, const float* beta, float* y),                                                           \
-    (rows, cols, x, mean, var, epsilon, gamma, beta, y))                                                         \
+     const float* gamma, const float* beta, Activation act, float* y),                                           \
+    (rows, cols, x, mean, var, epsilon, gamma, beta, act, y))                                                    \
   /* The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):               \
-     dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy). */             \
+     dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy). dy is the     \
+     gradient of act's output: with act other than None it is overwritten by the gradient at act's input. */  \
   X(batch_norm_backward,                                                                                         \
-    (int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean, const float* var,           \
-     float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta),                                 \
-    (rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta))                                           \
+    (int64_t rows, int64_t cols, const float* x, float* dy, const float* mean, const float* var, float epsilon,  \
+     const float* gamma, const float* beta, Activation act, float* dx, float* dgamma, float* dbeta),              \
+    (rows, cols, x, dy, mean, var, epsilon, gamma, beta, act, dx, dgamma, dbeta))                                \
   /* Layer normalisation of each row of x [rows, cols] (Keras 3's LayerNormalization, layer_norm_math.hpp):     \
      mean[r] and inv_std[r] = 1 / sqrt(var + epsilon) of row r (biased variance, sums in double), then          \
      y[r, c] = x * s + (beta[c] - mean * s) with s = inv_std * gamma[c]; gamma null: 1, beta null: 0. */          \

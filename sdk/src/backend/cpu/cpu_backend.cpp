@@ -262,13 +262,13 @@ class CpuBackend final : public Backend {
     cpu::column_moments(rows, cols, x, mean, var, threads_);
   }
   void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
-                        float epsilon, const float* gamma, const float* beta, float* y) override {
-    cpu::batch_norm_apply(rows, cols, x, mean, var, epsilon, gamma, beta, y, threads_);
+                        float epsilon, const float* gamma, const float* beta, Activation act, float* y) override {
+    cpu::batch_norm_apply(rows, cols, x, mean, var, epsilon, gamma, beta, act, y, threads_);
   }
-  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
-                           const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
-                           float* dbeta) override {
-    cpu::batch_norm_backward(rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta, threads_);
+  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, float* dy, const float* mean, const float* var,
+                           float epsilon, const float* gamma, const float* beta, Activation act, float* dx,
+                           float* dgamma, float* dbeta) override {
+    cpu::batch_norm_backward(rows, cols, x, dy, mean, var, epsilon, gamma, beta, act, dx, dgamma, dbeta, threads_);
   }
 
   void dropout_forward(float rate, const uint64_t* step_seed, uint64_t stream, int64_t first, int64_t n,

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/layer_norm_math.hpp"
 
@@ -84,35 +85,83 @@ void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, flo
   }
 }
 
-void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,
-                      const float* gamma, const float* beta, float* y, int threads) {
-  // y = x * scale + shift per column.
-  std::vector<float> scale(static_cast<size_t>(cols)), shift(static_cast<size_t>(cols));
+namespace {
+
+// Rows of one block of an activation's pass: about 16 KB of values, which stay in L1 between the
+// normalisation and the activation.
+int64_t block_rows(int64_t cols) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)); }
+
+// y = x * scale + shift per column, for rows [r0, r1): forward's values, and backward's again.
+KX_CLONES_AVX2 void scale_shift_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale,
+                                     const float* shift, float* y) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + (r - r0) * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+  }
+}
+
+// dx = k * dy + a * x + b per column, for rows [r0, r1).
+KX_CLONES_AVX2 void input_grad_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* dy,
+                                    const float* k, const float* a, const float* b, float* dx) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float *xr = x + r * cols, *gr = dy + r * cols;
+    float* dr = dx + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) dr[c] = k[c] * gr[c] + a[c] * xr[c] + b[c];
+  }
+}
+
+// The per-column scale and shift of y = x * scale + shift.
+void scale_and_shift(int64_t cols, const float* mean, const float* var, float epsilon, const float* gamma,
+                     const float* beta, std::vector<float>& scale, std::vector<float>& shift) {
+  scale.resize(static_cast<size_t>(cols));
+  shift.resize(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c) {
     const double s = (gamma ? gamma[c] : 1.0) / std::sqrt(static_cast<double>(var[c]) + epsilon);
     scale[static_cast<size_t>(c)] = static_cast<float>(s);
     shift[static_cast<size_t>(c)] = static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s);
   }
-  const float* sc = scale.data();
-  const float* sh = shift.data();
+}
+
+}  // namespace
+
+void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var, float epsilon,
+                      const float* gamma, const float* beta, Activation act, float* y, int threads) {
+  std::vector<float> scale, shift;
+  scale_and_shift(cols, mean, var, epsilon, gamma, beta, scale, shift);
+  const int64_t per_block = block_rows(cols), blocks = (rows + per_block - 1) / per_block;
   const int nt = rows * cols >= kParallelValues ? threads : 1;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    float* yr = y + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * sc[c] + sh[c];
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t r0 = b * per_block, r1 = std::min(rows, r0 + per_block);
+    float* yb = y + r0 * cols;
+    scale_shift_rows(r0, r1, cols, x, scale.data(), shift.data(), yb);
+    if (act != Activation::None) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
   }
 }
 
-void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
-                         const float* var, float epsilon, const float* gamma, float* dx, float* dgamma, float* dbeta,
-                         int threads) {
+void batch_norm_backward(int64_t rows, int64_t cols, const float* x, float* dy, const float* mean, const float* var,
+                         float epsilon, const float* gamma, const float* beta, Activation act, float* dx,
+                         float* dgamma, float* dbeta, int threads) {
   std::vector<double> invstd(static_cast<size_t>(cols));
   for (int64_t c = 0; c < cols; ++c) invstd[static_cast<size_t>(c)] = 1.0 / std::sqrt(static_cast<double>(var[c]) + epsilon);
-  // dbeta = sum dy, dgamma = sum dy * xhat.
+  std::vector<float> scale, shift;
+  if (act != Activation::None) scale_and_shift(cols, mean, var, epsilon, gamma, beta, scale, shift);
+  const int64_t per_block = block_rows(cols);
+  // dbeta = sum dy, dgamma = sum dy * xhat; with an activation, dy first becomes the gradient at its
+  // input, block by block (forward's values again, then the activation's gradient from them), so that
+  // each block is summed while it is in cache. The sums keep their order: the same as without.
   const std::vector<double> s = column_sums<2>(rows, cols, threads, [&](int64_t r0, int64_t r1, double* p) {
-    sum_batch_norm_grads(r0, r1, cols, x, dy, mean, invstd.data(), p);
+    if (act == Activation::None) return sum_batch_norm_grads(r0, r1, cols, x, dy, mean, invstd.data(), p);
+    std::vector<float> values(static_cast<size_t>(per_block * cols));
+    for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
+      const int64_t b1 = std::min(r1, b0 + per_block), n = (b1 - b0) * cols;
+      scale_shift_rows(b0, b1, cols, x, scale.data(), shift.data(), values.data());
+      pointwise_activation_backward_span(act, n, values.data(), dy + b0 * cols, dy + b0 * cols);
+      sum_batch_norm_grads(b0, b1, cols, x, dy, mean, invstd.data(), p);
+    }
   });
   for (int64_t c = 0; c < cols; ++c) {
     dbeta[c] = static_cast<float>(s[static_cast<size_t>(c)]);
@@ -131,16 +180,11 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float
     a[u] = static_cast<float>(-gi * mean_dyx * is);
     b[u] = static_cast<float>(-gi * mean_dy + gi * mean_dyx * is * mean[c]);
   }
+  const int64_t blocks = (rows + per_block - 1) / per_block;
   const int nt = rows * cols >= kParallelValues ? threads : 1;
-  const float *kp = k.data(), *ap = a.data(), *bp = b.data();
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * cols;
-    const float* gr = dy + r * cols;
-    float* dr = dx + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) dr[c] = kp[c] * gr[c] + ap[c] * xr[c] + bp[c];
-  }
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    input_grad_rows(blk * per_block, std::min(rows, (blk + 1) * per_block), cols, x, dy, k.data(), a.data(), b.data(), dx);
 }
 
 // Layer normalisation's rows, one at a time, in loops the compiler vectorises (KX_CLONES_AVX2): the row

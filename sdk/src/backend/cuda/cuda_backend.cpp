@@ -226,16 +226,16 @@ class CudaBackend final : public Backend {
     launched("batch normalisation statistics");
   }
   void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
-                        float epsilon, const float* gamma, const float* beta, float* y) override {
+                        float epsilon, const float* gamma, const float* beta, Activation act, float* y) override {
     use_device();
-    cuda::batch_norm_apply(stream_, rows, cols, x, mean, var, epsilon, gamma, beta, y);
+    cuda::batch_norm_apply(stream_, rows, cols, x, mean, var, epsilon, gamma, beta, act, y);
     launched("batch normalisation");
   }
-  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, const float* dy, const float* mean,
-                           const float* var, float epsilon, const float* gamma, float* dx, float* dgamma,
-                           float* dbeta) override {
+  void batch_norm_backward(int64_t rows, int64_t cols, const float* x, float* dy, const float* mean, const float* var,
+                           float epsilon, const float* gamma, const float* beta, Activation act, float* dx,
+                           float* dgamma, float* dbeta) override {
     use_device();
-    cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, dx, dgamma, dbeta,
+    cuda::batch_norm_backward(stream_, rows, cols, x, dy, mean, var, epsilon, gamma, beta, act, dx, dgamma, dbeta,
                               column_scratch_.data<double>());
     launched("batch normalisation gradient");
   }

@@ -56,10 +56,11 @@ void upsample2d_backward(cudaStream_t s, const Upsample2d& u, int64_t rows, cons
 void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* mean, float* var,
                     double* scratch);
 void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
-                      float epsilon, const float* gamma, const float* beta, float* y);
-void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
-                         const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
-                         float* dgamma, float* dbeta, double* scratch);
+                      float epsilon, const float* gamma, const float* beta, Activation act, float* y);
+// With act other than None, dy (act's output gradient) becomes the gradient at act's input first.
+void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* dy, const float* mean,
+                         const float* var, float epsilon, const float* gamma, const float* beta, Activation act,
+                         float* dx, float* dgamma, float* dbeta, double* scratch);
 
 // Layer normalisation (normalization_kernels.cu): a block per row, its sums in double in a fixed order.
 void layer_norm_forward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float epsilon, const float* gamma,

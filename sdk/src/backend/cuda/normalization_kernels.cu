@@ -9,6 +9,7 @@
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/layer_norm_math.hpp"
+#include "backend/pointwise_activation_math.hpp"
 
 namespace kx::backend::cuda {
 namespace {
@@ -79,13 +80,27 @@ struct BatchNormApply {
   float epsilon;
   const float* gamma;
   const float* beta;
+  Activation act;
   float* y;
   __device__ ScaleShift column(int64_t c) const {
     const double s = (gamma ? gamma[c] : 1.0) / sqrt(static_cast<double>(var[c]) + epsilon);
     return {static_cast<float>(s), static_cast<float>((beta ? beta[c] : 0.0) - mean[c] * s)};
   }
+  __device__ float normalized(int64_t i, const ScaleShift& v) const { return __fadd_rn(__fmul_rn(x[i], v.scale), v.shift); }
   __device__ void operator()(int64_t r, int64_t c, const ScaleShift& v) const {
-    y[r * cols + c] = __fadd_rn(__fmul_rn(x[r * cols + c], v.scale), v.shift);
+    const int64_t i = r * cols + c;
+    y[i] = backend::pointwise_activation(act, normalized(i, v));
+  }
+};
+
+// dy = the gradient at the activation's input: its gradient at forward's normalised values, formed again.
+struct BatchNormActivationGrad {
+  BatchNormApply forward;
+  float* dy;
+  __device__ ScaleShift column(int64_t c) const { return forward.column(c); }
+  __device__ void operator()(int64_t r, int64_t c, const ScaleShift& v) const {
+    const int64_t i = r * forward.cols + c;
+    dy[i] = backend::pointwise_activation_backward(forward.act, forward.normalized(i, v), dy[i]);
   }
 };
 
@@ -229,14 +244,17 @@ void column_moments(cudaStream_t s, int64_t rows, int64_t cols, const float* x, 
 }
 
 void batch_norm_apply(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* mean, const float* var,
-                      float epsilon, const float* gamma, const float* beta, float* y) {
-  column_map(s, rows, cols, BatchNormApply{x, cols, mean, var, epsilon, gamma, beta, y});
+                      float epsilon, const float* gamma, const float* beta, Activation act, float* y) {
+  column_map(s, rows, cols, BatchNormApply{x, cols, mean, var, epsilon, gamma, beta, act, y});
 }
 
-void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, const float* dy,
-                         const float* mean, const float* var, float epsilon, const float* gamma, float* dx,
-                         float* dgamma, float* dbeta, double* scratch) {
+void batch_norm_backward(cudaStream_t s, int64_t rows, int64_t cols, const float* x, float* dy, const float* mean,
+                         const float* var, float epsilon, const float* gamma, const float* beta, Activation act,
+                         float* dx, float* dgamma, float* dbeta, double* scratch) {
   if (rows * cols == 0) return;
+  if (act != Activation::None)
+    column_map(s, rows, cols,
+               BatchNormActivationGrad{{x, cols, mean, var, epsilon, gamma, beta, act, nullptr}, dy});
   column_sums<2>(s, rows, cols, BatchNormParamTerms{x, dy, cols, mean, var, epsilon}, StoreSumsAsFloat{dbeta, dgamma},
                  scratch);
   if (dx) column_map(s, rows, cols, BatchNormInputGrad{x, dy, rows, cols, mean, var, epsilon, gamma, dgamma, dbeta, dx});

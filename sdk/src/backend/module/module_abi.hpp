@@ -19,7 +19,7 @@ namespace kx::backend::module {
 // Bumped with every change to these tables or to the types they pass. The operation list and the
 // types' layouts are checked as well (kOperationList, kLayoutList), so that a new operation or a moved
 // field cannot mix builds even where the bump is forgotten.
-inline constexpr int32_t kInterfaceVersion = 19;
+inline constexpr int32_t kInterfaceVersion = 20;
 
 // The operations of backend_ops.hpp as text: "name(parameters);" each.
 #define KX_OPERATION_TEXT(name, params, args) #name #params ";"

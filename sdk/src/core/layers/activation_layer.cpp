@@ -9,7 +9,9 @@ namespace {
 
 class ActivationLayer final : public Layer {
  public:
-  using Layer::Layer;
+  explicit ActivationLayer(const LayerSpec& spec) : Layer(spec) {
+    if (fusable(spec.activation)) fusable_activation_ = spec.activation;
+  }
 
   Shape build(const Shape& in) override {
     size_ = num_elements(in);

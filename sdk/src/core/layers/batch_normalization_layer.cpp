@@ -19,7 +19,11 @@ class BatchNormalizationLayer final : public Layer {
   explicit BatchNormalizationLayer(const LayerSpec& spec)
       : Layer(spec),
         init_(spec, {{"beta_initializer", "beta"}, {"gamma_initializer", "gamma"},
-                     {"moving_mean_initializer", "moving_mean"}, {"moving_variance_initializer", "moving_variance"}}) {}
+                     {"moving_mean_initializer", "moving_mean"}, {"moving_variance_initializer", "moving_variance"}}) {
+    // ReLU6 or swish after a batch normalisation is one pass each way instead of two (Keras's mobile
+    // models have one after almost every normalisation).
+    applies_fused_activation_ = true;
+  }
 
   Shape build(const Shape& in) override {
     require_last_axis(spec_, in, class_name());
@@ -54,9 +58,9 @@ class BatchNormalizationLayer final : public Layer {
       float* mean = c.scratch;
       float* var = c.scratch + C;
       c.be->column_moments(rows, C, c.x, mean, var);
-      c.be->batch_norm_apply(rows, C, c.x, mean, var, eps(), gamma, beta, c.y);
+      c.be->batch_norm_apply(rows, C, c.x, mean, var, eps(), gamma, beta, c.fused_activation, c.y);
     } else {
-      c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, c.y);
+      c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, c.fused_activation, c.y);
     }
   }
 
@@ -64,14 +68,23 @@ class BatchNormalizationLayer final : public Layer {
   void backward(const LayerContext& c) const override {
     const int64_t rows = c.rows * positions_, C = channels_;
     const float* gamma = c.w;
+    const float* beta = c.w + C;
     if (!trainable() || !c.dw) {
+      if (!c.dx) return;
+      if (c.fused_activation != Activation::None) {
+        // dy at the activation's input: its gradient at forward's values, formed again in dx.
+        c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, Activation::None, c.dx);
+        c.be->pointwise_activation_backward(c.fused_activation, rows * C, c.dx, c.dy, c.dy);
+      }
       // The moving statistics are constants: y = gamma * (x - mean) / sqrt(var + eps) + beta is affine.
-      if (c.dx) c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, eps(), gamma, nullptr, c.dx);
+      c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, eps(), gamma, nullptr, Activation::None,
+                             c.dx);
       return;
     }
     const float* mean = c.scratch;
     const float* var = c.scratch + C;
-    c.be->batch_norm_backward(rows, C, c.x, c.dy, mean, var, eps(), gamma, c.dx, c.dw, c.dw + C);
+    c.be->batch_norm_backward(rows, C, c.x, c.dy, mean, var, eps(), gamma, beta, c.fused_activation, c.dx, c.dw,
+                              c.dw + C);
     const float step = static_cast<float>(1.0 - spec_.momentum) * c.batch_share;
     c.be->scaled_difference(C, step, c.w + 2 * C, mean, c.dw + 2 * C);
     c.be->scaled_difference(C, step, c.w + 3 * C, var, c.dw + 3 * C);

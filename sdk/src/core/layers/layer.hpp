@@ -60,6 +60,10 @@ struct LayerContext {
   // The output activation is folded into the loss (softmax + cross-entropy ...): forward leaves the
   // output as logits and backward receives dL/dlogits.
   bool fold_activation = false;
+  // The activation of the layer after this one, which the step plan has this layer apply
+  // (Network::fused_activation): forward writes act(output), backward receives dL/d(act's output).
+  // None for most layers.
+  Activation fused_activation = Activation::None;
   // Dropout draws from mix_seed(*step_seed, seed_stream): the step's seed, in the backend's memory,
   // and the layer's index.
   const uint64_t* step_seed = nullptr;
@@ -137,6 +141,13 @@ class Layer {
   virtual bool reads_integer_input() const { return false; }
   // The activation the loss may fold in (Dense's), else None.
   virtual Activation output_activation() const { return Activation::None; }
+  // Activation fusion (Network::fuse_activations): whether the layer applies an activation to its
+  // output when the plan asks it to (LayerContext::fused_activation), and the activation a layer is,
+  // y = act(x) element by element as pointwise_activation computes it and as the layer before may
+  // apply it (None for other layers). Set by those layers' constructors: data, not virtuals, which
+  // would add an entry to every layer's table.
+  bool applies_fused_activation() const { return applies_fused_activation_; }
+  Activation fusable_activation() const { return fusable_activation_; }
 
   // Mixed precision (the plan rounds every tensor between layers to the 16-bit type). Whether the
   // layer reads its weights as that type (Keras's autocast variables); batch normalisation computes
@@ -172,6 +183,8 @@ class Layer {
  protected:
   virtual void add_config(json::Value& config) const { (void)config; }
   LayerSpec spec_;
+  bool applies_fused_activation_ = false;
+  Activation fusable_activation_ = Activation::None;
 };
 
 // None or ReLU: of 16-bit values they give 16-bit values (and so do their gradients), where sigmoid,

@@ -13,6 +13,10 @@ namespace kx::core {
 // Whether a layer with this activation keeps its linear output z (scratch_per_sample grows by its output).
 inline bool keeps_linear_output(Activation act) { return backend::activation_grad_reads_input(act); }
 
+// Whether the layer before an activation layer may apply it (Layer::fusable_activation): ReLU, and
+// those whose gradient reads their input, computed as the activation layer computes them.
+inline bool fusable(Activation act) { return act == Activation::Relu || keeps_linear_output(act); }
+
 // Where the linear part writes: the scratch that keeps z, or y itself.
 inline float* linear_output(const LayerContext& c, Activation act) {
   return !c.fold_activation && keeps_linear_output(act) ? c.scratch : c.y;

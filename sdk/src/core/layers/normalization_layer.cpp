@@ -43,7 +43,7 @@ class NormalizationLayer final : public Layer {
 
   void forward(const LayerContext& c) const override {
     c.be->batch_norm_apply(c.rows * positions_, channels_, c.x, c.w, c.w + channels_, kEpsilon, nullptr, nullptr,
-                           c.y);
+                           Activation::None, c.y);
   }
 
   // Keras's adapted layer keeps its adapt() sample count after mean and variance.
@@ -56,7 +56,7 @@ class NormalizationLayer final : public Layer {
     if (c.dw) c.be->fill_zero(2 * static_cast<size_t>(channels_) * sizeof(float), c.dw);
     if (c.dx)
       c.be->batch_norm_apply(c.rows * positions_, channels_, c.dy, c.scratch, c.w + channels_, kEpsilon, nullptr,
-                             nullptr, c.dx);
+                             nullptr, Activation::None, c.dx);
   }
   void export_onnx(OnnxLayerExport& e) const override {
     const auto& w = e.weights();  // mean, variance

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -100,6 +101,26 @@ class OnnxLayerExport {
   std::string reshape(std::string_view x, std::string_view output, std::vector<int64_t> shape);
   // act applied to x into `out` (softmax over `axis`); returns the result's name (x for None).
   std::string activation(Activation act, const std::string& x, const std::string& out, int64_t axis);
+  // One node of a formula: op(a, b, c) into `into`. Inputs: "x" the formula's input, "$" the step's
+  // constant (one element, broadcast, made once per name), "" none, else an earlier step's output;
+  // into: a step's name, or "" for the formula's output. Steps are named out/<name>. (A table of steps
+  // is much less code than as many node calls; names held in place, as pointers would each need a
+  // relocation when libkx loads.)
+  struct FormulaStep {
+    char op[8];
+    char a[13];
+    char b[13];
+    char into[13];
+    char constant[15] = "";
+    float value = 0;
+    char c[2] = "";
+    // A step from names known only at run time (each cut to its field).
+    static FormulaStep of(const char* op, const char* a, const char* b, const char* into, const char* constant = "",
+                          float value = 0, const char* c = "");
+  };
+  // The steps from x into `out`; returns out.
+  std::string formula(std::span<const FormulaStep> steps, const std::string& x, const std::string& out,
+                      std::string_view constant_prefix = "");
   // y = gamma * (x - mean) / sqrt(variance + epsilon) + beta over the last axis of kx's order, into the
   // layer's output.
   void normalize(const std::vector<float>& gamma, const std::vector<float>& beta, const std::vector<float>& mean,

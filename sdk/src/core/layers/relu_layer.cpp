@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <vector>
 
 #include "core/layers/layer.hpp"
 #include "kx/error.hpp"
@@ -42,7 +43,11 @@ ReluSettings read_settings(const LayerSpec& spec) {
 
 class ReluLayer final : public Layer {
  public:
-  ReluLayer(const LayerSpec& spec, ReluSettings settings) : Layer(spec), settings_(settings) {}
+  ReluLayer(const LayerSpec& spec, ReluSettings settings) : Layer(spec), settings_(settings) {
+    // ReLU and ReLU6 (max_value 6 alone) are activations the layer before may apply.
+    const bool relu6 = settings.max_value == 6.0 && settings.negative_slope == 0 && settings.threshold == 0;
+    fusable_activation_ = settings.plain() ? Activation::Relu : relu6 ? Activation::Relu6 : Activation::None;
+  }
 
   Shape build(const Shape& in) override {
     size_ = num_elements(in);
@@ -90,33 +95,35 @@ class ReluLayer final : public Layer {
     } else if (s.negative_slope != 0 && !s.max_value && s.threshold == 0) {
       e.node("LeakyRelu", {x}, {name()}, {io::OnnxAttribute::real("alpha", slope())});
     } else {
+      // The steps as Keras takes them, into name()/positive, name()/capped, then name().
+      using Step = OnnxLayerExport::FormulaStep;
       const bool slope_part = s.negative_slope != 0;
-      std::string y = name() + (s.max_value || slope_part ? "/positive" : "");
-      const std::string t = e.constant("threshold", {1}, {threshold()});
+      const char* y = s.max_value || slope_part ? "positive" : "";
+      std::vector<Step> steps;
       if (s.threshold != 0) {
-        e.node("Greater", {x, t}, {name() + "/above"});
-        e.node("Where", {name() + "/above", x, e.constant("zero", {1}, {0.0f})}, {y});
+        steps.push_back(Step::of("Greater", "x", "$", "above", "threshold", threshold()));
+        steps.push_back(Step::of("Where", "above", "x", y, "zero", 0.0f, "$"));
       } else {
-        e.node("Relu", {x}, {y});
+        steps.push_back(Step::of("Relu", "x", "", y));
       }
       if (s.max_value) {
         // min(y, cap) as cap - relu(cap - y): OpenCV 4.6 reads neither opset 13's Clip nor Min with a
         // constant. It is y to the rounding of cap - y.
-        const std::string capped = slope_part ? name() + "/capped" : name();
-        const std::string minus_one = e.constant("minus_one", {1}, {-1.0f}), cap = e.constant("max_value", {1}, {s.cap()});
-        e.node("Mul", {y, minus_one}, {name() + "/negated"});
-        e.node("Add", {name() + "/negated", cap}, {name() + "/room"});
-        e.node("Relu", {name() + "/room"}, {name() + "/room_left"});
-        e.node("Mul", {name() + "/room_left", minus_one}, {name() + "/cut"});
-        e.node("Add", {name() + "/cut", cap}, {capped});
+        const char* capped = slope_part ? "capped" : "";
+        steps.push_back(Step::of("Mul", y, "$", "negated", "minus_one", -1.0f));
+        steps.push_back(Step::of("Add", "negated", "$", "room", "max_value", s.cap()));
+        steps.push_back(Step::of("Relu", "room", "", "room_left"));
+        steps.push_back(Step::of("Mul", "room_left", "$", "cut", "minus_one", -1.0f));
+        steps.push_back(Step::of("Add", "cut", "$", capped, "max_value", s.cap()));
         y = capped;
       }
       if (slope_part) {
-        e.node("Sub", {t, x}, {name() + "/below"});
-        e.node("Relu", {name() + "/below"}, {name() + "/negative"});
-        e.node("Mul", {e.constant("negative_slope", {1}, {slope()}), name() + "/negative"}, {name() + "/sloped"});
-        e.node("Sub", {y, name() + "/sloped"}, {name()});
+        steps.push_back(Step::of("Sub", "$", "x", "below", "threshold", threshold()));
+        steps.push_back(Step::of("Relu", "below", "", "negative"));
+        steps.push_back(Step::of("Mul", "$", "negative", "sloped", "negative_slope", slope()));
+        steps.push_back(Step::of("Sub", y, "sloped", ""));
       }
+      e.formula(steps, x, name());
     }
     e.output(name(), nchw);
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "config/test_hooks.hpp"
 #include "core/checked_size.hpp"
 #include "core/layers/keras_initializer.hpp"
 #include "core/layers/layer_registry.hpp"
@@ -136,6 +137,10 @@ void Model::Impl::compile(const CompileOptions& o) {
   // Keras computes cross-entropy from the logits under a softmax/sigmoid output: fold it in.
   net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
+  // Batch normalisation applies the activation after it (float32: mixed precision rounds between them).
+  net.fused_activation.clear();
+  net.absorbed.clear();
+  if (o.precision == Precision::Float32 && !config::test_hooks().no_activation_fusion) net.fuse_activations();
   require(std::isfinite(o.loss.huber_delta) && o.loss.huber_delta > 0, Status::InvalidArgument,
           "Huber's delta must be positive and finite");
   loss_spec.kind = lk;

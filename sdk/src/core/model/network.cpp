@@ -12,6 +12,23 @@ int Network::layer_index(const std::string& name) const {
   return -1;
 }
 
+void Network::fuse_activations() {
+  const size_t L = layers.size();
+  fused_activation.assign(L, Activation::None);
+  absorbed.assign(L, false);
+  std::vector<int> readers(L + 1, 0);
+  for (const std::vector<int>& in : inputs)
+    for (int t : in) ++readers[static_cast<size_t>(t)];
+  for (size_t j = 0; j + 1 < L; ++j) {
+    const Activation act = layers[j]->fusable_activation();
+    if (act == Activation::None || inputs[j].size() != 1 || inputs[j][0] == 0) continue;
+    const size_t t = static_cast<size_t>(inputs[j][0]), producer = t - 1;
+    if (readers[t] != 1 || !layers[producer]->applies_fused_activation()) continue;
+    fused_activation[producer] = act;
+    absorbed[j] = true;
+  }
+}
+
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
     if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i) || layers[i]->inputs_as_arguments()) return false;

@@ -31,6 +31,11 @@ struct Network {
   bool fold_output_activation = false;
   // Changes whenever something a step plan depends on changes (a layer frozen or unfrozen).
   uint64_t revision = 0;
+  // Activation fusion (fuse_activations): fused_activation[i] is the activation of the layer after
+  // layer i that layer i applies itself, and absorbed[j] marks such an activation layer, which then
+  // passes its input through as a reshape does. Empty: nothing fused.
+  std::vector<Activation> fused_activation;
+  std::vector<bool> absorbed;
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
@@ -46,6 +51,17 @@ struct Network {
   Activation folded_activation() const {
     return fold_output_activation ? layers.back()->output_activation() : Activation::None;
   }
+  // Has each layer that can (Layer::applies_fused_activation) apply the activation layer that alone
+  // reads its output (Layer::fusable_activation), unless that is the model's output layer. For float32
+  // steps: mixed precision rounds the tensor between the two.
+  void fuse_activations();
+  Activation fused_activation_of(size_t i) const {
+    return i < fused_activation.size() ? fused_activation[i] : Activation::None;
+  }
+  // Whether layer i's output is its input's buffer (a reshape, or an absorbed activation), where it
+  // runs neither forward nor backward.
+  bool passes_input_through(size_t i) const { return layers[i]->aliases_input() || is_absorbed(i); }
+  bool is_absorbed(size_t i) const { return i < absorbed.size() && absorbed[i]; }
   // The index of the layer called `name`, or -1.
   int layer_index(const std::string& name) const;
   // True when every layer reads just the layer before it (a Keras Sequential model).

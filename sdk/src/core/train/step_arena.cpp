@@ -137,8 +137,8 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
   out.scratch.assign(L, 0);
   for (size_t i = 0; i < L; ++i) {
     const Layer& layer = *net.layers[i];
-    act[i + 1] = layer.aliases_input() ? act[static_cast<size_t>(net.inputs[i].front())]
-                                       : block(floats_of(i + 1), activation_floats);
+    act[i + 1] = net.passes_input_through(i) ? act[static_cast<size_t>(net.inputs[i].front())]
+                                             : block(floats_of(i + 1), activation_floats);
     out.scratch[i] = std::max<int64_t>(layer.scratch_floats_on(be, rows), 0);
     out.scratch_floats += out.scratch[i];
     edge[i].assign(net.inputs[i].size(), -1);
@@ -146,8 +146,7 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
   // Tensors in order: a tensor's gradient block is known before the edges that read into it.
   for (size_t t = 0; t < T; ++t) {
     if (t > 0) {
-      const Layer& producer = *net.layers[t - 1];
-      if (producer.aliases_input())
+      if (net.passes_input_through(t - 1))
         grad[t] = edge[t - 1][0];  // a reshape's gradient is its input's (none if not needed)
       else if (needs_grad[t])
         grad[t] = block(floats_of(t), gradient_floats);
@@ -194,9 +193,10 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
     const int at = backward_at(i);
     blocks.use(grad[i + 1], at);
     for (int e : edge[i]) blocks.use(e, at);
-    if (layer.backward_reads_input())
+    const bool runs = !net.passes_input_through(i);  // an absorbed activation reads nothing
+    if (runs && layer.backward_reads_input())
       for (int t : net.inputs[i]) blocks.use(act[static_cast<size_t>(t)], at);
-    if (layer.backward_reads_output()) blocks.use(act[i + 1], at);
+    if (runs && layer.backward_reads_output()) blocks.use(act[i + 1], at);
     blocks.use(ws_backward[i], at);
     for (const auto& [t, extra] : sums[i]) {
       blocks.use(grad[static_cast<size_t>(t)], at);

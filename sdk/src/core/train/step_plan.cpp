@@ -108,6 +108,11 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
   for (size_t i = 0; i < L; ++i) {
     xs.clear();
     for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
+    const Layer& layer = *net.layers[i];
+    if (net.is_absorbed(i)) {  // the layer before applied it
+      zero(be, dead_after_forward_[i]);
+      continue;
+    }
     LayerContext c;
     c.be = &be;
     c.rows = rows;
@@ -117,6 +122,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.w = layer_params(net, i, params, mp);
     c.scratch = scratch_[i];
     c.workspace = forward_workspace_[i];
+    c.fused_activation = net.fused_activation_of(i);
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.step_seed = step_seed;
@@ -125,7 +131,6 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.rounding = mp.rounding;
     c.masks = masks_[i].data();
     c.mask = masks_[i].front();
-    const Layer& layer = *net.layers[i];
     layer.forward(c);
     if (mixed && !layer.aliases_input() && !layer.rounds_output(c.fold_activation))
       be.round_to(mp.rounding, rows * num_elements(net.shapes[i + 1]), c.y, c.y);
@@ -140,6 +145,10 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
   std::vector<const float*> xs;
   for (size_t i = L; i-- > 0;) {
     if (!grad_[i + 1]) continue;  // nothing before this layer trains
+    if (net.is_absorbed(i)) {  // the layer before takes its gradient
+      zero(be, dead_after_backward_[i]);
+      continue;
+    }
     const Layer& layer = *net.layers[i];
     xs.clear();
     for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
@@ -158,6 +167,7 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.workspace = backward_workspace_[i];
     c.training = true;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
+    c.fused_activation = net.fused_activation_of(i);
     c.batch_share = batch_share;
     c.rounding = mp.rounding;
     c.masks = masks_[i].data();
