@@ -139,7 +139,6 @@ void Model::Impl::compile(const CompileOptions& o) {
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
   // Batch normalisation applies the activation after it (float32: mixed precision rounds between them).
   net.fused_activation.clear();
-  net.absorbed.clear();
   if (o.precision == Precision::Float32 && !config::test_hooks().no_activation_fusion) net.fuse_activations();
   require(std::isfinite(o.loss.huber_delta) && o.loss.huber_delta > 0, Status::InvalidArgument,
           "Huber's delta must be positive and finite");

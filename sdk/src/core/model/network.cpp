@@ -15,7 +15,6 @@ int Network::layer_index(const std::string& name) const {
 void Network::fuse_activations() {
   const size_t L = layers.size();
   fused_activation.assign(L, Activation::None);
-  absorbed.assign(L, false);
   std::vector<int> readers(L + 1, 0);
   for (const std::vector<int>& in : inputs)
     for (int t : in) ++readers[static_cast<size_t>(t)];
@@ -25,7 +24,6 @@ void Network::fuse_activations() {
     const size_t t = static_cast<size_t>(inputs[j][0]), producer = t - 1;
     if (readers[t] != 1 || !layers[producer]->applies_fused_activation()) continue;
     fused_activation[producer] = act;
-    absorbed[j] = true;
   }
 }
 

@@ -32,10 +32,8 @@ struct Network {
   // Changes whenever something a step plan depends on changes (a layer frozen or unfrozen).
   uint64_t revision = 0;
   // Activation fusion (fuse_activations): fused_activation[i] is the activation of the layer after
-  // layer i that layer i applies itself, and absorbed[j] marks such an activation layer, which then
-  // passes its input through as a reshape does. Empty: nothing fused.
+  // layer i (its output's only reader) that layer i applies itself. Empty: nothing fused.
   std::vector<Activation> fused_activation;
-  std::vector<bool> absorbed;
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
@@ -61,7 +59,11 @@ struct Network {
   // Whether layer i's output is its input's buffer (a reshape, or an absorbed activation), where it
   // runs neither forward nor backward.
   bool passes_input_through(size_t i) const { return layers[i]->aliases_input() || is_absorbed(i); }
-  bool is_absorbed(size_t i) const { return i < absorbed.size() && absorbed[i]; }
+  // Whether layer i is an activation the layer before applies (it reads that layer's output alone).
+  bool is_absorbed(size_t i) const {
+    const int t = inputs[i].size() == 1 ? inputs[i][0] : 0;
+    return t > 0 && fused_activation_of(static_cast<size_t>(t - 1)) != Activation::None;
+  }
   // The index of the layer called `name`, or -1.
   int layer_index(const std::string& name) const;
   // True when every layer reads just the layer before it (a Keras Sequential model).

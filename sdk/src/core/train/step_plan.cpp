@@ -106,13 +106,13 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
   if (mixed && !integer_input) be.round_to(mp.rounding, rows * net.input_size(), act_[0], act_[0]);
   std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
-    xs.clear();
-    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
-    const Layer& layer = *net.layers[i];
     if (net.is_absorbed(i)) {  // the layer before applied it
       zero(be, dead_after_forward_[i]);
       continue;
     }
+    const Layer& layer = *net.layers[i];
+    xs.clear();
+    for (int t : net.inputs[i]) xs.push_back(act_[static_cast<size_t>(t)]);
     LayerContext c;
     c.be = &be;
     c.rows = rows;
