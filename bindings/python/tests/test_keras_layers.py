@@ -20,6 +20,10 @@ import kx
 try:
     import keras
     from keras import layers
+    import tensorflow as tf
+    # Each Keras model here takes a step or two: tracing its step into a graph took longer than the steps
+    # themselves (this file ran 3.5x longer). Eagerly, Keras runs the same TensorFlow kernels.
+    tf.config.run_functions_eagerly(True)
 except ImportError:  # the test command's venv has it; a bare python3 does not
     keras = None
 
