@@ -1,6 +1,6 @@
 // Activation fusion (Network::fuse_activations): a batch normalisation applies the activation layer
 // that alone reads its output, in one pass each way. Training with it must give what the layers give
-// apart (the no_activation_fusion hook), value for value, in a smaller arena.
+// apart (the no_layer_fusion hook), value for value, in a smaller arena.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +16,8 @@ namespace {
 
 class FusionOff {
  public:
-  explicit FusionOff(bool off) { config::test_hooks().no_activation_fusion = off; }
-  ~FusionOff() { config::test_hooks().no_activation_fusion = false; }
+  explicit FusionOff(bool off) { config::test_hooks().no_layer_fusion = off; }
+  ~FusionOff() { config::test_hooks().no_layer_fusion = false; }
   FusionOff(const FusionOff&) = delete;
   FusionOff& operator=(const FusionOff&) = delete;
 };

@@ -120,6 +120,49 @@ TEST(WindowMath, DilatedCol2imGatheredInTheCpusOrderGivesItsBits) {
   }
 }
 
+// im2col against its definition (each tap's value, or zero outside the input) and col2im against the
+// gather, for ZeroPadding2D's shifts (a 1x1 window, unequal padding on each side, written as whole rows),
+// a 1x1 window that crops, and windows over an RGB image's three channels (copied inline).
+TEST(WindowMath, ShiftsAndFewChannelsMatchTheDefinition) {
+  struct Shape {
+    int64_t channels, k, stride, pad_top, pad_left, out_h, out_w;
+  };
+  const Shape shapes[] = {{5, 1, 1, 0, 0, 12, 10},  {3, 1, 1, 2, 1, 14, 13}, {19, 1, 1, 1, 3, 12, 12},
+                          {4, 1, 1, 0, 0, 9, 7},    {3, 3, 2, 1, 1, 6, 5},   {3, 3, 1, 0, 0, 9, 7},
+                          {2, 3, 2, 0, 0, 5, 4},    {1, 2, 1, 1, 1, 12, 10}};
+  const auto be = backend::make_cpu_backend(2);
+  for (const Shape& s : shapes) {
+    Window2d g = geometry(11, 9, s.channels, s.k, s.stride, 0);
+    g.pad_top = s.pad_top, g.pad_left = s.pad_left, g.out_h = s.out_h, g.out_w = s.out_w;
+    SCOPED_TRACE(testing::Message() << "channels " << s.channels << " window " << s.k << " stride " << s.stride
+                                    << " pads " << s.pad_top << "," << s.pad_left << " out " << s.out_h << "x" << s.out_w);
+    const int64_t rows = 2, C = g.channels;
+    const std::vector<float> x = test::random_floats(static_cast<size_t>(rows * g.in_h * g.in_w * C), 4);
+    std::vector<float> cols(static_cast<size_t>(rows * g.out_h * g.out_w * g.patch()), -1.0f);
+    be->im2col(g, rows, x.data(), cols.data());
+    std::vector<float> want;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < g.out_h; ++i)
+        for (int64_t j = 0; j < g.out_w; ++j)
+          for (int64_t a = 0; a < g.k_h; ++a)
+            for (int64_t b = 0; b < g.k_w; ++b)
+              for (int64_t c = 0; c < C; ++c) {
+                const int64_t y = i * g.stride_h + a - g.pad_top, xx = j * g.stride_w + b - g.pad_left;
+                const bool in = y >= 0 && y < g.in_h && xx >= 0 && xx < g.in_w;
+                want.push_back(in ? x[static_cast<size_t>(((r * g.in_h + y) * g.in_w + xx) * C + c)] : 0.0f);
+              }
+    EXPECT_EQ(cols, want) << "im2col";
+    const std::vector<float> col = test::random_floats(cols.size(), 6);
+    std::vector<float> dx(x.size(), -1.0f);
+    be->col2im(g, rows, col.data(), dx.data());
+    EXPECT_EQ(gathered(g, rows, [&](int64_t r, int64_t y, int64_t xx, int64_t c) {
+                return backend::col2im_value(g, col.data(), r, y, xx, c);
+              }),
+              dx)
+        << "col2im";
+  }
+}
+
 // UpSampling2D's gradient (a gather of the outputs that read each input) is the adjoint of its forward,
 // for both interpolations and factors whose scale is exact and inexact in float32.
 TEST(UpsampleMath, BackwardIsTheAdjointOfForward) {

@@ -32,9 +32,10 @@ struct TestHooks {
   // reads a buffer the plan holds dead (a wrong backward_reads_input or _output) computes from zeros,
   // which a test comparing with buffers apart sees.
   bool zero_dead_buffers = false;
-  // Models compiled from now on apply every activation layer themselves, none by the batch
-  // normalisation before it (Network::fuse_activations): what a test compares fusion with.
-  bool no_activation_fusion = false;
+  // Models compiled from now on run every layer themselves: no activation applied by the batch
+  // normalisation before it (Network::fuse_activations), no padding added by the convolution after it
+  // (Network::absorb_paddings): what a test compares fusion with.
+  bool no_layer_fusion = false;
   // Written by kx, read by tests: the bytes of the arena a step plan allocated last.
   std::atomic<int64_t> training_arena_bytes{0};
 };

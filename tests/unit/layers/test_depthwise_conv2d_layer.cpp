@@ -64,6 +64,10 @@ TEST(DepthwiseConv2dLayer, MatchesTheReferenceAndFiniteDifferences) {
        1, true, true, true},
       {R"({"kernel_size": 3, "strides": 2, "padding": "same", "depth_multiplier": 3})", 6, 6, 2, 3, 3, 2, 2, 3, true,
        true},
+      // One filter per channel over more channels than the kernels' blocks of 64 (and a rest), strided
+      // along the row as MobileNet's downsampling depthwise convolutions are.
+      {R"({"kernel_size": 3, "strides": 2, "padding": "same"})", 5, 7, 70, 3, 3, 2, 2, 1, true, true},
+      {R"({"kernel_size": [3, 2], "strides": [1, 2], "use_bias": false})", 4, 9, 67, 3, 2, 1, 2, 1, false, false},
       // Dilated (strides 1, as Keras requires): "same" pads by the dilated span, "valid" shrinks by it.
       {R"({"kernel_size": 3, "dilation_rate": 2, "padding": "same"})", 7, 6, 3, 3, 3, 1, 1, 1, true, true, false, 2, 2},
       {R"({"kernel_size": [2, 3], "dilation_rate": [3, 2], "depth_multiplier": 2, "activation": "tanh"})", 8, 7, 2, 2,

@@ -23,6 +23,24 @@ ColumnRange inside_columns(const Window2d& g, int64_t tap) {
   return {std::min(lo, hi), hi};
 }
 
+// dst[0, C) = src[0, C). A window's few channels (an RGB image's three) are copied inline: through
+// memmove, a call per output position cost more than the copy.
+void copy_channels(const float* src, int64_t C, float* dst) {
+  switch (C) {
+    case 1: dst[0] = src[0]; return;
+    case 2: dst[0] = src[0], dst[1] = src[1]; return;
+    case 3: dst[0] = src[0], dst[1] = src[1], dst[2] = src[2]; return;
+    case 4: dst[0] = src[0], dst[1] = src[1], dst[2] = src[2], dst[3] = src[3]; return;
+    default: std::memcpy(dst, src, static_cast<size_t>(C) * sizeof(float));
+  }
+}
+
+// A 1x1 window moved by one: each output position reads one input position (a shift by the padding,
+// ZeroPadding2D's case), so each input position's gradient comes from at most one output position.
+bool single_tap_unit_stride(const Window2d& g) {
+  return g.k_h == 1 && g.k_w == 1 && g.stride_h == 1 && g.stride_w == 1;
+}
+
 }  // namespace
 
 void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int threads) {
@@ -47,10 +65,10 @@ void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int thr
         if (in.lo == in.hi) continue;
         const float* src = sample + (y * g.in_w + in.lo * g.stride_w + b * g.dilation_w - g.pad_left) * C;
         const int64_t step = g.stride_w * C;
-        if (C == 1) {
-          for (int64_t j = in.lo; j < in.hi; ++j, src += step) dst[j * patch] = *src;
+        if (patch == step) {  // one tap moved by one: the row's inside part is one block
+          std::memcpy(dst + in.lo * patch, src, static_cast<size_t>((in.hi - in.lo) * C) * sizeof(float));
         } else {
-          for (int64_t j = in.lo; j < in.hi; ++j, src += step) std::copy(src, src + C, dst + j * patch);
+          for (int64_t j = in.lo; j < in.hi; ++j, src += step) copy_channels(src, C, dst + j * patch);
         }
       }
     }
@@ -60,6 +78,28 @@ void im2col(const Window2d& g, int64_t rows, const float* x, float* col, int thr
 void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int threads) {
   const int64_t C = g.channels, patch = g.patch(), sample_size = g.in_h * g.in_w * C;
   const int nt = rows * g.out_h * g.out_w * patch >= kParallelValues ? threads : 1;
+  if (single_tap_unit_stride(g)) {
+    // Each row of dx is the part of one output row inside it, or zeros: written once, not zeroed and
+    // then added into.
+    const int64_t lines = rows * g.in_h;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int64_t line = 0; line < lines; ++line) {
+      const int64_t r = line / g.in_h, y = line % g.in_h, i = y + g.pad_top;
+      float* dst = dx + line * g.in_w * C;
+      // Output columns j = x + pad_left for input columns x in [x0, x1).
+      const int64_t x0 = std::min(g.in_w, std::max<int64_t>(0, -g.pad_left));
+      const int64_t x1 = std::max(x0, std::min(g.in_w, g.out_w - g.pad_left));
+      if (i < 0 || i >= g.out_h || x0 == x1) {
+        std::fill(dst, dst + g.in_w * C, 0.0f);
+        continue;
+      }
+      std::fill(dst, dst + x0 * C, 0.0f);
+      std::memcpy(dst + x0 * C, col + ((r * g.out_h + i) * g.out_w + x0 + g.pad_left) * C,
+                  static_cast<size_t>((x1 - x0) * C) * sizeof(float));
+      std::fill(dst + x1 * C, dst + g.in_w * C, 0.0f);
+    }
+    return;
+  }
   // One sample per iteration: the patches of a sample overlap, those of different samples do not.
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; ++r) {

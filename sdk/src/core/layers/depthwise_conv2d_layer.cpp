@@ -59,7 +59,9 @@ DepthwiseSettings read_settings(const LayerSpec& spec) {
 class DepthwiseConv2dLayer final : public Layer {
  public:
   DepthwiseConv2dLayer(const LayerSpec& spec, DepthwiseSettings s)
-      : Layer(spec), s_(s), init_(spec, "depthwise_initializer") {}
+      : Layer(spec), s_(s), init_(spec, "depthwise_initializer") {
+    absorbs_input_padding_ = true;
+  }
 
   Shape build(const Shape& in) override {
     const std::string what = "DepthwiseConv2D layer \"" + name() + "\"";
@@ -102,7 +104,7 @@ class DepthwiseConv2dLayer final : public Layer {
   void forward(const LayerContext& c) const override {
     const Activation act = c.fold_activation ? Activation::None : s_.activation;
     float* z = linear_output(c, act);
-    c.be->depthwise_conv2d_forward(g_, s_.multiplier, c.rows, c.x, c.w, bias(c.w), z);
+    c.be->depthwise_conv2d_forward(window(c), s_.multiplier, c.rows, c.x, c.w, bias(c.w), z);
     if (act == Activation::None) return;
     if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, c.rows * out_size(), z, z);
     apply_activation(c, act, c.rows * g_.out_h * g_.out_w, outputs());
@@ -111,7 +113,7 @@ class DepthwiseConv2dLayer final : public Layer {
   void backward(const LayerContext& c) const override {
     const int64_t positions = c.rows * g_.out_h * g_.out_w;
     activation_gradient(c, s_.activation, positions, outputs());
-    c.be->depthwise_conv2d_backward(g_, s_.multiplier, c.rows, c.x, c.w, c.dy, c.dx, c.dw);
+    c.be->depthwise_conv2d_backward(window(c), s_.multiplier, c.rows, c.x, c.w, c.dy, c.dx, c.dw);
     if (!c.dw) return;
     if (s_.use_bias) c.be->bias_grad(positions, outputs(), c.dy, bias(c.dw));
     // Keras rounds each weight's gradient to the 16-bit type; the kernels sum in float32 and wider.
@@ -160,6 +162,19 @@ class DepthwiseConv2dLayer final : public Layer {
   }
 
  private:
+  // The window over x: with an absorbed ZeroPadding2D (LayerContext::input_padding), x is its input,
+  // and the zeros it would add lie before the window's first rows and columns (the offset) and past
+  // its last ones (outside the input, which the kernels read as zeros).
+  backend::Window2d window(const LayerContext& c) const {
+    backend::Window2d g = g_;
+    const Padding2d& p = c.input_padding;
+    g.in_h -= p.top + p.bottom;
+    g.in_w -= p.left + p.right;
+    g.pad_top += p.top;
+    g.pad_left += p.left;
+    return g;
+  }
+
   int64_t outputs() const { return g_.channels * s_.multiplier; }
   int64_t out_size() const { return g_.out_h * g_.out_w * outputs(); }
   // The bias (or its gradient) after the kernel in a slice of parameters; null without one.

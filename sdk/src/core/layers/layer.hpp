@@ -34,6 +34,12 @@ struct ParamSpec {
   std::string initializer{};
 };
 
+// Rows and columns of zeros around a sample (ZeroPadding2D's).
+struct Padding2d {
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
+  bool any() const { return top || bottom || left || right; }
+};
+
 // Everything one call of forward or backward touches, for `rows` samples.
 struct LayerContext {
   backend::Backend* be = nullptr;
@@ -64,6 +70,10 @@ struct LayerContext {
   // (Network::fused_activation): forward writes act(output), backward receives dL/d(act's output).
   // None for most layers.
   Activation fused_activation = Activation::None;
+  // The zero padding of the ZeroPadding2D layer before this one, which the step plan has this layer
+  // add itself (Network::input_padding): x is that layer's input, unpadded, and dx its gradient.
+  // Zero for most layers.
+  Padding2d input_padding;
   // Dropout draws from mix_seed(*step_seed, seed_stream): the step's seed, in the backend's memory,
   // and the layer's index.
   const uint64_t* step_seed = nullptr;
@@ -148,6 +158,9 @@ class Layer {
   // would add an entry to every layer's table.
   bool applies_fused_activation() const { return applies_fused_activation_; }
   Activation fusable_activation() const { return fusable_activation_; }
+  // Padding absorption (Network::absorb_paddings): whether the layer reads a ZeroPadding2D's input and
+  // adds its zeros itself when the plan asks it to (LayerContext::input_padding).
+  bool absorbs_input_padding() const { return absorbs_input_padding_; }
 
   // Mixed precision (the plan rounds every tensor between layers to the 16-bit type). Whether the
   // layer reads its weights as that type (Keras's autocast variables); batch normalisation computes
@@ -185,6 +198,7 @@ class Layer {
   LayerSpec spec_;
   bool applies_fused_activation_ = false;
   Activation fusable_activation_ = Activation::None;
+  bool absorbs_input_padding_ = false;
 };
 
 // None or ReLU: of 16-bit values they give 16-bit values (and so do their gradients), where sigmoid,

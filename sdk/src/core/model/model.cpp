@@ -137,9 +137,15 @@ void Model::Impl::compile(const CompileOptions& o) {
   // Keras computes cross-entropy from the logits under a softmax/sigmoid output: fold it in.
   net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
-  // Batch normalisation applies the activation after it (float32: mixed precision rounds between them).
+  // Batch normalisation applies the activation after it (float32: mixed precision rounds between them),
+  // and a depthwise convolution the zero padding before it.
   net.fused_activation.clear();
-  if (o.precision == Precision::Float32 && !config::test_hooks().no_activation_fusion) net.fuse_activations();
+  net.input_padding.clear();
+  net.padding_absorbed.clear();
+  if (o.precision == Precision::Float32 && !config::test_hooks().no_layer_fusion) {
+    net.fuse_activations();
+    net.absorb_paddings();
+  }
   require(std::isfinite(o.loss.huber_delta) && o.loss.huber_delta > 0, Status::InvalidArgument,
           "Huber's delta must be positive and finite");
   loss_spec.kind = lk;

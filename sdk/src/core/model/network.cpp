@@ -27,6 +27,23 @@ void Network::fuse_activations() {
   }
 }
 
+void Network::absorb_paddings() {
+  const size_t L = layers.size();
+  input_padding.assign(L, Padding2d{});
+  padding_absorbed.assign(L, false);
+  std::vector<int> readers(L + 1, 0);
+  for (const std::vector<int>& in : inputs)
+    for (int t : in) ++readers[static_cast<size_t>(t)];
+  for (size_t j = 0; j < L; ++j) {
+    if (!layers[j]->absorbs_input_padding() || inputs[j].size() != 1 || inputs[j][0] == 0) continue;
+    const size_t t = static_cast<size_t>(inputs[j][0]), producer = t - 1;
+    const LayerSpec& pad = layers[producer]->spec();
+    if (readers[t] != 1 || pad.kind != LayerKind::ZeroPadding2D) continue;
+    input_padding[j] = {pad.pad_top, pad.pad_bottom, pad.pad_left, pad.pad_right};
+    padding_absorbed[producer] = true;
+  }
+}
+
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
     if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i) || layers[i]->inputs_as_arguments()) return false;

@@ -34,6 +34,11 @@ struct Network {
   // Activation fusion (fuse_activations): fused_activation[i] is the activation of the layer after
   // layer i (its output's only reader) that layer i applies itself. Empty: nothing fused.
   std::vector<Activation> fused_activation;
+  // Padding absorption (absorb_paddings): input_padding[i] is the padding of the ZeroPadding2D layer
+  // whose output layer i alone reads, which layer i adds itself; padding_absorbed[p] says ZeroPadding2D
+  // layer p is so absorbed. Empty: nothing absorbed.
+  std::vector<Padding2d> input_padding;
+  std::vector<bool> padding_absorbed;
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
@@ -56,11 +61,17 @@ struct Network {
   Activation fused_activation_of(size_t i) const {
     return i < fused_activation.size() ? fused_activation[i] : Activation::None;
   }
-  // Whether layer i's output is its input's buffer (a reshape, or an absorbed activation), where it
-  // runs neither forward nor backward.
+  // Has each layer that can (Layer::absorbs_input_padding) add the zeros of the ZeroPadding2D layer
+  // whose output it alone reads: that layer then moves nothing, and its output is not stored.
+  void absorb_paddings();
+  Padding2d input_padding_of(size_t i) const { return i < input_padding.size() ? input_padding[i] : Padding2d{}; }
+  // Whether layer i's output is its input's buffer (a reshape, or an absorbed activation or padding),
+  // where it runs neither forward nor backward.
   bool passes_input_through(size_t i) const { return layers[i]->aliases_input() || is_absorbed(i); }
-  // Whether layer i is an activation the layer before applies (it reads that layer's output alone).
+  // Whether layer i is an activation the layer before applies (it reads that layer's output alone), or
+  // a padding the layer after adds.
   bool is_absorbed(size_t i) const {
+    if (i < padding_absorbed.size() && padding_absorbed[i]) return true;
     const int t = inputs[i].size() == 1 ? inputs[i][0] : 0;
     return t > 0 && fused_activation_of(static_cast<size_t>(t - 1)) != Activation::None;
   }

@@ -123,6 +123,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.scratch = scratch_[i];
     c.workspace = forward_workspace_[i];
     c.fused_activation = net.fused_activation_of(i);
+    c.input_padding = net.input_padding_of(i);
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.step_seed = step_seed;
@@ -168,6 +169,7 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
     c.training = true;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.fused_activation = net.fused_activation_of(i);
+    c.input_padding = net.input_padding_of(i);
     c.batch_share = batch_share;
     c.rounding = mp.rounding;
     c.masks = masks_[i].data();
