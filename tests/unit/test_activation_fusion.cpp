@@ -3,24 +3,17 @@
 // apart (the no_layer_fusion hook), value for value, in a smaller arena.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <string>
 #include <vector>
 
-#include "config/test_hooks.hpp"
-#include "kx/kx.hpp"
-#include "reference.hpp"
+#include "layer_fusion_check.hpp"
 
 namespace kx {
 namespace {
 
-class FusionOff {
- public:
-  explicit FusionOff(bool off) { config::test_hooks().no_layer_fusion = off; }
-  ~FusionOff() { config::test_hooks().no_layer_fusion = false; }
-  FusionOff(const FusionOff&) = delete;
-  FusionOff& operator=(const FusionOff&) = delete;
-};
+using test::expect_equal_values;
+using test::FusionOff;
+using test::Trained;
 
 // Every activation a mobile model puts after a batch normalisation (ReLU, ReLU6 as a layer and as an
 // activation, swish, hard swish), and what stays apart: a normalisation read twice, a ReLU with a slope,
@@ -51,46 +44,9 @@ Model mobile_blocks(const Strategy& s) {
   return m;
 }
 
-struct Trained {
-  std::vector<float> weights, predictions;
-  double loss = 0;
-  int64_t arena = 0;
-};
-
 // Two epochs of Adam on 24 samples of 6 classes; `frozen` layers train in inference mode.
 Trained train(bool fusion, const std::vector<std::string>& frozen = {}, bool two_replicas = false) {
-  const FusionOff hook(!fusion);
-  Strategy s = two_replicas ? Strategy::mirrored({"cpu", "cpu"}) : Strategy::default_strategy();
-  Model m = mobile_blocks(s);
-  for (const std::string& layer : frozen) m.set_trainable(layer, false);
-  CompileOptions co;
-  co.optimizer.kind = OptimizerKind::Adam;
-  co.optimizer.learning_rate = 0.01;
-  m.compile(co);
-  const int64_t n = 24;
-  std::vector<float> x = test::random_floats(n * 8 * 8 * 3, 11, -2.0f, 2.0f), y(n);
-  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 6);
-  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 8, 8, 3}, y.data(), DType::F32, {n});
-  d.batch(8, false);
-  FitOptions fo;
-  fo.epochs = 2;
-  History h;
-  EXPECT_EQ(m.fit(d, fo, nullptr, &h), Status::Ok);
-  Trained t;
-  t.weights = m.get_weights();
-  t.predictions = m.predict(x.data(), n);
-  t.loss = h.get("loss", 1);
-  t.arena = m.training_memory(8).step_arena;
-  return t;
-}
-
-// Equal values (a fused ReLU may give 0 where the layer gave -0: equal, not the same bits).
-void expect_equal_values(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(a[i])) << what << " [" << i << "]";
-    ASSERT_EQ(a[i], b[i]) << what << " [" << i << "]";
-  }
+  return test::train_fused_or_apart(mobile_blocks, fusion, {8, 8, 3}, 24, 6, frozen, two_replicas);
 }
 
 TEST(ActivationFusion, TrainsAsTheLayersApartInLessMemory) {

@@ -3,24 +3,13 @@
 // layers give apart (the no_layer_fusion hook), value for value, in a smaller arena.
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <string>
-#include <vector>
-
-#include "config/test_hooks.hpp"
-#include "kx/kx.hpp"
-#include "reference.hpp"
+#include "layer_fusion_check.hpp"
 
 namespace kx {
 namespace {
 
-class FusionOff {
- public:
-  explicit FusionOff(bool off) { config::test_hooks().no_layer_fusion = off; }
-  ~FusionOff() { config::test_hooks().no_layer_fusion = false; }
-  FusionOff(const FusionOff&) = delete;
-  FusionOff& operator=(const FusionOff&) = delete;
-};
+using test::expect_equal_values;
+using test::Trained;
 
 // MobileNet's downsampling (a pad at the bottom and right, then a strided "valid" depthwise convolution,
 // after a fused normalisation and ReLU6), unequal padding on every side before a "same" convolution with
@@ -49,43 +38,9 @@ Model padded_blocks(const Strategy& s) {
   return m;
 }
 
-struct Trained {
-  std::vector<float> weights, predictions;
-  double loss = 0;
-  int64_t arena = 0;
-};
-
+// Two epochs of Adam on 16 samples of 4 classes.
 Trained train(bool fusion, bool two_replicas = false) {
-  const FusionOff hook(!fusion);
-  Strategy s = two_replicas ? Strategy::mirrored({"cpu", "cpu"}) : Strategy::default_strategy();
-  Model m = padded_blocks(s);
-  CompileOptions co;
-  co.optimizer.kind = OptimizerKind::Adam;
-  co.optimizer.learning_rate = 0.01;
-  m.compile(co);
-  const int64_t n = 16;
-  std::vector<float> x = test::random_floats(n * 9 * 9 * 3, 13, -2.0f, 2.0f), y(n);
-  for (int64_t i = 0; i < n; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % 4);
-  Dataset d = Dataset::from_arrays(x.data(), DType::F32, {n, 9, 9, 3}, y.data(), DType::F32, {n});
-  d.batch(8, false);
-  FitOptions fo;
-  fo.epochs = 2;
-  History h;
-  EXPECT_EQ(m.fit(d, fo, nullptr, &h), Status::Ok);
-  Trained t;
-  t.weights = m.get_weights();
-  t.predictions = m.predict(x.data(), n);
-  t.loss = h.get("loss", 1);
-  t.arena = m.training_memory(8).step_arena;
-  return t;
-}
-
-void expect_equal_values(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(a[i])) << what << " [" << i << "]";
-    ASSERT_EQ(a[i], b[i]) << what << " [" << i << "]";
-  }
+  return test::train_fused_or_apart(padded_blocks, fusion, {9, 9, 3}, 16, 4, {}, two_replicas);
 }
 
 TEST(PaddingAbsorption, TrainsAsTheLayersApartInLessMemory) {
