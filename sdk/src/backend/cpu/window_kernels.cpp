@@ -82,13 +82,13 @@ void col2im(const Window2d& g, int64_t rows, const float* col, float* dx, int th
     // Each row of dx is the part of one output row inside it, or zeros: written once, not zeroed and
     // then added into.
     const int64_t lines = rows * g.in_h;
+    // Output columns j = x + pad_left for input columns x in [x0, x1).
+    const int64_t x0 = std::min(g.in_w, std::max<int64_t>(0, -g.pad_left));
+    const int64_t x1 = std::max(x0, std::min(g.in_w, g.out_w - g.pad_left));
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
     for (int64_t line = 0; line < lines; ++line) {
       const int64_t r = line / g.in_h, y = line % g.in_h, i = y + g.pad_top;
       float* dst = dx + line * g.in_w * C;
-      // Output columns j = x + pad_left for input columns x in [x0, x1).
-      const int64_t x0 = std::min(g.in_w, std::max<int64_t>(0, -g.pad_left));
-      const int64_t x1 = std::max(x0, std::min(g.in_w, g.out_w - g.pad_left));
       if (i < 0 || i >= g.out_h || x0 == x1) {
         std::fill(dst, dst + g.in_w * C, 0.0f);
         continue;

@@ -37,7 +37,6 @@ struct ParamSpec {
 // Rows and columns of zeros around a sample (ZeroPadding2D's).
 struct Padding2d {
   int64_t top = 0, bottom = 0, left = 0, right = 0;
-  bool any() const { return top || bottom || left || right; }
 };
 
 // Everything one call of forward or backward touches, for `rows` samples.
@@ -71,7 +70,7 @@ struct LayerContext {
   // None for most layers.
   Activation fused_activation = Activation::None;
   // The zero padding of the ZeroPadding2D layer before this one, which the step plan has this layer
-  // add itself (Network::input_padding): x is that layer's input, unpadded, and dx its gradient.
+  // add itself (Network::input_padding_of): x is that layer's input, unpadded, and dx its gradient.
   // Zero for most layers.
   Padding2d input_padding;
   // Dropout draws from mix_seed(*step_seed, seed_stream): the step's seed, in the backend's memory,

@@ -140,7 +140,6 @@ void Model::Impl::compile(const CompileOptions& o) {
   // Batch normalisation applies the activation after it (float32: mixed precision rounds between them),
   // and a depthwise convolution the zero padding before it.
   net.fused_activation.clear();
-  net.input_padding.clear();
   net.padding_absorbed.clear();
   if (o.precision == Precision::Float32 && !config::test_hooks().no_layer_fusion) {
     net.fuse_activations();

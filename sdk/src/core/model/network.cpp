@@ -12,12 +12,22 @@ int Network::layer_index(const std::string& name) const {
   return -1;
 }
 
+namespace {
+
+// How many layers read each tensor.
+std::vector<int> reader_counts(const Network& net) {
+  std::vector<int> readers(net.layers.size() + 1, 0);
+  for (const std::vector<int>& in : net.inputs)
+    for (int t : in) ++readers[static_cast<size_t>(t)];
+  return readers;
+}
+
+}  // namespace
+
 void Network::fuse_activations() {
   const size_t L = layers.size();
   fused_activation.assign(L, Activation::None);
-  std::vector<int> readers(L + 1, 0);
-  for (const std::vector<int>& in : inputs)
-    for (int t : in) ++readers[static_cast<size_t>(t)];
+  const std::vector<int> readers = reader_counts(*this);
   for (size_t j = 0; j + 1 < L; ++j) {
     const Activation act = layers[j]->fusable_activation();
     if (act == Activation::None || inputs[j].size() != 1 || inputs[j][0] == 0) continue;
@@ -29,17 +39,12 @@ void Network::fuse_activations() {
 
 void Network::absorb_paddings() {
   const size_t L = layers.size();
-  input_padding.assign(L, Padding2d{});
   padding_absorbed.assign(L, false);
-  std::vector<int> readers(L + 1, 0);
-  for (const std::vector<int>& in : inputs)
-    for (int t : in) ++readers[static_cast<size_t>(t)];
+  const std::vector<int> readers = reader_counts(*this);
   for (size_t j = 0; j < L; ++j) {
     if (!layers[j]->absorbs_input_padding() || inputs[j].size() != 1 || inputs[j][0] == 0) continue;
     const size_t t = static_cast<size_t>(inputs[j][0]), producer = t - 1;
-    const LayerSpec& pad = layers[producer]->spec();
-    if (readers[t] != 1 || pad.kind != LayerKind::ZeroPadding2D) continue;
-    input_padding[j] = {pad.pad_top, pad.pad_bottom, pad.pad_left, pad.pad_right};
+    if (readers[t] != 1 || layers[producer]->spec().kind != LayerKind::ZeroPadding2D) continue;
     padding_absorbed[producer] = true;
   }
 }

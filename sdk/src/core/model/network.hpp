@@ -34,10 +34,8 @@ struct Network {
   // Activation fusion (fuse_activations): fused_activation[i] is the activation of the layer after
   // layer i (its output's only reader) that layer i applies itself. Empty: nothing fused.
   std::vector<Activation> fused_activation;
-  // Padding absorption (absorb_paddings): input_padding[i] is the padding of the ZeroPadding2D layer
-  // whose output layer i alone reads, which layer i adds itself; padding_absorbed[p] says ZeroPadding2D
-  // layer p is so absorbed. Empty: nothing absorbed.
-  std::vector<Padding2d> input_padding;
+  // Padding absorption (absorb_paddings): padding_absorbed[p] says ZeroPadding2D layer p's padding is
+  // added by the layer after it (its output's only reader). Empty: nothing absorbed.
   std::vector<bool> padding_absorbed;
 
   int64_t input_size() const { return num_elements(shapes.front()); }
@@ -64,17 +62,24 @@ struct Network {
   // Has each layer that can (Layer::absorbs_input_padding) add the zeros of the ZeroPadding2D layer
   // whose output it alone reads: that layer then moves nothing, and its output is not stored.
   void absorb_paddings();
-  Padding2d input_padding_of(size_t i) const { return i < input_padding.size() ? input_padding[i] : Padding2d{}; }
+  // The padding layer i adds itself: that of the absorbed ZeroPadding2D it reads, else none.
+  Padding2d input_padding_of(size_t i) const {
+    const int t = inputs[i].size() == 1 ? inputs[i][0] : 0;
+    if (t == 0 || !is_absorbed_padding(static_cast<size_t>(t - 1))) return {};
+    const LayerSpec& pad = layers[static_cast<size_t>(t - 1)]->spec();
+    return {pad.pad_top, pad.pad_bottom, pad.pad_left, pad.pad_right};
+  }
   // Whether layer i's output is its input's buffer (a reshape, or an absorbed activation or padding),
   // where it runs neither forward nor backward.
   bool passes_input_through(size_t i) const { return layers[i]->aliases_input() || is_absorbed(i); }
   // Whether layer i is an activation the layer before applies (it reads that layer's output alone), or
   // a padding the layer after adds.
   bool is_absorbed(size_t i) const {
-    if (i < padding_absorbed.size() && padding_absorbed[i]) return true;
+    if (is_absorbed_padding(i)) return true;
     const int t = inputs[i].size() == 1 ? inputs[i][0] : 0;
     return t > 0 && fused_activation_of(static_cast<size_t>(t - 1)) != Activation::None;
   }
+  bool is_absorbed_padding(size_t i) const { return i < padding_absorbed.size() && padding_absorbed[i]; }
   // The index of the layer called `name`, or -1.
   int layer_index(const std::string& name) const;
   // True when every layer reads just the layer before it (a Keras Sequential model).

@@ -106,7 +106,7 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
   if (mixed && !integer_input) be.round_to(mp.rounding, rows * net.input_size(), act_[0], act_[0]);
   std::vector<const float*> xs;
   for (size_t i = 0; i < L; ++i) {
-    if (net.is_absorbed(i)) {  // the layer before applied it
+    if (net.is_absorbed(i)) {  // the layer before applied it, or the layer after adds it
       zero(be, dead_after_forward_[i]);
       continue;
     }
@@ -146,7 +146,7 @@ void StepPlan::backward(backend::Backend& be, const Network& net, const float* p
   std::vector<const float*> xs;
   for (size_t i = L; i-- > 0;) {
     if (!grad_[i + 1]) continue;  // nothing before this layer trains
-    if (net.is_absorbed(i)) {  // the layer before takes its gradient
+    if (net.is_absorbed(i)) {  // the layer before takes its gradient, or the layer after gives its input's
       zero(be, dead_after_backward_[i]);
       continue;
     }
