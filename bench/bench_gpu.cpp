@@ -1,10 +1,10 @@
 // The CUDA backend against PyTorch on the same GPU: µs per training step of the Fashion-MNIST MLP at
 // batch 32, 256 and 2048, TFLOP/s of a 4 x Linear(4096) MLP at batch 8192 in float32 and TF32, µs
 // per step of issue 6's Fashion-MNIST CNN at batch 64, and ResNet50 images/s at batch 64 (224x224x3,
-// 1000 classes, SGD with momentum) against torchvision's resnet50. Random data resident on the
-// device. Prints "no CUDA device" and the reason on machines without one.
+// 1000 classes, SGD with momentum) and MobileNetV2's (alpha 1.0, same input and optimizer) against
+// torchvision's resnet50 and mobilenet_v2. Random data resident on the device. Prints "no CUDA device" and the reason on machines without one.
 //
-//   bench_gpu [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke] [--no-peers]
+//   bench_gpu [--steps N] [--cases mlp,wide,cnn,resnet50,mobilenetv2] [--cpu-smoke] [--no-peers]
 //
 // --cpu-smoke runs the kx side on the CPU when there is no GPU (to check the program, not to time
 // anything) and skips PyTorch. --no-peers skips PyTorch too, for a caller that runs torch_gpu.py with
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   // Linked statically, this program finds the module of its own build unless told otherwise.
   setenv("KX_CUDA_MODULE", KX_CUDA_MODULE_PATH, 0);
   int64_t steps = 500;
-  std::string cases = "mlp,wide,cnn,resnet50";
+  std::string cases = "mlp,wide,cnn,resnet50,mobilenetv2";
   bool cpu_smoke = false, peers = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--cases" && i + 1 < argc) {
       cases = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--steps N] [--cases mlp,wide,cnn,resnet50] [--cpu-smoke] [--no-peers]\n",
+      std::fprintf(stderr, "usage: %s [--steps N] [--cases mlp,wide,cnn,resnet50,mobilenetv2] [--cpu-smoke] [--no-peers]\n",
                    argv[0]);
       return 2;
     }
@@ -127,9 +127,25 @@ int main(int argc, char** argv) {
     const double us = us_per_step(m, d, std::max<int64_t>(10, steps / 20));
     std::printf("kx model=resnet50 precision=tf32 batch=64 us_per_step=%.1f images_per_s=%.1f\n", us, 64 / (us * 1e-6));
   }
+  if (wanted("mobilenetv2")) {
+    Strategy s = Strategy::default_strategy();
+    applications::MobileNetV2Options options;
+    options.input_shape = {224, 224, 3};
+    Model m = applications::mobilenet_v2(s, options);
+    CompileOptions co;
+    co.optimizer.kind = OptimizerKind::Sgd;
+    co.optimizer.learning_rate = 0.1;
+    co.optimizer.momentum = 0.9;
+    m.compile(co);
+    Dataset d = random_resident_data(64 * 2, {224, 224, 3}, 1000);
+    d.batch(64, true);
+    const double us = us_per_step(m, d, std::max<int64_t>(10, steps / 10));
+    std::printf("kx model=mobilenetv2 precision=tf32 batch=64 us_per_step=%.1f images_per_s=%.1f\n", us,
+                64 / (us * 1e-6));
+  }
   std::fflush(stdout);
   std::string torch_cases;
-  for (const char* c : {"mlp:32,mlp:256,mlp:2048", "wide:8192", "cnn:64", "resnet50:64"}) {
+  for (const char* c : {"mlp:32,mlp:256,mlp:2048", "wide:8192", "cnn:64", "resnet50:64", "mobilenetv2:64"}) {
     const std::string name = std::string(c).substr(0, std::string(c).find(':'));
     if (wanted(name)) torch_cases += (torch_cases.empty() ? "" : ",") + std::string(c);
   }

@@ -3,7 +3,7 @@
 Prints "torch model=M mode=eager|graph batch=B us_per_step=X tflops=Y" lines (images_per_s=Z for
 the convolutional models). Random data resident on the GPU, as kx caches a dataset that fits in
 device memory. Models: mlp (784-256-256-10), wide (4 x Linear(4096)), cnn (issue 6's Fashion-MNIST
-CNN), resnet50 (torchvision's, no pretrained weights, channels-last, SGD with momentum).
+CNN), resnet50 and mobilenetv2 (torchvision's, no pretrained weights, channels-last, SGD with momentum).
 """
 import argparse
 import time
@@ -26,6 +26,10 @@ def make(model, dev):
         import torchvision  # imported here: the other models do not need it
         m = torchvision.models.resnet50(weights=None)
         return m.to(dev, memory_format=torch.channels_last), (3, 224, 224), 1000
+    if model == "mobilenetv2":
+        import torchvision
+        m = torchvision.models.mobilenet_v2(weights=None)
+        return m.to(dev, memory_format=torch.channels_last), (3, 224, 224), 1000
     layers = []
     for i in range(4):
         layers.append(torch.nn.Linear(4096, 4096))
@@ -37,10 +41,10 @@ def make(model, dev):
 def bench(model_name, batch, steps, graph, dev):
     model, sample, n_out = make(model_name, dev)
     samples = {"mlp": max(batch * 8, 4096), "cnn": batch * 16}.get(model_name, batch * 2)
-    fmt = torch.channels_last if model_name == "resnet50" else torch.contiguous_format
+    fmt = torch.channels_last if model_name in ("resnet50", "mobilenetv2") else torch.contiguous_format
     x = torch.rand(samples, *sample, device=dev).contiguous(memory_format=fmt)
     y = torch.randint(0, n_out, (samples,), device=dev)
-    if model_name == "resnet50":
+    if model_name in ("resnet50", "mobilenetv2"):
         opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     else:
         opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7, capturable=graph)
@@ -86,7 +90,7 @@ def bench(model_name, batch, steps, graph, dev):
         run()
     torch.cuda.synchronize()
     us = (time.perf_counter() - t0) * 1e6 / steps
-    if model_name in ("cnn", "resnet50"):
+    if model_name in ("cnn", "resnet50", "mobilenetv2"):
         return us, f"images_per_s={batch / (us * 1e-6):.1f}"
     layer_flops = sum(m.in_features * m.out_features for m in model if isinstance(m, torch.nn.Linear))
     tflops = 6.0 * batch * layer_flops / (us * 1e-6) / 1e12
@@ -96,7 +100,7 @@ def bench(model_name, batch, steps, graph, dev):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=500)
-    p.add_argument("--cases", default="mlp:32,mlp:256,mlp:2048,wide:8192,cnn:64,resnet50:64")
+    p.add_argument("--cases", default="mlp:32,mlp:256,mlp:2048,wide:8192,cnn:64,resnet50:64,mobilenetv2:64")
     a = p.parse_args()
     if not torch.cuda.is_available():
         print("torch: no CUDA device")
@@ -109,7 +113,8 @@ def main():
             torch.backends.cuda.matmul.allow_tf32 = tf32
             torch.backends.cudnn.allow_tf32 = tf32
             for mode in ("eager", "graph"):
-                steps = {"mlp": a.steps, "cnn": a.steps, "resnet50": max(10, a.steps // 20)}.get(name, max(20, a.steps // 10))
+                steps = {"mlp": a.steps, "cnn": a.steps, "resnet50": max(10, a.steps // 20),
+                         "mobilenetv2": max(10, a.steps // 10)}.get(name, max(20, a.steps // 10))
                 try:
                     us, rate = bench(name, int(batch), steps, mode == "graph", dev)
                 except ImportError as e:  # torchvision missing

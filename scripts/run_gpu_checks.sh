@@ -178,7 +178,7 @@ step "other suites' GPU tests" 90 ctest --test-dir build-gpu -R 'Gpu' -E '^Cuda'
 steps=${BENCH_STEPS:-200}
 step "bench_gpu" 120 ./build-gpu/bench/bench_gpu --steps "$steps" --no-peers
 step "PyTorch peers (bench/torch_gpu.py)" 120 python3 bench/torch_gpu.py --steps "$steps" \
-  --cases mlp:32,mlp:256,mlp:2048,wide:8192,cnn:64,resnet50:64
+  --cases mlp:32,mlp:256,mlp:2048,wide:8192,cnn:64,resnet50:64,mobilenetv2:64
 step "bench_gpu mlp, steps kernel by kernel" 40 env KX_STEP_GRAPHS=0 ./build-gpu/bench/bench_gpu --cases mlp \
   --steps "$steps" --no-peers
 step "bench_mirrored cuda:0,cuda:0" 60 ./build-gpu/bench/bench_mirrored --data "$KX_FASHION_MNIST_DIR" \
