@@ -531,49 +531,6 @@ TEST(CudaTraining, ResNet50StepsLowerTheLossAndMatchTheCpu) {
   EXPECT_NEAR(gpu.front(), cpu.front(), 1e-3 * std::max(1.0, std::fabs(cpu.front())));
 }
 
-// The mobile applications (depthwise convolutions reading an absorbed ZeroPadding2D, batch
-// normalisation with its ReLU6/swish/hard_swish fused, squeeze-and-excite products, Rescaling,
-// Normalization, dropout and drop-connect) take two SGD steps on cuda:0 as on the CPU: the same loss,
-// weights and predictions.
-TEST(CudaTraining, MobileApplicationsStepLikeTheCpu) {
-  REQUIRE_GPU();
-  constexpr int64_t kN = 8, kClasses = 4;
-  const std::vector<float> x = test::random_floats(static_cast<size_t>(kN * 32 * 32 * 3), 21);
-  std::vector<float> y(static_cast<size_t>(kN));
-  for (int64_t i = 0; i < kN; ++i) y[static_cast<size_t>(i)] = static_cast<float>(i % kClasses);
-  struct Run {
-    std::vector<float> weights, predicted;
-    double loss = 0;
-  };
-  auto run = [&](const std::string& device, const std::string& name) {
-    Strategy s = Strategy::mirrored({device});
-    s.set_tf32(false);
-    Model m = applications::application(s, name, R"({"input_shape": [32, 32, 3], "classes": 4})");
-    CompileOptions co;
-    co.seed = 3;
-    co.optimizer.kind = OptimizerKind::Sgd;
-    co.optimizer.learning_rate = 0.01;
-    m.compile(co);
-    Dataset d = Dataset::from_arrays(x.data(), DType::F32, {kN, 32, 32, 3}, y.data(), DType::F32, {kN});
-    d.batch(kN / 2, false);
-    FitOptions fo;
-    History h;
-    EXPECT_EQ(m.fit(d, fo, nullptr, &h), Status::Ok);
-    return Run{m.get_weights(), m.predict(x.data(), kN), h.get("loss", 0)};
-  };
-  for (const std::string name : {"MobileNetV2", "MobileNetV3Small", "MobileNetV3Large", "EfficientNetB0"}) {
-    SCOPED_TRACE(name);
-    const Run cpu = run("cpu", name), gpu = run("cuda:0", name);
-    const double weights = test::relative_difference(gpu.weights, cpu.weights);
-    const double predicted = rel_error(gpu.predicted, cpu.predicted);
-    std::printf("%s: loss cpu %.6f cuda:0 %.6f, weights %.2e, predictions %.2e apart\n", name.c_str(), cpu.loss,
-                gpu.loss, weights, predicted);
-    EXPECT_NEAR(gpu.loss, cpu.loss, 1e-4 * std::max(1.0, cpu.loss));
-    EXPECT_LE(weights, 1e-4);
-    EXPECT_LE(predicted, 1e-3);
-  }
-}
-
 TEST(CudaKernels, ElementwiseKernelsMatchTheCpu) {
   REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
