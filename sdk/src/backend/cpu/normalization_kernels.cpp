@@ -20,23 +20,19 @@ constexpr int64_t kChunkValues = 1 << 14;
 constexpr int64_t kParallelValues = 1 << 15;
 int64_t chunk_rows(int64_t cols) { return std::max<int64_t>(1, kChunkValues / std::max<int64_t>(cols, 1)); }
 
-// The column sums of rows [r0, r1) added into p (K arrays of cols doubles): loops over the columns per
-// row, which vectorise (KX_CLONES_AVX2); each column still sums its rows in order.
-KX_CLONES_AVX2 void sum_columns(int64_t r0, int64_t r1, int64_t cols, const float* x, double* p) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* xr = x + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) p[c] += static_cast<double>(xr[c]);
-  }
-}
-KX_CLONES_AVX2 void sum_squared_deviations(int64_t r0, int64_t r1, int64_t cols, const float* x, const double* mean,
-                                           double* p) {
+// p[c] += x - shift, p[cols + c] += (x - shift)^2: the moments in one pass. The shift is a value of
+// the column (its first), so the deviations are of the column's spread and E[d^2] - E[d]^2 does not
+// cancel as E[x^2] - E[x]^2 does far from zero; in double, x - shift and its square are exact.
+KX_CLONES_AVX2 void sum_shifted_moments(int64_t r0, int64_t r1, int64_t cols, const float* x, const double* shift,
+                                        double* p) {
+  double* q = p + cols;
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) {
-      const double d = static_cast<double>(xr[c]) - mean[c];
-      p[c] += d * d;
+      const double d = static_cast<double>(xr[c]) - shift[c];
+      p[c] += d;
+      q[c] += d * d;
     }
   }
 }
@@ -73,18 +69,22 @@ std::vector<double> column_sums(int64_t rows, int64_t cols, int threads, AddChun
 }  // namespace
 
 void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var, int threads) {
-  const std::vector<double> s = column_sums<1>(rows, cols, threads, [&](int64_t r0, int64_t r1, double* p) {
-    sum_columns(r0, r1, cols, x, p);
+  if (rows == 0) {
+    std::fill(mean, mean + cols, 0.0f);
+    std::fill(var, var + cols, 0.0f);
+    return;
+  }
+  std::vector<double> shift(static_cast<size_t>(cols));
+  for (int64_t c = 0; c < cols; ++c) shift[static_cast<size_t>(c)] = x[c];
+  const std::vector<double> s = column_sums<2>(rows, cols, threads, [&](int64_t r0, int64_t r1, double* p) {
+    sum_shifted_moments(r0, r1, cols, x, shift.data(), p);
   });
-  std::vector<double> m(static_cast<size_t>(cols));
-  for (int64_t c = 0; c < cols; ++c) m[static_cast<size_t>(c)] = s[static_cast<size_t>(c)] / static_cast<double>(rows);
-  // Two passes: the squares of deviations, not E[x^2] - E[x]^2, which cancels badly.
-  const std::vector<double> q = column_sums<1>(rows, cols, threads, [&](int64_t r0, int64_t r1, double* p) {
-    sum_squared_deviations(r0, r1, cols, x, m.data(), p);
-  });
+  const double n = static_cast<double>(rows);
   for (int64_t c = 0; c < cols; ++c) {
-    mean[c] = static_cast<float>(m[static_cast<size_t>(c)]);
-    var[c] = static_cast<float>(q[static_cast<size_t>(c)] / static_cast<double>(rows));
+    const size_t u = static_cast<size_t>(c);
+    const double d = s[u] / n;
+    mean[c] = static_cast<float>(shift[u] + d);
+    var[c] = static_cast<float>(std::max(0.0, s[static_cast<size_t>(cols) + u] / n - d * d));
   }
 }
 
