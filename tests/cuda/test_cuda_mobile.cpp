@@ -114,23 +114,23 @@ void expect_same_step(const std::string& what, const Build& build, const Shape& 
   const double update = distance(cpu.weights, cpu.before, 0, cpu.weights.size());
   ASSERT_GT(update, 0.0);
   int over = 0;
-  double worst = 0;  // the largest distance over the allowance
+  double worst = 0;  // the largest ratio of a tensor's distance to its allowance
   std::string worst_name;
   for (const WeightInfo& w : cpu.tensors) {
     const size_t first = static_cast<size_t>(w.offset), n = static_cast<size_t>(num_elements(w.shape));
-    const double apart = distance(gpu.weights, cpu.weights, first, n);
+    const double gap = distance(gpu.weights, cpu.weights, first, n);
     const double noise = distance(nudged.weights, cpu.weights, first, n);
-    const double ratio = apart / (kNoiseFactor * noise + kUpdateShare * update);
+    const double ratio = gap / (kNoiseFactor * noise + kUpdateShare * update);
     if (!(ratio <= 1)) {
       ++over;
       std::printf("  %s: %s %.2e apart, %.2f of the allowance (a nudge: %.2e; largest update %.2e)\n", what.c_str(),
-                  w.name.c_str(), apart, ratio, noise, update);
+                  w.name.c_str(), gap, ratio, noise, update);
     }
     if (!(ratio <= worst)) {
       worst = ratio;
       worst_name = w.name;
     }
-    EXPECT_LE(apart, kKinkUpdateShare * update) << w.name;
+    EXPECT_LE(gap, kKinkUpdateShare * update) << w.name;
   }
   const double predicted = apart(gpu.predicted, cpu.predicted, 1e-3);
   const double loss_noise = std::fabs(nudged.loss - cpu.loss);
