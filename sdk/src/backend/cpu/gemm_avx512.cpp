@@ -14,6 +14,8 @@
 namespace kx::backend::cpu {
 namespace {
 
+constexpr int64_t kPrefetchRows = 32;
+
 template <int MR, int NV>
 KX_AVX512 void tile_kernel(const Tile& t) {
   // Columns beyond t.cols are masked off in the last vector; NV * 16 >= t.cols > (NV - 1) * 16.
@@ -28,6 +30,11 @@ KX_AVX512 void tile_kernel(const Tile& t) {
   const float* a = t.A;
   const float* b = t.B;
   for (int64_t k = 0; k < t.K; ++k, a += t.csa, b += t.ldb) {
+    // B's rows (and A's columns, when A is read transposed) lie a stride apart that the hardware
+    // prefetcher loses at page boundaries: ask for the rows kPrefetchRows ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * t.ldb), _MM_HINT_T0);
+    if (NV == 2) _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * t.ldb + 16), _MM_HINT_T0);
+    if (t.csa != 1) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchRows * t.csa), _MM_HINT_T0);
     __m512 bv[NV];
 #pragma GCC unroll 2
     for (int v = 0; v < NV; ++v)
