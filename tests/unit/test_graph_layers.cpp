@@ -178,6 +178,36 @@ TEST(BatchNormalizationLayer, TrainingNormalisesWithTheBatchAndMovesTheStatistic
   }
 }
 
+// The batch's moments (one pass, shifted by each column's first value) against float64's two passes
+// where a plain E[x^2] - E[x]^2 would cancel: columns far from zero with a small spread (one whose first
+// value lies far from the others), a constant one (variance exactly 0), over enough rows for several
+// chunks on two threads.
+TEST(BatchNormalizationLayer, MomentsFarFromZeroMatchFloat64) {
+  const int64_t rows = 5000, cols = 4;
+  std::vector<float> x(static_cast<size_t>(rows * cols));
+  const std::vector<float> noise = test::random_floats(x.size(), 31);
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto u = [&](int64_t c) { return noise[static_cast<size_t>(r * cols + c)]; };
+    x[static_cast<size_t>(r * cols + 0)] = 1e5f + u(0);
+    x[static_cast<size_t>(r * cols + 1)] = r == 0 ? 0.0f : 1e5f + 0.5f * u(1);
+    x[static_cast<size_t>(r * cols + 2)] = 3.0f;
+    x[static_cast<size_t>(r * cols + 3)] = -50.0f + 0.5f * u(3);
+  }
+  const auto be = backend::make_cpu_backend(2);
+  std::vector<float> mean(cols), var(cols);
+  be->column_moments(rows, cols, x.data(), mean.data(), var.data());
+  for (int64_t c = 0; c < cols; ++c) {
+    double m = 0, v = 0;
+    for (int64_t r = 0; r < rows; ++r) m += x[static_cast<size_t>(r * cols + c)];
+    m /= rows;
+    for (int64_t r = 0; r < rows; ++r) v += std::pow(x[static_cast<size_t>(r * cols + c)] - m, 2);
+    v /= rows;
+    EXPECT_NEAR(mean[static_cast<size_t>(c)], m, 1e-7 * std::fabs(m)) << "column " << c;
+    EXPECT_NEAR(var[static_cast<size_t>(c)], v, 1e-6 * v) << "column " << c;
+  }
+  EXPECT_EQ(var[2], 0.0f);
+}
+
 TEST(BatchNormalizationLayer, InferenceAndFrozenUseTheMovingStatistics) {
   for (bool frozen : {false, true}) {
     LayerSpec s = spec_of(LayerKind::BatchNormalization, "bn");
