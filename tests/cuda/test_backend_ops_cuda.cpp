@@ -9,9 +9,9 @@
 #include <string>
 
 #include "backend/backend.hpp"
-#include "backend/cuda_module.hpp"
 #include "kx/kx.hpp"
 #include "ops/op_cases.hpp"
+#include "require_gpu.hpp"
 
 namespace kx::test::ops {
 namespace {
@@ -26,7 +26,7 @@ OpResult run_on(backend::Backend& be, const OpCase& c, uint32_t seed) {
 }
 
 TEST_P(BackendOps, CudaMatchesTheCpuWithinTheCaseTolerance) {
-  if (device_count(DeviceKind::Cuda) == 0) GTEST_SKIP() << "no CUDA device: " << backend::CudaModule::load().status();
+  REQUIRE_GPU();
   const OpCase& c = GetParam();
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("KX_TEST_SEED=" + std::to_string(seed));

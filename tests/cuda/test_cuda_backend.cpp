@@ -16,6 +16,7 @@
 #include "backend/cuda_module.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
+#include "require_gpu.hpp"
 
 namespace kx {
 namespace {
@@ -24,10 +25,6 @@ using backend::Backend;
 using backend::DeviceBuffer;
 using backend::Trans;
 
-bool have_gpu() { return device_count(DeviceKind::Cuda) > 0; }
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: " << backend::CudaModule::load().status()
 
 // Fresh inputs on every run: the seed comes from the clock unless KX_TEST_SEED fixes it, and a
 // failure prints it.

@@ -23,33 +23,15 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda_module.hpp"
 #include "config/test_hooks.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
+#include "require_gpu.hpp"
 
 namespace kx {
 namespace {
 
-#define REQUIRE_GPU()                           \
-  if (device_count(DeviceKind::Cuda) == 0)      \
-  GTEST_SKIP() << "no CUDA device: " << backend::CudaModule::load().status()
-
 constexpr int64_t kBatch = 8, kClasses = 4;
-
-// max |a - b| / max(max |b|, floor): the largest difference against the tensor's scale (NaN where
-// either holds one).
-double apart(const std::vector<float>& a, const std::vector<float>& b, double floor) {
-  if (a.size() != b.size()) return INFINITY;
-  double diff = 0, scale = floor;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(double(a[i]) - b[i]);
-    if (std::isnan(d)) return NAN;
-    diff = std::max(diff, d);
-    scale = std::max(scale, std::fabs(double(b[i])));
-  }
-  return diff / scale;
-}
 
 struct Step {
   std::vector<float> before;         // the weights before the step
@@ -132,7 +114,10 @@ void expect_same_step(const std::string& what, const Build& build, const Shape& 
     }
     EXPECT_LE(gap, kKinkUpdateShare * update) << w.name;
   }
-  const double predicted = apart(gpu.predicted, cpu.predicted, 1e-3);
+  double predicted_scale = 1e-3;
+  for (float v : cpu.predicted) predicted_scale = std::max(predicted_scale, std::fabs(double(v)));
+  ASSERT_EQ(gpu.predicted.size(), cpu.predicted.size());
+  const double predicted = distance(gpu.predicted, cpu.predicted, 0, cpu.predicted.size()) / predicted_scale;
   const double loss_noise = std::fabs(nudged.loss - cpu.loss);
   std::printf("%s: predictions %.2e apart; loss cpu %.7f, nudged %.7f, cuda:0 %.7f; weights at most %.2f of "
               "the allowance (%s), %d of %zu tensors over it\n",

@@ -18,16 +18,13 @@
 #include "config/test_hooks.hpp"
 #include "kx/kx.hpp"
 #include "reference.hpp"
+#include "require_gpu.hpp"
 
 namespace kx {
 namespace {
 
 using backend::Trans;
 
-bool have_gpu() { return device_count(DeviceKind::Cuda) > 0; }
-
-#define REQUIRE_GPU() \
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA device: " << backend::CudaModule::load().status()
 
 // The step graphs recorded so far in this process.
 int64_t graphs_recorded() { return config::test_hooks().step_graphs_recorded.load(); }
