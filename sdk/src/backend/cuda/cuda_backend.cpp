@@ -186,7 +186,7 @@ class CudaBackend final : public Backend {
   void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
                                  const float* dy, float* dx, float* dw) override {
     use_device();
-    cuda::depthwise_conv2d_backward(stream_, g, multiplier, rows, x, w, dy, dx, dw);
+    cuda::depthwise_conv2d_backward(stream_, g, multiplier, rows, x, w, dy, dx, dw, column_scratch_.data<double>());
     launched("depthwise convolution gradient");
   }
   void max_pool_forward(const Window2d& g, int64_t rows, const float* x, float* y) override {

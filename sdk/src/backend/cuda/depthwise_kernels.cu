@@ -1,7 +1,8 @@
 // Depthwise convolution (Keras's DepthwiseConv2D) over channels-last samples. Forward and the input
 // gradient gather, one thread per value, adding in the CPU backend's order (cpu/depthwise_kernels.cpp)
-// with each operation rounded, so they give its bits; the filter gradient sums in double, one block per
-// weight, in a fixed order (no atomics).
+// with each operation rounded, so they give its bits; the filter gradient sums in double, in a fixed
+// order (no atomics).
+#include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernels.cuh"
 #include "backend/cuda/launch.cuh"
 #include "backend/rounded_math.hpp"
@@ -9,19 +10,43 @@
 namespace kx::backend::cuda {
 namespace {
 
+// The window's sizes in the index type of a launch: 32-bit where every index fits, since 64-bit
+// division costs several times more and these kernels divide for each value.
+template <class I>
+struct Window {
+  I in_h, in_w, channels, k_h, k_w, stride_h, stride_w, pad_top, pad_left, out_h, out_w, dilation_h, dilation_w;
+};
+
+template <class I>
+Window<I> window_in(const Window2d& g) {
+  return {static_cast<I>(g.in_h),       static_cast<I>(g.in_w),      static_cast<I>(g.channels),
+          static_cast<I>(g.k_h),        static_cast<I>(g.k_w),       static_cast<I>(g.stride_h),
+          static_cast<I>(g.stride_w),   static_cast<I>(g.pad_top),   static_cast<I>(g.pad_left),
+          static_cast<I>(g.out_h),      static_cast<I>(g.out_w),     static_cast<I>(g.dilation_h),
+          static_cast<I>(g.dilation_w)};
+}
+
+// Below this many values (input and output alike) a launch indexes in 32 bits; the margin keeps a
+// grid-stride step from overflowing.
+constexpr int64_t kInt32IndexLimit = int64_t{1} << 30;
+
+#define KX_GRID_STRIDE_OF(I, e, n) \
+  for (I e = static_cast<I>(blockIdx.x * blockDim.x + threadIdx.x); e < (n); e += static_cast<I>(gridDim.x * blockDim.x))
+
 // One thread per output value y[r, i, j, o], o = c * m + k: its taps in window order, then the bias.
-__global__ void depthwise_forward_kernel(Window2d g, int64_t m, int64_t rows, const float* x, const float* w,
-                                         const float* bias, float* y) {
-  const int64_t O = g.channels * m;
-  KX_GRID_STRIDE(e, rows * g.out_h * g.out_w * O) {
-    const int64_t o = e % O, j = (e / O) % g.out_w, i = (e / (O * g.out_w)) % g.out_h, r = e / (O * g.out_w * g.out_h);
-    const int64_t c = o / m;
+template <class I>
+__global__ void depthwise_forward_kernel(Window<I> g, I m, I n, const float* x, const float* w, const float* bias,
+                                         float* y) {
+  const I O = g.channels * m;
+  KX_GRID_STRIDE_OF(I, e, n) {
+    const I o = e % O, j = (e / O) % g.out_w, i = (e / (O * g.out_w)) % g.out_h, r = e / (O * g.out_w * g.out_h);
+    const I c = o / m;
     float acc = 0.0f;
-    for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
+    for (I a = 0; a < g.k_h; ++a) {
+      const I yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
       if (yy < 0 || yy >= g.in_h) continue;
-      for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
+      for (I b = 0; b < g.k_w; ++b) {
+        const I xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
         if (xx < 0 || xx >= g.in_w) continue;
         acc = add_rn(acc, mul_rn(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c], w[(a * g.k_w + b) * O + o]));
       }
@@ -32,27 +57,27 @@ __global__ void depthwise_forward_kernel(Window2d g, int64_t m, int64_t rows, co
 
 // One thread per input value dx[r, yy, xx, c]: the outputs its taps reach, in the order the CPU
 // scatters them (outputs by row, then column: taps from the last to the first).
-__global__ void depthwise_backward_input_kernel(Window2d g, int64_t m, int64_t rows, const float* w, const float* dy,
-                                                float* dx) {
-  const int64_t C = g.channels, O = C * m;
-  KX_GRID_STRIDE(e, rows * g.in_h * g.in_w * C) {
-    const int64_t c = e % C, xx = (e / C) % g.in_w, yy = (e / (C * g.in_w)) % g.in_h, r = e / (C * g.in_w * g.in_h);
+template <class I>
+__global__ void depthwise_backward_input_kernel(Window<I> g, I m, I n, const float* w, const float* dy, float* dx) {
+  const I C = g.channels, O = C * m;
+  KX_GRID_STRIDE_OF(I, e, n) {
+    const I c = e % C, xx = (e / C) % g.in_w, yy = (e / (C * g.in_w)) % g.in_h, r = e / (C * g.in_w * g.in_h);
     float acc = 0.0f;
-    for (int64_t a = g.k_h - 1; a >= 0; --a) {
-      const int64_t ti = yy + g.pad_top - a * g.dilation_h;
+    for (I a = g.k_h - 1; a >= 0; --a) {
+      const I ti = yy + g.pad_top - a * g.dilation_h;
       if (ti < 0 || ti % g.stride_h != 0 || ti / g.stride_h >= g.out_h) continue;
-      const int64_t i = ti / g.stride_h;
-      for (int64_t b = g.k_w - 1; b >= 0; --b) {
-        const int64_t tj = xx + g.pad_left - b * g.dilation_w;
+      const I i = ti / g.stride_h;
+      for (I b = g.k_w - 1; b >= 0; --b) {
+        const I tj = xx + g.pad_left - b * g.dilation_w;
         if (tj < 0 || tj % g.stride_w != 0 || tj / g.stride_w >= g.out_w) continue;
-        const int64_t j = tj / g.stride_w;
+        const I j = tj / g.stride_w;
         const float* grad = dy + ((r * g.out_h + i) * g.out_w + j) * O + c * m;
         const float* k = w + (a * g.k_w + b) * O + c * m;
         if (m == 1) {
           acc = add_rn(acc, mul_rn(k[0], grad[0]));
         } else {
           float s = 0.0f;
-          for (int64_t q = 0; q < m; ++q) s = add_rn(s, mul_rn(k[q], grad[q]));
+          for (I q = 0; q < m; ++q) s = add_rn(s, mul_rn(k[q], grad[q]));
           acc = add_rn(acc, s);
         }
       }
@@ -61,32 +86,46 @@ __global__ void depthwise_backward_input_kernel(Window2d g, int64_t m, int64_t r
   }
 }
 
-// One block per weight dw[a, b, o]: its threads sum strided positions (r, i, j) in double, then a tree
-// in shared memory adds the threads' sums.
-__global__ void depthwise_backward_filter_kernel(Window2d g, int64_t m, int64_t rows, const float* x, const float* dy,
-                                                 float* dw) {
-  __shared__ double part[kThreads];
-  const int64_t O = g.channels * m, taps = g.k_h * g.k_w;
-  for (int64_t weight = blockIdx.x; weight < taps * O; weight += gridDim.x) {
-    const int64_t o = weight % O, tap = weight / O, a = tap / g.k_w, b = tap % g.k_w, c = o / m;
-    double acc = 0.0;
-    for (int64_t p = threadIdx.x; p < rows * g.out_h * g.out_w; p += blockDim.x) {
-      const int64_t j = p % g.out_w, i = (p / g.out_w) % g.out_h, r = p / (g.out_w * g.out_h);
+// The filter gradient is a column sum: row p = (r, i, j) is an output position, column o an output
+// channel, and tap (a, b) adds x[r, i * stride + a * dilation - pad, ..., c] * dy[p, o]. Summed by
+// column_sums (column_sums.cuh) up to kDepthwiseTapsPerPass taps at a time: a warp reads 32
+// neighbouring channels of one position, so every load is coalesced, and the sums are in double in an
+// order fixed by the shapes alone.
+constexpr int kDepthwiseTapsPerPass = kColumnMaxSums;
+
+struct DepthwiseFilterTerms {
+  Window2d g;
+  int64_t m, O;
+  int first_tap, taps;
+  const float* x;
+  const float* dy;
+  __device__ void operator()(int64_t p, int64_t o, double* acc) const {
+    const int64_t j = p % g.out_w, i = (p / g.out_w) % g.out_h, r = p / (g.out_w * g.out_h), c = o / m;
+    const double d = dy[p * O + o];
+#pragma unroll
+    for (int k = 0; k < kDepthwiseTapsPerPass; ++k) {
+      if (k >= taps) break;
+      const int64_t t = first_tap + k, a = t / g.k_w, b = t % g.k_w;
       const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
       const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
       if (yy < 0 || yy >= g.in_h || xx < 0 || xx >= g.in_w) continue;
-      acc += static_cast<double>(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c]) *
-             static_cast<double>(dy[p * O + o]);
+      acc[k] += static_cast<double>(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c]) * d;
     }
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half /= 2) {
-      if (static_cast<int>(threadIdx.x) < half) part[threadIdx.x] += part[threadIdx.x + half];
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) dw[weight] = static_cast<float>(part[0]);
-    __syncthreads();
   }
+};
+
+struct StoreFilterTaps {
+  float* dw;
+  int64_t O;
+  int first_tap, taps;
+  __device__ void operator()(int64_t o, const double* sums) const {
+    for (int k = 0; k < taps; ++k) dw[(first_tap + k) * O + o] = static_cast<float>(sums[k]);
+  }
+};
+
+bool fits_int32(const Window2d& g, int64_t multiplier, int64_t rows) {
+  return rows * g.in_h * g.in_w * g.channels < kInt32IndexLimit &&
+         rows * g.out_h * g.out_w * g.channels * multiplier < kInt32IndexLimit;
 }
 
 }  // namespace
@@ -95,16 +134,32 @@ void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multipl
                               const float* w, const float* bias, float* y) {
   const int64_t n = rows * g.out_h * g.out_w * g.channels * multiplier;
   if (n == 0) return;
-  depthwise_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(g, multiplier, rows, x, w, bias, y);
+  if (fits_int32(g, multiplier, rows))
+    depthwise_forward_kernel<int32_t><<<blocks_for(n), kThreads, 0, s>>>(
+        window_in<int32_t>(g), static_cast<int32_t>(multiplier), static_cast<int32_t>(n), x, w, bias, y);
+  else
+    depthwise_forward_kernel<int64_t><<<blocks_for(n), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier, n, x, w,
+                                                                          bias, y);
 }
 
 void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
-                               const float* w, const float* dy, float* dx, float* dw) {
-  const int64_t in = rows * g.in_h * g.in_w * g.channels, weights = g.k_h * g.k_w * g.channels * multiplier;
-  if (dx && in > 0) depthwise_backward_input_kernel<<<blocks_for(in), kThreads, 0, s>>>(g, multiplier, rows, w, dy, dx);
-  if (dw && weights > 0) {
-    const unsigned blocks = static_cast<unsigned>(weights < 65535 * 16 ? weights : 65535 * 16);
-    depthwise_backward_filter_kernel<<<blocks, kThreads, 0, s>>>(g, multiplier, rows, x, dy, dw);
+                               const float* w, const float* dy, float* dx, float* dw, double* scratch) {
+  const int64_t in = rows * g.in_h * g.in_w * g.channels, O = g.channels * multiplier;
+  if (dx && in > 0) {
+    if (fits_int32(g, multiplier, rows))
+      depthwise_backward_input_kernel<int32_t><<<blocks_for(in), kThreads, 0, s>>>(
+          window_in<int32_t>(g), static_cast<int32_t>(multiplier), static_cast<int32_t>(in), w, dy, dx);
+    else
+      depthwise_backward_input_kernel<int64_t><<<blocks_for(in), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier,
+                                                                                   in, w, dy, dx);
+  }
+  if (!dw || O == 0) return;
+  const int64_t positions = rows * g.out_h * g.out_w;
+  const int taps = static_cast<int>(g.k_h * g.k_w);
+  for (int first = 0; first < taps; first += kDepthwiseTapsPerPass) {
+    const int n = std::min(kDepthwiseTapsPerPass, taps - first);
+    column_sums<kDepthwiseTapsPerPass>(s, positions, O, DepthwiseFilterTerms{g, multiplier, O, first, n, x, dy},
+                                       StoreFilterTaps{dw, O, first, n}, scratch);
   }
 }
 

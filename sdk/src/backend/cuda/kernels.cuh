@@ -18,7 +18,7 @@ void bias_relu(cudaStream_t s, int64_t rows, int64_t cols, int64_t ld, float* y,
 // The column sums' scratch (column_sums.cuh), in doubles: up to kColumnMaxSums sums per column and
 // chunk of rows, then one double per column that a later pass reads (the mean, for the variance).
 inline constexpr int64_t kColumnMaxBlocks = 2048;  // of the first kernel: chunks x blocks of 32 columns
-inline constexpr int kColumnMaxSums = 2;
+inline constexpr int kColumnMaxSums = 9;  // a 3x3 depthwise filter's taps in one pass
 inline constexpr int64_t kColumnPartialDoubles = kColumnMaxSums * kColumnMaxBlocks * 32;
 inline constexpr int64_t kColumnScratchDoubles = kColumnPartialDoubles + kColumnMaxBlocks * 32;
 // db[c] = the sum of dz's column c, in double in a fixed order (column_sums.cuh), rounded to float;
@@ -42,7 +42,7 @@ void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, f
 void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
                               const float* w, const float* bias, float* y);
 void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
-                               const float* w, const float* dy, float* dx, float* dw);
+                               const float* w, const float* dy, float* dx, float* dw, double* scratch);
 void max_pool_forward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* y);
 void max_pool_backward(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, const float* y,
                        const float* dy, float* dx);
