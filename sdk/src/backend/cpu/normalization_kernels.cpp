@@ -37,11 +37,41 @@ KX_CLONES_AVX2 void sum_shifted_moments(int64_t r0, int64_t r1, int64_t cols, co
     }
   }
 }
-// p[c] += dy, p[cols + c] += dy * xhat: batch normalisation's dbeta and dgamma.
-KX_CLONES_AVX2 void sum_batch_norm_grads(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* dy,
-                                         const float* mean, const double* invstd, double* p) {
+// Activations fused into batch normalisation's loops row by row (MobileNetV2's and ResNet's): their
+// value or gradient costs a compare or two, so it is formed in the same pass over memory as the
+// normalisation. The others take a second pass over each block while it is in cache. One loop serves
+// relu and relu6 (and no activation) as a clip to [low, high]: a loop per activation in each CPU clone
+// would cost libkx more bytes than its budget leaves.
+bool fused_in_rows(Activation act) { return act == Activation::Relu || act == Activation::Relu6; }
+struct RowClip {
+  float low = -INFINITY, high = INFINITY;  // None: no clip
+  bool clips_high = false;
+};
+RowClip row_clip(Activation act) {
+  if (act == Activation::Relu) return {0.0f, INFINITY, false};
+  if (act == Activation::Relu6) return {0.0f, 6.0f, true};
+  return {};
+}
+
+// p[c] += dy, p[cols + c] += dy * xhat: batch normalisation's dbeta and dgamma. With `act` relu or relu6
+// (its clip), each row of dy first becomes the gradient at the activation's input, where forward's
+// value x * scale + shift lies strictly inside the clip (as relu_general_backward and relu's gradient
+// pass it); with no activation scale and shift are not read.
+KX_CLONES_AVX2 void sum_batch_norm_grads(const RowClip* act, int64_t r0, int64_t r1, int64_t cols, const float* x,
+                                         float* dy, const float* scale, const float* shift, const float* mean,
+                                         const double* invstd, double* p) {
   for (int64_t r = r0; r < r1; ++r) {
-    const float *xr = x + r * cols, *gr = dy + r * cols;
+    const float* xr = x + r * cols;
+    float* gr = dy + r * cols;
+    if (act) {
+      const float high = act->high;
+      const bool clips = act->clips_high;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = xr[c] * scale[c] + shift[c];
+        gr[c] = (v > 0.0f) & ((v < high) | !clips) ? gr[c] : 0.0f;
+      }
+    }
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) {
       const double g = gr[c];
@@ -95,14 +125,20 @@ namespace {
 // normalisation and the activation.
 int64_t block_rows(int64_t cols) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(cols, 1)); }
 
-// y = x * scale + shift per column, for rows [r0, r1): forward's values, and backward's again.
-KX_CLONES_AVX2 void scale_shift_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale,
-                                     const float* shift, float* y) {
+// y = x * scale + shift per column, clipped to [low, high] as relu and relu6 clip (NaN stays NaN), for
+// rows [r0, r1): forward's values, and backward's again. y holds rows from r0.
+KX_CLONES_AVX2 void scale_shift_rows(const RowClip& clip, int64_t r0, int64_t r1, int64_t cols, const float* x,
+                                     const float* scale, const float* shift, float* y) {
+  const float low = clip.low, high = clip.high;
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + (r - r0) * cols;
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * scale[c] + shift[c];
+    for (int64_t c = 0; c < cols; ++c) {
+      const float v = xr[c] * scale[c] + shift[c];
+      const float above = v < low ? low : v;
+      yr[c] = above > high ? high : above;
+    }
   }
 }
 
@@ -141,8 +177,9 @@ void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* m
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t r0 = b * per_block, r1 = std::min(rows, r0 + per_block);
     float* yb = y + r0 * cols;
-    scale_shift_rows(r0, r1, cols, x, scale.data(), shift.data(), yb);
-    if (act != Activation::None) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
+    const bool fused = fused_in_rows(act);
+    scale_shift_rows(row_clip(fused ? act : Activation::None), r0, r1, cols, x, scale.data(), shift.data(), yb);
+    if (!fused && act != Activation::None) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
   }
 }
 
@@ -155,16 +192,21 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, float* dy, 
   if (act != Activation::None) scale_and_shift(cols, mean, var, epsilon, gamma, beta, scale, shift);
   const int64_t per_block = block_rows(cols);
   // dbeta = sum dy, dgamma = sum dy * xhat; with an activation, dy first becomes the gradient at its
-  // input, block by block (forward's values again, then the activation's gradient from them), so that
-  // each block is summed while it is in cache. The sums keep their order: the same as without.
+  // input: row by row in the summing loop for those fused_in_rows, else block by block (forward's
+  // values again, then the activation's gradient from them), so that each block is summed while it is
+  // in cache. The sums keep their order: the same as without.
   const std::vector<double> s = column_sums<2>(rows, cols, threads, [&](int64_t r0, int64_t r1, double* p) {
-    if (act == Activation::None) return sum_batch_norm_grads(r0, r1, cols, x, dy, mean, invstd.data(), p);
+    if (act == Activation::None) return sum_batch_norm_grads(nullptr, r0, r1, cols, x, dy, {}, {}, mean, invstd.data(), p);
+    if (fused_in_rows(act)) {
+      const RowClip clip = row_clip(act);
+      return sum_batch_norm_grads(&clip, r0, r1, cols, x, dy, scale.data(), shift.data(), mean, invstd.data(), p);
+    }
     std::vector<float> values(static_cast<size_t>(per_block * cols));
     for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
       const int64_t b1 = std::min(r1, b0 + per_block), n = (b1 - b0) * cols;
-      scale_shift_rows(b0, b1, cols, x, scale.data(), shift.data(), values.data());
+      scale_shift_rows({}, b0, b1, cols, x, scale.data(), shift.data(), values.data());
       pointwise_activation_backward_span(act, n, values.data(), dy + b0 * cols, dy + b0 * cols);
-      sum_batch_norm_grads(b0, b1, cols, x, dy, mean, invstd.data(), p);
+      sum_batch_norm_grads(nullptr, b0, b1, cols, x, dy, {}, {}, mean, invstd.data(), p);
     }
   });
   for (int64_t c = 0; c < cols; ++c) {
