@@ -362,7 +362,10 @@ class CpuBackend final : public Backend {
     if (grad_factor && *grad_factor == 0.0f) return;
     const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor ? *grad_factor : 1.0f};
     const float rate = *lr;
-    for_spans(n, [&](int64_t b, int64_t e) { adamw_span(e - b, p + b, g + b, m + b, v + b, step, rate, weight_decay); });
+    for_spans(n, [&](int64_t b, int64_t e) {
+      weight_decay_span(e - b, p + b, rate, weight_decay);
+      adam_span(e - b, p + b, g + b, m + b, v + b, step);
+    });
   }
 
   void rmsprop_update(int64_t n, float* p, const float* g, float* v, float* m, float* a, const float* lr,

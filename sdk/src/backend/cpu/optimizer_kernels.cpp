@@ -24,18 +24,10 @@ KX_CLONES void adam_span(int64_t n, float* __restrict p, const float* __restrict
   }
 }
 
-KX_CLONES void adamw_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict m,
-                          float* __restrict v, const AdamStep& s, float lr, float weight_decay) {
-  const float lr_t = s.lr_t, epsilon = s.epsilon;
-  const float one_minus_b1 = s.one_minus_beta1, one_minus_b2 = s.one_minus_beta2, factor = s.grad_factor;
+// AdamW's decay before Adam's step (adam_span), a pass over p that is bound by memory: no clones.
+void weight_decay_span(int64_t n, float* __restrict p, float lr, float weight_decay) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    float mi = m[i], vi = v[i];
-    p[i] = adam_step(weight_decayed(p[i], weight_decay, lr), g[i] * factor, mi, vi, lr_t, one_minus_b1, one_minus_b2,
-                     epsilon);
-    m[i] = mi;
-    v[i] = vi;
-  }
+  for (int64_t i = 0; i < n; ++i) p[i] = weight_decayed(p[i], weight_decay, lr);
 }
 
 KX_CLONES_AVX2 void rmsprop_span(int64_t n, float* __restrict p, const float* __restrict g, float* __restrict v,

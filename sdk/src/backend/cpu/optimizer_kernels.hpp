@@ -14,8 +14,9 @@ struct AdamStep {
 
 // Keras 3's update: p -= (m * lr_t) / (sqrt(v) + epsilon) after the moment updates, for n elements.
 void adam_span(int64_t n, float* p, const float* g, float* m, float* v, const AdamStep& s);
-// AdamW: p -= p * weight_decay * lr first (optimizer_math.hpp), then Adam's step.
-void adamw_span(int64_t n, float* p, const float* g, float* m, float* v, const AdamStep& s, float lr, float weight_decay);
+// AdamW's decay, p -= p * weight_decay * lr (optimizer_math.hpp), before Adam's step: the same operations
+// as optimizer_math.hpp's adam_step after weight_decayed, so the same bits as one loop of both.
+void weight_decay_span(int64_t n, float* p, float lr, float weight_decay);
 // RMSprop (optimizer_math.hpp); m and a may be null.
 void rmsprop_span(int64_t n, float* p, const float* g, float* v, float* m, float* a, const RmsPropConstants& c,
                   float lr, float grad_factor);
