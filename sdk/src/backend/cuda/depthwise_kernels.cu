@@ -39,8 +39,8 @@ __global__ void depthwise_forward_kernel(Window<I> g, I m, I n, const float* x, 
                                          float* y) {
   const I O = g.channels * m;
   KX_GRID_STRIDE_OF(I, e, n) {
-    const I o = e % O, j = (e / O) % g.out_w, i = (e / (O * g.out_w)) % g.out_h, r = e / (O * g.out_w * g.out_h);
-    const I c = o / m;
+    const I q = e / O, o = e - q * O, q2 = q / g.out_w, j = q - q2 * g.out_w, r = q2 / g.out_h, i = q2 - r * g.out_h;
+    const I c = m == 1 ? o : o / m;
     float acc = 0.0f;
     for (I a = 0; a < g.k_h; ++a) {
       const I yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
@@ -56,21 +56,24 @@ __global__ void depthwise_forward_kernel(Window<I> g, I m, I n, const float* x, 
 }
 
 // One thread per input value dx[r, yy, xx, c]: the outputs its taps reach, in the order the CPU
-// scatters them (outputs by row, then column: taps from the last to the first).
-template <class I>
+// scatters them (outputs by row, then column: taps from the last to the first). Unit: both strides are
+// 1 (most depthwise layers), where no tap divides.
+template <class I, bool Unit>
 __global__ void depthwise_backward_input_kernel(Window<I> g, I m, I n, const float* w, const float* dy, float* dx) {
   const I C = g.channels, O = C * m;
   KX_GRID_STRIDE_OF(I, e, n) {
-    const I c = e % C, xx = (e / C) % g.in_w, yy = (e / (C * g.in_w)) % g.in_h, r = e / (C * g.in_w * g.in_h);
+    const I q = e / C, c = e - q * C, q2 = q / g.in_w, xx = q - q2 * g.in_w, r = q2 / g.in_h, yy = q2 - r * g.in_h;
     float acc = 0.0f;
     for (I a = g.k_h - 1; a >= 0; --a) {
       const I ti = yy + g.pad_top - a * g.dilation_h;
-      if (ti < 0 || ti % g.stride_h != 0 || ti / g.stride_h >= g.out_h) continue;
-      const I i = ti / g.stride_h;
+      if (ti < 0 || (!Unit && ti % g.stride_h != 0)) continue;
+      const I i = Unit ? ti : ti / g.stride_h;
+      if (i >= g.out_h) continue;
       for (I b = g.k_w - 1; b >= 0; --b) {
         const I tj = xx + g.pad_left - b * g.dilation_w;
-        if (tj < 0 || tj % g.stride_w != 0 || tj / g.stride_w >= g.out_w) continue;
-        const I j = tj / g.stride_w;
+        if (tj < 0 || (!Unit && tj % g.stride_w != 0)) continue;
+        const I j = Unit ? tj : tj / g.stride_w;
+        if (j >= g.out_w) continue;
         const float* grad = dy + ((r * g.out_h + i) * g.out_w + j) * O + c * m;
         const float* k = w + (a * g.k_w + b) * O + c * m;
         if (m == 1) {
@@ -93,23 +96,33 @@ __global__ void depthwise_backward_input_kernel(Window<I> g, I m, I n, const flo
 // order fixed by the shapes alone.
 constexpr int kDepthwiseTapsPerPass = kColumnMaxSums;
 
+// Index arithmetic in I (window_in); the pass's taps walked row by row from (first_a, first_b), so that
+// no tap divides.
+template <class I>
 struct DepthwiseFilterTerms {
-  Window2d g;
-  int64_t m, O;
-  int first_tap, taps;
+  Window<I> g;
+  I m, O;
+  int first_a, first_b, taps;
   const float* x;
   const float* dy;
-  __device__ void operator()(int64_t p, int64_t o, double* acc) const {
-    const int64_t j = p % g.out_w, i = (p / g.out_w) % g.out_h, r = p / (g.out_w * g.out_h), c = o / m;
+  __device__ void operator()(int64_t row, int64_t col, double* acc) const {
+    const I p = static_cast<I>(row), o = static_cast<I>(col);
+    const I q = p / g.out_w, j = p - q * g.out_w, r = q / g.out_h, i = q - r * g.out_h;
+    const I c = m == 1 ? o : o / m;
     const double d = dy[p * O + o];
+    const I top = i * g.stride_h - g.pad_top, left = j * g.stride_w - g.pad_left;
+    const float* sample = x + r * g.in_h * g.in_w * g.channels + c;
+    I a = first_a, b = first_b;
 #pragma unroll
     for (int k = 0; k < kDepthwiseTapsPerPass; ++k) {
       if (k >= taps) break;
-      const int64_t t = first_tap + k, a = t / g.k_w, b = t % g.k_w;
-      const int64_t yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
-      const int64_t xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
-      if (yy < 0 || yy >= g.in_h || xx < 0 || xx >= g.in_w) continue;
-      acc[k] += static_cast<double>(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c]) * d;
+      const I yy = top + a * g.dilation_h, xx = left + b * g.dilation_w;
+      if (yy >= 0 && yy < g.in_h && xx >= 0 && xx < g.in_w)
+        acc[k] += static_cast<double>(sample[(yy * g.in_w + xx) * g.channels]) * d;
+      if (++b == g.k_w) {
+        b = 0;
+        ++a;
+      }
     }
   }
 };
@@ -146,20 +159,36 @@ void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multip
                                const float* w, const float* dy, float* dx, float* dw, double* scratch) {
   const int64_t in = rows * g.in_h * g.in_w * g.channels, O = g.channels * multiplier;
   if (dx && in > 0) {
-    if (fits_int32(g, multiplier, rows))
-      depthwise_backward_input_kernel<int32_t><<<blocks_for(in), kThreads, 0, s>>>(
-          window_in<int32_t>(g), static_cast<int32_t>(multiplier), static_cast<int32_t>(in), w, dy, dx);
-    else
-      depthwise_backward_input_kernel<int64_t><<<blocks_for(in), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier,
-                                                                                   in, w, dy, dx);
+    const bool unit = g.stride_h == 1 && g.stride_w == 1;
+    if (fits_int32(g, multiplier, rows)) {
+      const auto launch = unit ? depthwise_backward_input_kernel<int32_t, true>
+                               : depthwise_backward_input_kernel<int32_t, false>;
+      launch<<<blocks_for(in), kThreads, 0, s>>>(window_in<int32_t>(g), static_cast<int32_t>(multiplier),
+                                                  static_cast<int32_t>(in), w, dy, dx);
+    } else {
+      const auto launch = unit ? depthwise_backward_input_kernel<int64_t, true>
+                               : depthwise_backward_input_kernel<int64_t, false>;
+      launch<<<blocks_for(in), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier, in, w, dy, dx);
+    }
   }
   if (!dw || O == 0) return;
   const int64_t positions = rows * g.out_h * g.out_w;
   const int taps = static_cast<int>(g.k_h * g.k_w);
+  const bool narrow = fits_int32(g, multiplier, rows);
   for (int first = 0; first < taps; first += kDepthwiseTapsPerPass) {
     const int n = std::min(kDepthwiseTapsPerPass, taps - first);
-    column_sums<kDepthwiseTapsPerPass>(s, positions, O, DepthwiseFilterTerms{g, multiplier, O, first, n, x, dy},
-                                       StoreFilterTaps{dw, O, first, n}, scratch);
+    const int a = first / static_cast<int>(g.k_w), b = first % static_cast<int>(g.k_w);
+    const StoreFilterTaps store{dw, O, first, n};
+    if (narrow)
+      column_sums<kDepthwiseTapsPerPass>(
+          s, positions, O,
+          DepthwiseFilterTerms<int32_t>{window_in<int32_t>(g), static_cast<int32_t>(multiplier),
+                                        static_cast<int32_t>(O), a, b, n, x, dy},
+          store, scratch);
+    else
+      column_sums<kDepthwiseTapsPerPass>(
+          s, positions, O, DepthwiseFilterTerms<int64_t>{window_in<int64_t>(g), multiplier, O, a, b, n, x, dy}, store,
+          scratch);
   }
 }
 
