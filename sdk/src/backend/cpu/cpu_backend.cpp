@@ -362,9 +362,14 @@ class CpuBackend final : public Backend {
     if (grad_factor && *grad_factor == 0.0f) return;
     const AdamStep step{*lr_t, one_minus_beta1, one_minus_beta2, epsilon, grad_factor ? *grad_factor : 1.0f};
     const float rate = *lr;
+    // The decay and the step block by block, so that the decayed block is still in cache for the step.
+    constexpr int64_t kBlock = 4096;
     for_spans(n, [&](int64_t b, int64_t e) {
-      weight_decay_span(e - b, p + b, rate, weight_decay);
-      adam_span(e - b, p + b, g + b, m + b, v + b, step);
+      for (int64_t i = b; i < e; i += kBlock) {
+        const int64_t k = std::min(kBlock, e - i);
+        weight_decay_span(k, p + i, rate, weight_decay);
+        adam_span(k, p + i, g + i, m + i, v + i, step);
+      }
     });
   }
 

@@ -64,12 +64,12 @@ KX_CLONES_AVX2 void sum_batch_norm_grads(const RowClip* act, int64_t r0, int64_t
     const float* xr = x + r * cols;
     float* gr = dy + r * cols;
     if (act) {
-      const float high = act->high;
+      const float low = act->low, high = act->high;
       const bool clips = act->clips_high;
 #pragma omp simd
       for (int64_t c = 0; c < cols; ++c) {
         const float v = xr[c] * scale[c] + shift[c];
-        gr[c] = (v > 0.0f) & ((v < high) | !clips) ? gr[c] : 0.0f;
+        gr[c] = (v > low) & ((v < high) | !clips) ? gr[c] : 0.0f;
       }
     }
 #pragma omp simd

@@ -26,7 +26,7 @@ Window<I> window_in(const Window2d& g) {
           static_cast<I>(g.dilation_w)};
 }
 
-// Below this many values (input and output alike) a launch indexes in 32 bits; the margin keeps a
+// Below this many values (input, output and filter alike) a launch indexes in 32 bits; the margin keeps a
 // grid-stride step from overflowing.
 constexpr int64_t kInt32IndexLimit = int64_t{1} << 30;
 
@@ -138,7 +138,8 @@ struct StoreFilterTaps {
 
 bool fits_int32(const Window2d& g, int64_t multiplier, int64_t rows) {
   return rows * g.in_h * g.in_w * g.channels < kInt32IndexLimit &&
-         rows * g.out_h * g.out_w * g.channels * multiplier < kInt32IndexLimit;
+         rows * g.out_h * g.out_w * g.channels * multiplier < kInt32IndexLimit &&
+         g.k_h * g.k_w * g.channels * multiplier < kInt32IndexLimit;
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ void loss(cudaStream_t s, const LossSpec& spec, int64_t rows, int64_t cols, cons
 
 void im2col(cudaStream_t s, const Window2d& g, int64_t rows, const float* x, float* col);
 void col2im(cudaStream_t s, const Window2d& g, int64_t rows, const float* col, float* dx);
-// Depthwise convolution (depthwise_kernels.cu), as the operations of backend_ops.hpp.
+// Depthwise convolution (depthwise_kernels.cu), as the operations of backend_ops.hpp; the filter
+// gradient's scratch holds kColumnScratchDoubles, as for bias_grad.
 void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
                               const float* w, const float* bias, float* y);
 void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
