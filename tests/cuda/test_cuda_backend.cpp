@@ -25,7 +25,6 @@ using backend::Backend;
 using backend::DeviceBuffer;
 using backend::Trans;
 
-
 // Fresh inputs on every run: the seed comes from the clock unless KX_TEST_SEED fixes it, and a
 // failure prints it.
 uint32_t fresh_seed() {

@@ -25,7 +25,6 @@ namespace {
 
 using backend::Trans;
 
-
 // The step graphs recorded so far in this process.
 int64_t graphs_recorded() { return config::test_hooks().step_graphs_recorded.load(); }
 

@@ -173,13 +173,14 @@ void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* m
   scale_and_shift(cols, mean, var, epsilon, gamma, beta, scale, shift);
   const int64_t per_block = block_rows(cols), blocks = (rows + per_block - 1) / per_block;
   const int nt = rows * cols >= kParallelValues ? threads : 1;
+  const RowClip clip = row_clip(act);  // no clip for the activations not fused_in_rows
+  const bool second_pass = act != Activation::None && !fused_in_rows(act);
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t r0 = b * per_block, r1 = std::min(rows, r0 + per_block);
     float* yb = y + r0 * cols;
-    const bool fused = fused_in_rows(act);
-    scale_shift_rows(row_clip(fused ? act : Activation::None), r0, r1, cols, x, scale.data(), shift.data(), yb);
-    if (!fused && act != Activation::None) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
+    scale_shift_rows(clip, r0, r1, cols, x, scale.data(), shift.data(), yb);
+    if (second_pass) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
   }
 }
 

@@ -30,9 +30,6 @@ Window<I> window_in(const Window2d& g) {
 // grid-stride step from overflowing.
 constexpr int64_t kInt32IndexLimit = int64_t{1} << 30;
 
-#define KX_GRID_STRIDE_OF(I, e, n) \
-  for (I e = static_cast<I>(blockIdx.x * blockDim.x + threadIdx.x); e < (n); e += static_cast<I>(gridDim.x * blockDim.x))
-
 // One thread per output value y[r, i, j, o], o = c * m + k: its taps in window order, then the bias.
 template <class I>
 __global__ void depthwise_forward_kernel(Window<I> g, I m, I n, const float* x, const float* w, const float* bias,
@@ -142,18 +139,26 @@ bool fits_int32(const Window2d& g, int64_t multiplier, int64_t rows) {
          g.k_h * g.k_w * g.channels * multiplier < kInt32IndexLimit;
 }
 
+// launch(I{}) with I = int32_t where the shapes fit it (fits_int32), else int64_t.
+template <class Launch>
+void with_index_type(const Window2d& g, int64_t multiplier, int64_t rows, const Launch& launch) {
+  if (fits_int32(g, multiplier, rows))
+    launch(int32_t{});
+  else
+    launch(int64_t{});
+}
+
 }  // namespace
 
 void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
                               const float* w, const float* bias, float* y) {
   const int64_t n = rows * g.out_h * g.out_w * g.channels * multiplier;
   if (n == 0) return;
-  if (fits_int32(g, multiplier, rows))
-    depthwise_forward_kernel<int32_t><<<blocks_for(n), kThreads, 0, s>>>(
-        window_in<int32_t>(g), static_cast<int32_t>(multiplier), static_cast<int32_t>(n), x, w, bias, y);
-  else
-    depthwise_forward_kernel<int64_t><<<blocks_for(n), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier, n, x, w,
-                                                                          bias, y);
+  with_index_type(g, multiplier, rows, [&](auto index) {
+    using I = decltype(index);
+    depthwise_forward_kernel<I><<<blocks_for(n), kThreads, 0, s>>>(window_in<I>(g), static_cast<I>(multiplier),
+                                                                    static_cast<I>(n), x, w, bias, y);
+  });
 }
 
 void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
@@ -161,35 +166,26 @@ void depthwise_conv2d_backward(cudaStream_t s, const Window2d& g, int64_t multip
   const int64_t in = rows * g.in_h * g.in_w * g.channels, O = g.channels * multiplier;
   if (dx && in > 0) {
     const bool unit = g.stride_h == 1 && g.stride_w == 1;
-    if (fits_int32(g, multiplier, rows)) {
-      const auto launch = unit ? depthwise_backward_input_kernel<int32_t, true>
-                               : depthwise_backward_input_kernel<int32_t, false>;
-      launch<<<blocks_for(in), kThreads, 0, s>>>(window_in<int32_t>(g), static_cast<int32_t>(multiplier),
-                                                  static_cast<int32_t>(in), w, dy, dx);
-    } else {
-      const auto launch = unit ? depthwise_backward_input_kernel<int64_t, true>
-                               : depthwise_backward_input_kernel<int64_t, false>;
-      launch<<<blocks_for(in), kThreads, 0, s>>>(window_in<int64_t>(g), multiplier, in, w, dy, dx);
-    }
+    with_index_type(g, multiplier, rows, [&](auto index) {
+      using I = decltype(index);
+      const auto kernel = unit ? depthwise_backward_input_kernel<I, true> : depthwise_backward_input_kernel<I, false>;
+      kernel<<<blocks_for(in), kThreads, 0, s>>>(window_in<I>(g), static_cast<I>(multiplier), static_cast<I>(in), w,
+                                                  dy, dx);
+    });
   }
   if (!dw || O == 0) return;
   const int64_t positions = rows * g.out_h * g.out_w;
   const int taps = static_cast<int>(g.k_h * g.k_w);
-  const bool narrow = fits_int32(g, multiplier, rows);
   for (int first = 0; first < taps; first += kDepthwiseTapsPerPass) {
     const int n = std::min(kDepthwiseTapsPerPass, taps - first);
     const int a = first / static_cast<int>(g.k_w), b = first % static_cast<int>(g.k_w);
-    const StoreFilterTaps store{dw, O, first, n};
-    if (narrow)
+    with_index_type(g, multiplier, rows, [&](auto index) {
+      using I = decltype(index);
       column_sums<kDepthwiseTapsPerPass>(
           s, positions, O,
-          DepthwiseFilterTerms<int32_t>{window_in<int32_t>(g), static_cast<int32_t>(multiplier),
-                                        static_cast<int32_t>(O), a, b, n, x, dy},
-          store, scratch);
-    else
-      column_sums<kDepthwiseTapsPerPass>(
-          s, positions, O, DepthwiseFilterTerms<int64_t>{window_in<int64_t>(g), multiplier, O, a, b, n, x, dy}, store,
-          scratch);
+          DepthwiseFilterTerms<I>{window_in<I>(g), static_cast<I>(multiplier), static_cast<I>(O), a, b, n, x, dy},
+          StoreFilterTaps{dw, O, first, n}, scratch);
+    });
   }
 }
 
