@@ -247,6 +247,22 @@ class Backend {
   KX_BACKEND_DIRECT_CALLS(KX_DECLARE_OPERATION)
 #undef KX_DECLARE_OPERATION
 
+  // An operation whose output a batch normalisation alone reads, and that output's column moments
+  // (column_moments's mean and var) in the same call, so that a backend can sum each block of the output
+  // while it is still in cache instead of reading it all again. The same values as the two calls these
+  // defaults make. gemm_column_moments: gemm(Trans::No, Trans::No, ..., beta 0, ...) with C [M, N].
+  virtual void gemm_column_moments(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                   int64_t ldb, float* C, int64_t ldc, const Epilogue& ep, float* mean, float* var) {
+    gemm(Trans::No, Trans::No, M, N, K, A, lda, B, ldb, 0.0f, C, ldc, ep);
+    column_moments(M, N, C, mean, var);
+  }
+  virtual void depthwise_conv2d_forward_moments(const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
+                                                const float* w, const float* bias, float* y, float* mean,
+                                                float* var) {
+    depthwise_conv2d_forward(g, multiplier, rows, x, w, bias, y);
+    column_moments(rows * g.out_h * g.out_w, g.channels * multiplier, y, mean, var);
+  }
+
   // Whether this backend runs q.op (for this geometry). Kernels it does not support are never called.
   virtual bool supports(const OpQuery& q) const = 0;
   virtual std::string gemm_kernel_name() const = 0;

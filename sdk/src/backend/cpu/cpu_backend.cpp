@@ -84,6 +84,18 @@ class CpuBackend final : public Backend {
     gemm_.run(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc, ep);
   }
 
+  // Each range of rows of C summed into the moments as soon as a thread has written it.
+  void gemm_column_moments(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                           float* C, int64_t ldc, const Epilogue& ep, float* mean, float* var) override {
+    if (M > 0 && ldc == N) {
+      ColumnMomentSums sums(M, N, C);
+      if (gemm_.run_by_row_ranges(M, N, K, A, lda, B, ldb, C, ldc, ep, sums.chunk_rows(), sums.adder()))
+        return sums.finish(mean, var);
+    }
+    gemm_.run(Trans::No, Trans::No, M, N, K, A, lda, B, ldb, 0.0f, C, ldc, ep);
+    cpu::column_moments(M, N, C, mean, var, threads_);
+  }
+
   // The products shared between the threads, each whole on one (attention's are small but many).
   void gemm_batched(const BatchedGemm& g, const float* A, const float* B, float* C) override {
     gemm_.run_batched(g, A, B, C);
@@ -257,6 +269,16 @@ class CpuBackend final : public Backend {
   }
   void upsample2d_backward(const Upsample2d& u, int64_t rows, const float* dy, float* dx) override {
     cpu::upsample2d_backward(u, rows, dy, dx, threads_);
+  }
+  void depthwise_conv2d_forward_moments(const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
+                                        const float* w, const float* bias, float* y, float* mean,
+                                        float* var) override {
+    const int64_t positions = rows * g.out_h * g.out_w, cols = g.channels * multiplier;
+    if (positions == 0) return column_moments(0, cols, y, mean, var);
+    ColumnMomentSums sums(positions, cols, y);
+    cpu::depthwise_conv2d_forward_by_ranges(g, multiplier, rows, x, w, bias, y, threads_, sums.chunk_rows(),
+                                            sums.adder());
+    sums.finish(mean, var);
   }
   void column_moments(int64_t rows, int64_t cols, const float* x, float* mean, float* var) override {
     cpu::column_moments(rows, cols, x, mean, var, threads_);

@@ -1,5 +1,7 @@
 #include "backend/cpu/depthwise_kernels.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 #include "backend/cpu/target_clones.hpp"
@@ -72,34 +74,53 @@ int64_t source(int64_t i, int64_t stride, int64_t a, int64_t pad, int64_t extent
   return v >= 0 && v < extent ? v : -1;
 }
 
+// Output positions [p0, p1) of y (positions counted over samples, rows and columns): each sums its
+// taps in window order.
+void forward_positions(const Window2d& g, int64_t m, const float* x, const float* w, const float* bias, float* y,
+                       int64_t p0, int64_t p1) {
+  const int64_t C = g.channels, O = C * m, per_sample = g.out_h * g.out_w;
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t r = p / per_sample, i = p % per_sample / g.out_w, j = p % g.out_w;
+    const float* sample = x + r * g.in_h * g.in_w * C;
+    float* out = y + p * O;
+    std::fill(out, out + O, 0.0f);
+    for (int64_t a = 0; a < g.k_h; ++a) {
+      const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
+      if (yy < 0) continue;
+      for (int64_t b = 0; b < g.k_w; ++b) {
+        const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
+        if (xx < 0) continue;
+        tap_forward(C, m, sample + (yy * g.in_w + xx) * C, w + (a * g.k_w + b) * O, out);
+      }
+    }
+    if (bias) {
+#pragma omp simd
+      for (int64_t o = 0; o < O; ++o) out[o] += bias[o];
+    }
+  }
+}
+
 }  // namespace
 
 void depthwise_conv2d_forward(const Window2d& g, int64_t m, int64_t rows, const float* x, const float* w,
                               const float* bias, float* y, int threads) {
-  const int64_t C = g.channels, O = C * m, lines = rows * g.out_h;
-  const int nt = lines * g.out_w * O >= kParallelValues ? threads : 1;
-  // One output row of one sample per iteration; each output position sums its taps in window order.
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (int64_t line = 0; line < lines; ++line) {
-    const int64_t r = line / g.out_h, i = line % g.out_h;
-    const float* sample = x + r * g.in_h * g.in_w * C;
-    float* out_row = y + line * g.out_w * O;
-    for (int64_t j = 0; j < g.out_w; ++j) {
-      float* out = out_row + j * O;
-      std::fill(out, out + O, 0.0f);
-      for (int64_t a = 0; a < g.k_h; ++a) {
-        const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
-        if (yy < 0) continue;
-        for (int64_t b = 0; b < g.k_w; ++b) {
-          const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
-          if (xx < 0) continue;
-          tap_forward(C, m, sample + (yy * g.in_w + xx) * C, w + (a * g.k_w + b) * O, out);
-        }
-      }
-      if (bias) {
-#pragma omp simd
-        for (int64_t o = 0; o < O; ++o) out[o] += bias[o];
-      }
+  depthwise_conv2d_forward_by_ranges(g, m, rows, x, w, bias, y, threads, g.out_w, {});
+}
+
+void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t m, int64_t rows, const float* x, const float* w,
+                                        const float* bias, float* y, int threads, int64_t range_positions,
+                                        RangeDone range_done) {
+  const int64_t positions = rows * g.out_h * g.out_w, ranges = (positions + range_positions - 1) / range_positions;
+  if (positions == 0) return;
+  forward_positions(g, m, x, w, bias, y, 0, 1);  // first: range_done may read it (column sums shift by it)
+  const int nt = positions * g.channels * m >= kParallelValues ? static_cast<int>(std::min<int64_t>(threads, ranges)) : 1;
+  // Each thread a contiguous run of ranges.
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
+    for (int64_t k = ranges * id / n; k < ranges * (id + 1) / n; ++k) {
+      forward_positions(g, m, x, w, bias, y, k * range_positions, std::min(positions, (k + 1) * range_positions));
+      range_done(k);
     }
   }
 }

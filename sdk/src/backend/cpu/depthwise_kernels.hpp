@@ -4,12 +4,19 @@
 #pragma once
 #include <cstdint>
 
+#include "backend/cpu/range_done.hpp"
 #include "backend/backend.hpp"
 
 namespace kx::backend::cpu {
 
 void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,
                               const float* bias, float* y, int threads);
+// The same values, cut into ranges of range_positions output positions (over samples, rows and
+// columns), each computed by one thread; range_done(k) then runs on that thread while range k's
+// positions of y are in its cache. Position 0 is final before any range_done runs.
+void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
+                                        const float* w, const float* bias, float* y, int threads,
+                                        int64_t range_positions, RangeDone range_done);
 // dx and dw may each be null (not wanted); with dw, `partials` holds rows * k_h * k_w * channels *
 // multiplier floats of scratch (depthwise_filter_partials).
 void depthwise_conv2d_backward(const Window2d& g, int64_t multiplier, int64_t rows, const float* x, const float* w,

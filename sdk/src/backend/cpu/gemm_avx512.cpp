@@ -79,6 +79,21 @@ KX_AVX512 void tile_any(const Tile& t) {
   }
 }
 
+// C's values of a dot-product tile from their sums [rows, cols]: beta, bias, ReLU, rounding. One loop
+// for every tile shape, out of line: unrolled into each of the sixteen kernels it cost libkx kilobytes.
+[[gnu::noinline]] void store_dot_tile(const DotTile& t, const float* sums, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* c = t.C + r * t.ldc;
+    for (int j = 0; j < cols; ++j) {
+      float v = sums[r * cols + j];
+      if (t.beta != 0.0f) v += t.beta * c[j];
+      if (t.bias) v += t.bias[j];
+      if (t.relu && v < 0.0f) v = 0.0f;
+      c[j] = round_value(v, t.rounding);
+    }
+  }
+}
+
 // Dot-product tile for C = A B^T: 16 k-lanes per accumulator, reduced once at the end.
 template <int MR, int NR>
 KX_AVX512 void dot_kernel(const DotTile& t) {
@@ -101,18 +116,12 @@ KX_AVX512 void dot_kernel(const DotTile& t) {
   };
   for (; k + 16 <= t.K; k += 16) step(k, 0xFFFF);
   if (k < t.K) step(k, static_cast<__mmask16>((1u << (t.K - k)) - 1u));
+  float sums[MR * NR];
 #pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r) {
-    float* c = t.C + r * t.ldc;
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) {
-      float v = _mm512_reduce_add_ps(acc[r][j]);
-      if (t.beta != 0.0f) v += t.beta * c[j];
-      if (t.bias) v += t.bias[j];
-      if (t.relu && v < 0.0f) v = 0.0f;
-      c[j] = round_value(v, t.rounding);
-    }
-  }
+    for (int j = 0; j < NR; ++j) sums[r * NR + j] = _mm512_reduce_add_ps(acc[r][j]);
+  store_dot_tile(t, sums, MR, NR);
 }
 
 template <int MR>

@@ -87,6 +87,15 @@ void GemmDispatch::run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, cons
   blocked_gemm({M, N, K, A, rsa, csa, B, ldb, beta, C, ldc, ep.bias, relu, store}, tile_, threads_, workspace_);
 }
 
+bool GemmDispatch::run_by_row_ranges(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+                                     int64_t ldb, float* C, int64_t ldc, const Epilogue& ep, int64_t range_rows,
+                                     RangeDone range_done) {
+  if (use_blas_ || ep.rounding != Rounding::None || ep.bias_grad) return false;
+  const bool relu = ep.activation == Activation::Relu;
+  return gemm_by_row_ranges({M, N, K, A, lda, 1, B, ldb, 0.0f, C, ldc, ep.bias, relu, Rounding::None}, tile_, threads_,
+                            range_rows, range_done);
+}
+
 void GemmDispatch::run_batched(const BatchedGemm& g, const float* A, const float* B, float* C) {
   if (g.M <= 0 || g.N <= 0 || g.outer <= 0 || g.inner <= 0) return;
   Epilogue ep;

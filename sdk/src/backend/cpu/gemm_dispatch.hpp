@@ -3,6 +3,8 @@
 // and for bfloat16 products the CPU's bfloat16 dot products (AVX512_BF16, AArch64's BFDOT) or float32 FMAs.
 #pragma once
 #include <cstdint>
+
+#include "backend/cpu/range_done.hpp"
 #include <string>
 #include <vector>
 
@@ -19,6 +21,12 @@ class GemmDispatch {
   // Backend::gemm but for the epilogue's bias gradient, which the backend computes beside it.
   void run(Trans ta, Trans tb, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
            int64_t ldb, float beta, float* C, int64_t ldc, const Epilogue& ep);
+  // C = A B + bias (A and B untransposed, float32) cut into ranges of range_rows rows of C, as
+  // gemm_by_row_ranges: range_done(k) runs while range k is in cache. False, and nothing done, where
+  // this product goes another way (CBLAS, a sliced K): the caller then runs it with `run`.
+  bool run_by_row_ranges(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
+                         float* C, int64_t ldc, const Epilogue& ep, int64_t range_rows,
+                         RangeDone range_done);
   // Backend::gemm_batched: the products shared between the threads, each whole on one thread (small
   // products gain nothing from splitting), so every sum is the same whatever the thread count.
   void run_batched(const BatchedGemm& g, const float* A, const float* B, float* C);

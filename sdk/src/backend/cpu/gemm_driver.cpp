@@ -109,6 +109,15 @@ Plan plan(const GemmProblem& p) {
   return {grid, passes, depth};
 }
 
+// The plan of `sub`, some rows of a product planned as `whole`: the same passes and tile order, so
+// each value of C is computed as `whole` computes it.
+Plan plan_rows(const GemmProblem& sub, const Plan& whole) {
+  return {{ceil_div(sub.M, kTileRows), whole.grid.panels, whole.grid.rows_outer}, whole.passes, whole.depth};
+}
+
+// Too few tiles for the threads and a long K: K is sliced, whatever the thread count (the same sums).
+bool slices_k(const GemmProblem& p, const TileGrid& grid) { return grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth; }
+
 // Tiles [first, last) of the plan through every pass.
 void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t first, int64_t last) {
   for (int64_t pass = 0; pass < pl.passes; ++pass) {
@@ -126,13 +135,40 @@ void serial_gemm(const GemmProblem& p, TileKernel kernel) {
   run_passes(p, pl, kernel, 0, pl.grid.tiles());
 }
 
+bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, int64_t range_rows,
+                        RangeDone range_done) {
+  if (p.M <= 0 || p.N <= 0) return true;
+  const Plan whole = plan(p);
+  if (slices_k(p, whole.grid)) return false;
+  const auto rows = [&](int64_t i0, int64_t i1) {
+    GemmProblem sub = p;
+    sub.M = i1 - i0;
+    sub.A = p.A + i0 * p.rsa;
+    sub.C = p.C + i0 * p.ldc;
+    run_passes(sub, plan_rows(sub, whole), kernel, 0, ceil_div(sub.M, kTileRows) * whole.grid.panels);
+  };
+  rows(0, 1);  // first: range_done may read row 0 (column sums shift by it)
+  const int64_t ranges = ceil_div(p.M, range_rows);
+  const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads, ranges)) : 1;
+  // Each thread a contiguous run of ranges, as blocked_gemm shares its tiles.
+#pragma omp parallel num_threads(nt) if (nt > 1)
+  {
+    const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
+    for (int64_t k = ranges * id / n; k < ranges * (id + 1) / n; ++k) {
+      rows(k * range_rows, std::min(p.M, (k + 1) * range_rows));
+      range_done(k);
+    }
+  }
+  return true;
+}
+
 void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
   if (p.M <= 0 || p.N <= 0) return;
   const Plan pl = plan(p);
   const TileGrid& grid = pl.grid;
   const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::max<int64_t>(1, threads)) : 1;
 
-  if (grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth)  // whatever the thread count: same sums
+  if (slices_k(p, grid))
     return sliced_gemm(p, grid, kernel, nt, workspace);
   const int threads_used = static_cast<int>(std::min<int64_t>(nt, grid.tiles()));
   // Each thread owns a contiguous range of tiles through every pass: no barrier between passes.

@@ -57,7 +57,7 @@ class BatchNormalizationLayer final : public Layer {
     if (c.training && trainable()) {
       float* mean = c.scratch;
       float* var = c.scratch + C;
-      c.be->column_moments(rows, C, c.x, mean, var);
+      if (!c.moments_given) c.be->column_moments(rows, C, c.x, mean, var);  // else the layer before wrote them
       c.be->batch_norm_apply(rows, C, c.x, mean, var, eps(), gamma, beta, c.fused_activation, c.y);
     } else {
       c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, c.fused_activation, c.y);

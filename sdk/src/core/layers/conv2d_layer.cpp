@@ -26,7 +26,9 @@ struct Dilation {
 
 class Conv2dLayer final : public Layer {
  public:
-  Conv2dLayer(const LayerSpec& spec, Dilation dilation) : Layer(spec), dilation_(dilation), init_(spec) {}
+  Conv2dLayer(const LayerSpec& spec, Dilation dilation) : Layer(spec), dilation_(dilation), init_(spec) {
+    writes_output_moments_ = true;
+  }
 
   Shape build(const Shape& in) override {
     require(in.size() == 3, Status::InvalidArgument,

@@ -61,6 +61,7 @@ class DepthwiseConv2dLayer final : public Layer {
   DepthwiseConv2dLayer(const LayerSpec& spec, DepthwiseSettings s)
       : Layer(spec), s_(s), init_(spec, "depthwise_initializer") {
     absorbs_input_padding_ = true;
+    writes_output_moments_ = true;
   }
 
   Shape build(const Shape& in) override {
@@ -104,10 +105,15 @@ class DepthwiseConv2dLayer final : public Layer {
   void forward(const LayerContext& c) const override {
     const Activation act = c.fold_activation ? Activation::None : s_.activation;
     float* z = linear_output(c, act);
+    if (c.output_moments && act == Activation::None && c.rounding == backend::Rounding::None)
+      return c.be->depthwise_conv2d_forward_moments(window(c), s_.multiplier, c.rows, c.x, c.w, bias(c.w), z,
+                                                    c.output_moments, c.output_moments + outputs());
     c.be->depthwise_conv2d_forward(window(c), s_.multiplier, c.rows, c.x, c.w, bias(c.w), z);
-    if (act == Activation::None) return;
-    if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, c.rows * out_size(), z, z);
-    apply_activation(c, act, c.rows * g_.out_h * g_.out_w, outputs());
+    if (act != Activation::None) {
+      if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, c.rows * out_size(), z, z);
+      apply_activation(c, act, c.rows * g_.out_h * g_.out_w, outputs());
+    }
+    write_output_moments(c, c.rows * g_.out_h * g_.out_w, outputs());
   }
 
   void backward(const LayerContext& c) const override {

@@ -73,6 +73,12 @@ struct LayerContext {
   // add itself (Network::input_padding_of): x is that layer's input, unpadded, and dx its gradient.
   // Zero for most layers.
   Padding2d input_padding;
+  // Moment sharing (Network::share_moments): where forward also writes its output's column moments,
+  // mean then variance as column_moments computes them, for the BatchNormalization that alone reads
+  // the output (its batch statistics); null for most layers and calls. moments_given tells that
+  // BatchNormalization they are already in its scratch.
+  float* output_moments = nullptr;
+  bool moments_given = false;
   // Dropout draws from mix_seed(*step_seed, seed_stream): the step's seed, in the backend's memory,
   // and the layer's index.
   const uint64_t* step_seed = nullptr;
@@ -160,6 +166,9 @@ class Layer {
   // Padding absorption (Network::absorb_paddings): whether the layer reads a ZeroPadding2D's input and
   // adds its zeros itself when the plan asks it to (LayerContext::input_padding).
   bool absorbs_input_padding() const { return absorbs_input_padding_; }
+  // Moment sharing: whether forward writes its output's column moments when the plan asks it to
+  // (LayerContext::output_moments).
+  bool writes_output_moments() const { return writes_output_moments_; }
 
   // Mixed precision (the plan rounds every tensor between layers to the 16-bit type). Whether the
   // layer reads its weights as that type (Keras's autocast variables); batch normalisation computes
@@ -198,7 +207,14 @@ class Layer {
   bool applies_fused_activation_ = false;
   Activation fusable_activation_ = Activation::None;
   bool absorbs_input_padding_ = false;
+  bool writes_output_moments_ = false;
 };
+
+// For a layer that writes its output's moments with no faster way at hand: column_moments of y
+// [positions, cols] into c.output_moments, when the plan asks for them.
+inline void write_output_moments(const LayerContext& c, int64_t positions, int64_t cols) {
+  if (c.output_moments) c.be->column_moments(positions, cols, c.y, c.output_moments, c.output_moments + cols);
+}
 
 // None or ReLU: of 16-bit values they give 16-bit values (and so do their gradients), where sigmoid,
 // tanh and softmax need rounding again.

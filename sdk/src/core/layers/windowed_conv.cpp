@@ -27,7 +27,7 @@ void WindowedConv::forward(const LayerContext& c) const {
     c.be->conv2d_forward(g_, F, c.rows, c.x, c.w, bias(c.w), fused, z);
     if (c.rounding != backend::Rounding::None) c.be->round_to(c.rounding, positions * F, z, z);
     if (act != fused) apply_activation(c, act, positions, F);
-    return;
+    return write_output_moments(c, positions, F);
   }
   const float* columns = c.x;
   if (!pointwise()) {
@@ -36,8 +36,12 @@ void WindowedConv::forward(const LayerContext& c) const {
   }
   Epilogue ep{bias(c.w), fused};
   ep.rounding = c.rounding;
+  if (c.output_moments && act == fused && c.rounding == backend::Rounding::None)  // the GEMM wrote y
+    return c.be->gemm_column_moments(positions, F, patch, columns, patch, c.w, F, z, F, ep, c.output_moments,
+                                     c.output_moments + F);
   c.be->gemm(Trans::No, Trans::No, positions, F, patch, columns, patch, c.w, F, 0.0f, z, F, ep);
   if (act != fused) apply_activation(c, act, positions, F);
+  write_output_moments(c, positions, F);
 }
 
 void WindowedConv::backward(const LayerContext& c) const {

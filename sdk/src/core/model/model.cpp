@@ -138,12 +138,15 @@ void Model::Impl::compile(const CompileOptions& o) {
   net.fold_output_activation = !o.loss.from_logits && ((categorical && last == Activation::Softmax) ||
                                                        (lk == LossKind::BinaryCrossentropy && last == Activation::Sigmoid));
   // Batch normalisation applies the activation after it (float32: mixed precision rounds between them),
-  // and a depthwise convolution the zero padding before it.
+  // a depthwise convolution the zero padding before it, and a convolution before a batch normalisation
+  // sums its batch statistics as it writes them.
   net.fused_activation.clear();
   net.padding_absorbed.clear();
+  net.moments_reader.clear();
   if (o.precision == Precision::Float32 && !config::test_hooks().no_layer_fusion) {
     net.fuse_activations();
     net.absorb_paddings();
+    net.share_moments();
   }
   require(std::isfinite(o.loss.huber_delta) && o.loss.huber_delta > 0, Status::InvalidArgument,
           "Huber's delta must be positive and finite");

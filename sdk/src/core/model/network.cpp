@@ -49,6 +49,18 @@ void Network::absorb_paddings() {
   }
 }
 
+void Network::share_moments() {
+  const size_t L = layers.size();
+  moments_reader.assign(L, -1);
+  const std::vector<int> readers = reader_counts(*this);
+  for (size_t j = 0; j < L; ++j) {
+    if (layers[j]->spec().kind != LayerKind::BatchNormalization || inputs[j].size() != 1 || inputs[j][0] == 0) continue;
+    const size_t t = static_cast<size_t>(inputs[j][0]), producer = t - 1;
+    if (readers[t] != 1 || !layers[producer]->writes_output_moments()) continue;
+    moments_reader[producer] = static_cast<int>(j);
+  }
+}
+
 bool Network::is_chain() const {
   for (size_t i = 0; i < layers.size(); ++i)
     if (inputs[i].size() != 1 || inputs[i][0] != static_cast<int>(i) || layers[i]->inputs_as_arguments()) return false;

@@ -37,6 +37,9 @@ struct Network {
   // Padding absorption (absorb_paddings): padding_absorbed[p] says ZeroPadding2D layer p's padding is
   // added by the layer after it (its output's only reader). Empty: nothing absorbed.
   std::vector<bool> padding_absorbed;
+  // Moment sharing (share_moments): moments_reader[i] is the BatchNormalization layer that alone reads
+  // layer i's output and takes its batch statistics from layer i's forward; -1 for none.
+  std::vector<int> moments_reader;
 
   int64_t input_size() const { return num_elements(shapes.front()); }
   int64_t output_size() const { return num_elements(shapes.back()); }
@@ -80,6 +83,10 @@ struct Network {
     return t > 0 && fused_activation_of(static_cast<size_t>(t - 1)) != Activation::None;
   }
   bool is_absorbed_padding(size_t i) const { return i < padding_absorbed.size() && padding_absorbed[i]; }
+  // Has each layer that can (Layer::writes_output_moments) write the column moments of its output for
+  // the BatchNormalization layer that alone reads it, which then does not read the output for them.
+  void share_moments();
+  int moments_reader_of(size_t i) const { return i < moments_reader.size() ? moments_reader[i] : -1; }
   // The index of the layer called `name`, or -1.
   int layer_index(const std::string& name) const;
   // True when every layer reads just the layer before it (a Keras Sequential model).

@@ -94,6 +94,12 @@ const float* StepPlan::layer_params(const Network& net, size_t i, const float* p
   return (rounded ? mp.rounded_params : params) + net.param_offset[i];
 }
 
+float* StepPlan::shared_moments(const Network& net, size_t i, bool training) const {
+  const int j = net.moments_reader_of(i);
+  if (!training || j < 0 || !net.layers[static_cast<size_t>(j)]->trainable()) return nullptr;
+  return scratch_[static_cast<size_t>(j)];  // BatchNormalization's scratch: mean, then variance
+}
+
 void StepPlan::forward(backend::Backend& be, const Network& net, const float* params, int64_t rows, bool training,
                        const uint64_t* step_seed, int64_t first_row, const PassPrecision& mp) {
   const size_t L = net.layers.size();
@@ -124,6 +130,10 @@ void StepPlan::forward(backend::Backend& be, const Network& net, const float* pa
     c.workspace = forward_workspace_[i];
     c.fused_activation = net.fused_activation_of(i);
     c.input_padding = net.input_padding_of(i);
+    c.output_moments = shared_moments(net, i, training);
+    const int source = net.inputs[i].size() == 1 ? net.inputs[i][0] : 0;  // a BatchNormalization's input
+    c.moments_given = source > 0 && net.moments_reader_of(static_cast<size_t>(source - 1)) == static_cast<int>(i) &&
+                      shared_moments(net, static_cast<size_t>(source - 1), training);
     c.training = training;
     c.fold_activation = net.fold_output_activation && i + 1 == L;
     c.step_seed = step_seed;

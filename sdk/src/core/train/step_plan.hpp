@@ -65,6 +65,9 @@ class StepPlan {
  private:
   // The parameters layer i reads: rounded ones when it autocasts them under a mixed policy.
   static const float* layer_params(const Network& net, size_t i, const float* params, const PassPrecision& mp);
+  // Where layer i writes its output's column moments (Network::share_moments): the scratch of the
+  // BatchNormalization reading it, when that takes batch statistics in this pass; else null.
+  float* shared_moments(const Network& net, size_t i, bool training) const;
   // grad[t] += extra, after the first consumer of tensor t ran backward (the other consumers wrote
   // their share into extra buffers before).
   struct PendingSum {
