@@ -71,7 +71,7 @@ struct GemmProblem {
 void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace);
 // `p` cut into ranges of range_rows rows of C, each computed whole by one thread with blocked_gemm's
 // sums; range_done(k) then runs on that thread while range k's rows of C are in its cache. Row 0 is
-// final before any range_done runs. False, and
+// final before any range_done runs (each thread writes its first range, then they wait for each other). False, and
 // nothing done, for a product whose K blocked_gemm slices (few tiles, long K).
 bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, int64_t range_rows,
                         RangeDone range_done);
