@@ -30,25 +30,38 @@ Window<I> window_in(const Window2d& g) {
 // grid-stride step from overflowing.
 constexpr int64_t kInt32IndexLimit = int64_t{1} << 30;
 
-// One thread per output value y[r, i, j, o], o = c * m + k: its taps in window order, then the bias.
+// Outputs per thread of the forward kernel: neighbours along a row, which share each tap's weight (read
+// once for all of them) and most of their inputs.
+constexpr int kRowOutputs = 8;
+
+// One thread per kRowOutputs neighbouring output values y[r, i, j .., o], o = c * m + k: each
+// sums its taps in window order, then the bias.
 template <class I>
 __global__ void depthwise_forward_kernel(Window<I> g, I m, I n, const float* x, const float* w, const float* bias,
                                          float* y) {
-  const I O = g.channels * m;
+  const I O = g.channels * m, groups = (g.out_w + kRowOutputs - 1) / kRowOutputs;
   KX_GRID_STRIDE_OF(I, e, n) {
-    const I q = e / O, o = e - q * O, q2 = q / g.out_w, j = q - q2 * g.out_w, r = q2 / g.out_h, i = q2 - r * g.out_h;
+    const I q = e / O, o = e - q * O, q2 = q / groups, j0 = (q - q2 * groups) * kRowOutputs, r = q2 / g.out_h,
+            i = q2 - r * g.out_h;
     const I c = m == 1 ? o : o / m;
-    float acc = 0.0f;
+    float acc[kRowOutputs] = {};
     for (I a = 0; a < g.k_h; ++a) {
       const I yy = i * g.stride_h + a * g.dilation_h - g.pad_top;
       if (yy < 0 || yy >= g.in_h) continue;
+      const float* row = x + (r * g.in_h + yy) * g.in_w * g.channels + c;
       for (I b = 0; b < g.k_w; ++b) {
-        const I xx = j * g.stride_w + b * g.dilation_w - g.pad_left;
-        if (xx < 0 || xx >= g.in_w) continue;
-        acc = add_rn(acc, mul_rn(x[((r * g.in_h + yy) * g.in_w + xx) * g.channels + c], w[(a * g.k_w + b) * O + o]));
+        const float tap = w[(a * g.k_w + b) * O + o];
+#pragma unroll
+        for (int t = 0; t < kRowOutputs; ++t) {
+          const I xx = (j0 + t) * g.stride_w + b * g.dilation_w - g.pad_left;
+          if (xx >= 0 && xx < g.in_w) acc[t] = add_rn(acc[t], mul_rn(row[xx * g.channels], tap));
+        }
       }
     }
-    y[e] = bias ? add_rn(acc, bias[o]) : acc;
+    float* out = y + ((r * g.out_h + i) * g.out_w + j0) * O + o;
+#pragma unroll
+    for (int t = 0; t < kRowOutputs; ++t)
+      if (j0 + t < g.out_w) out[t * O] = bias ? add_rn(acc[t], bias[o]) : acc[t];
   }
 }
 
@@ -152,7 +165,8 @@ void with_index_type(const Window2d& g, int64_t multiplier, int64_t rows, const 
 
 void depthwise_conv2d_forward(cudaStream_t s, const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
                               const float* w, const float* bias, float* y) {
-  const int64_t n = rows * g.out_h * g.out_w * g.channels * multiplier;
+  // One thread per kRowOutputs outputs of a row (the last group of a row may hold fewer).
+  const int64_t n = rows * g.out_h * ((g.out_w + kRowOutputs - 1) / kRowOutputs) * g.channels * multiplier;
   if (n == 0) return;
   with_index_type(g, multiplier, rows, [&](auto index) {
     using I = decltype(index);
