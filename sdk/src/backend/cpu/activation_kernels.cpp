@@ -126,20 +126,36 @@ KX_AVX512 __m512 sigmoid_avx512(__m512 x) {
   const __m512 num = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), e, one);
   return _mm512_div_ps(num, _mm512_add_ps(one, e));
 }
-// Swish and its gradient 16 values at a time (pointwise_activation_math.hpp's formulas around the
-// sigmoid); the last values under a mask.
+// Swish of v or its gradient times dy (pointwise_activation_math.hpp's formulas around the sigmoid).
+KX_AVX512 __m512 swish_avx512(__m512 v, const float* dy, __mmask16 m) {
+  const __m512 one = _mm512_set1_ps(1.0f), s = sigmoid_avx512(v);
+  if (!dy) return _mm512_mul_ps(v, s);
+  // TensorFlow's: dy * s * (1 + x * (1 - s))
+  return _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy),
+                       _mm512_mul_ps(s, _mm512_add_ps(one, _mm512_mul_ps(v, _mm512_sub_ps(one, s)))));
+}
+__mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << left) - 1u);
+}
+// Swish and its gradient 16 values at a time; the last values under a mask.
 KX_AVX512 void silu_avx512(int64_t n, const float* x, const float* dy, float* out) {
-  const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << (n - i)) - 1u);
-    const __m512 v = _mm512_maskz_loadu_ps(m, x + i), s = sigmoid_avx512(v);
-    __m512 r;
-    if (dy)  // TensorFlow's: dy * s * (1 + x * (1 - s))
-      r = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, dy + i),
-                        _mm512_mul_ps(s, _mm512_add_ps(one, _mm512_mul_ps(v, _mm512_sub_ps(one, s)))));
-    else
-      r = _mm512_mul_ps(v, s);
-    _mm512_mask_storeu_ps(out + i, m, r);
+    const __mmask16 m = tail_mask(n - i);
+    _mm512_mask_storeu_ps(out + i, m, swish_avx512(_mm512_maskz_loadu_ps(m, x + i), dy ? dy + i : nullptr, m));
+  }
+}
+// The same of x * scale + shift, row by row (swish_of_affine_rows).
+KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale,
+                                      const float* shift, float* out, bool gradient) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * cols;
+    float* o = out + (r - r0) * cols;
+    for (int64_t c = 0; c < cols; c += 16) {
+      const __mmask16 m = tail_mask(cols - c);
+      const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + c), _mm512_maskz_loadu_ps(m, scale + c)),
+                                     _mm512_maskz_loadu_ps(m, shift + c));
+      _mm512_mask_storeu_ps(o + c, m, swish_avx512(v, gradient ? o + c : nullptr, m));
+    }
   }
 }
 bool has_avx512() {
@@ -148,6 +164,7 @@ bool has_avx512() {
 }
 #else
 void silu_avx512(int64_t, const float*, const float*, float*) {}
+void swish_of_affine_avx512(int64_t, int64_t, int64_t, const float*, const float*, const float*, float*, bool) {}
 bool has_avx512() { return false; }
 #endif
 
@@ -162,6 +179,17 @@ KX_CLONES_AVX2 void silu_backward_span(int64_t n, const float* x, const float* d
   if (has_avx512()) return silu_avx512(n, x, dy, dx);
   backward_span<Activation::Silu>(n, x, dy, dx);
 }
+
+}  // namespace
+
+bool swish_of_affine_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale, const float* shift,
+                          float* out, bool gradient) {
+  if (!has_avx512()) return false;
+  swish_of_affine_avx512(r0, r1, cols, x, scale, shift, out, gradient);
+  return true;
+}
+
+namespace {
 
 // The activations whose loops vectorise (in CPU clones) and those that call libm's erfc, exp, log1p or
 // tanh per element, whose loops stay scalar whatever the clone: one plain copy of those is enough.

@@ -22,6 +22,14 @@ void dropout_span(float rate, uint64_t seed, int64_t first, int64_t n, const flo
 void pointwise_activation_span(Activation act, int64_t n, const float* x, float* y);
 void pointwise_activation_backward_span(Activation act, int64_t n, const float* x, const float* dy, float* dx);
 
+// Swish of v = x * scale + shift per column (a batch normalisation's output, its product and sum
+// rounded apart as batch_norm_apply rounds them), for rows [r0, r1) of x [rows, cols]: forward writes
+// swish(v) into out's rows from r0; with `gradient`, out holds dy at those rows and becomes dy * swish'(v).
+// In one pass over each row, with pointwise_activation_span's values. False, and nothing done, on a CPU
+// without AVX-512 (then the caller forms v and applies the span).
+bool swish_of_affine_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale, const float* shift,
+                          float* out, bool gradient);
+
 // Softmax over each row of y [rows, cols] in place: the row's maximum subtracted first (no overflow),
 // exp vectorised (vector_math.hpp). And its backward: dz = y * (dy - sum(dy * y)) per row (dz may be dy).
 void softmax_rows(int64_t rows, int64_t cols, float* y);

@@ -243,6 +243,7 @@ void batch_norm_apply(int64_t rows, int64_t cols, const float* x, const float* m
   for (int64_t b = 0; b < blocks; ++b) {
     const int64_t r0 = b * per_block, r1 = std::min(rows, r0 + per_block);
     float* yb = y + r0 * cols;
+    if (act == Activation::Silu && swish_of_affine_rows(r0, r1, cols, x, scale.data(), shift.data(), yb, false)) continue;
     scale_shift_rows(clip, r0, r1, cols, x, scale.data(), shift.data(), yb);
     if (second_pass) pointwise_activation_span(act, (r1 - r0) * cols, yb, yb);
   }
@@ -269,8 +270,11 @@ void batch_norm_backward(int64_t rows, int64_t cols, const float* x, float* dy, 
     std::vector<float> values(static_cast<size_t>(per_block * cols));
     for (int64_t b0 = r0; b0 < r1; b0 += per_block) {
       const int64_t b1 = std::min(r1, b0 + per_block), n = (b1 - b0) * cols;
-      scale_shift_rows({}, b0, b1, cols, x, scale.data(), shift.data(), values.data());
-      pointwise_activation_backward_span(act, n, values.data(), dy + b0 * cols, dy + b0 * cols);
+      if (act != Activation::Silu ||
+          !swish_of_affine_rows(b0, b1, cols, x, scale.data(), shift.data(), dy + b0 * cols, true)) {
+        scale_shift_rows({}, b0, b1, cols, x, scale.data(), shift.data(), values.data());
+        pointwise_activation_backward_span(act, n, values.data(), dy + b0 * cols, dy + b0 * cols);
+      }
       sum_batch_norm_grads(nullptr, b0, b1, cols, x, dy, {}, {}, mean, invstd.data(), p);
     }
   });
