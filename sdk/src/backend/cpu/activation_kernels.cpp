@@ -4,6 +4,7 @@
 
 #include "backend/activation_math.hpp"
 #include "backend/cpu/avx512_common.hpp"
+#include "backend/cpu/gemm.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/cpu/vector_math.hpp"
 #include "backend/pointwise_activation_math.hpp"
@@ -158,25 +159,20 @@ KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, cons
     }
   }
 }
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-}
 #else
 void silu_avx512(int64_t, const float*, const float*, float*) {}
 void swish_of_affine_avx512(int64_t, int64_t, int64_t, const float*, const float*, const float*, float*, bool) {}
-bool has_avx512() { return false; }
 #endif
 
 // Swish, after nearly every normalisation of EfficientNet: its sigmoid is most of the loop's work, which
 // AVX-512 halves on the CPUs that have it. Every clone computes the same bits; AVX-512 ones within an
 // ulp or two of them.
 KX_CLONES_AVX2 void silu_forward_span(int64_t n, const float* x, float* y) {
-  if (has_avx512()) return silu_avx512(n, x, nullptr, y);
+  if (cpu_has_avx512()) return silu_avx512(n, x, nullptr, y);
   forward_span<Activation::Silu>(n, x, y);
 }
 KX_CLONES_AVX2 void silu_backward_span(int64_t n, const float* x, const float* dy, float* dx) {
-  if (has_avx512()) return silu_avx512(n, x, dy, dx);
+  if (cpu_has_avx512()) return silu_avx512(n, x, dy, dx);
   backward_span<Activation::Silu>(n, x, dy, dx);
 }
 
@@ -184,7 +180,7 @@ KX_CLONES_AVX2 void silu_backward_span(int64_t n, const float* x, const float* d
 
 bool swish_of_affine_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale, const float* shift,
                           float* out, bool gradient) {
-  if (!has_avx512()) return false;
+  if (!cpu_has_avx512()) return false;
   swish_of_affine_avx512(r0, r1, cols, x, scale, shift, out, gradient);
   return true;
 }

@@ -80,6 +80,9 @@ bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, in
 void serial_gemm(const GemmProblem& p, TileKernel kernel);
 
 void tile_portable(const Tile& t);
+// Whether this CPU runs the functions built with KX_AVX512 (AVX-512 F, VL and DQ, and FMA); false off
+// x86-64. Those functions are called only where it is true.
+bool cpu_has_avx512();
 // Null when this build or this CPU has no AVX-512.
 TileKernel tile_avx512();
 // Null when this build is not for AArch64 (where every CPU has NEON).

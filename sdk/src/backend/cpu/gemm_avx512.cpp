@@ -143,13 +143,13 @@ KX_AVX512 void dot_any(const DotTile& t) {
   }
 }
 
+}  // namespace
+
 bool cpu_has_avx512() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma");
 }
-
-}  // namespace
 
 DotKernel dot_avx512() { return cpu_has_avx512() ? &dot_any : nullptr; }
 
@@ -164,6 +164,7 @@ TileKernel tile_avx512() {
 #else
 
 namespace kx::backend::cpu {
+bool cpu_has_avx512() { return false; }
 TileKernel tile_avx512() { return nullptr; }
 DotKernel dot_avx512() { return nullptr; }
 }  // namespace kx::backend::cpu

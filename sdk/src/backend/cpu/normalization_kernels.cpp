@@ -6,6 +6,7 @@
 
 #include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/avx512_common.hpp"
+#include "backend/cpu/gemm.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/layer_norm_math.hpp"
 
@@ -57,13 +58,8 @@ KX_AVX512 int64_t sum_shifted_columns_avx512(int64_t r0, int64_t r1, int64_t col
   return c0;
 }
 #pragma GCC diagnostic pop
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-}
 #else
 int64_t sum_shifted_columns_avx512(int64_t, int64_t, int64_t, const float*, const float*, double*, double*) { return 0; }
-bool has_avx512() { return false; }
 #endif
 
 // p[c] += x - shift, p[cols + c] += (x - shift)^2: the moments in one pass. The shift is the column's
@@ -149,7 +145,7 @@ std::vector<double> column_sums(int64_t rows, int64_t cols, int threads, AddChun
 }  // namespace
 
 ColumnMomentSums::ColumnMomentSums(int64_t rows, int64_t cols, const float* x)
-    : rows_(rows), cols_(cols), chunk_rows_(cpu::chunk_rows(cols)), x_(x), avx512_(has_avx512()),
+    : rows_(rows), cols_(cols), chunk_rows_(cpu::chunk_rows(cols)), x_(x), avx512_(cpu_has_avx512()),
       partial_(static_cast<size_t>(chunks() * 2 * cols), 0.0) {}
 
 void ColumnMomentSums::add_chunk(int64_t k) {

@@ -3,6 +3,7 @@
 #include "backend/cpu/rounding_kernels.hpp"
 
 #include "backend/cpu/avx512_common.hpp"
+#include "backend/cpu/gemm.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/rounding_math.hpp"
 
@@ -22,13 +23,7 @@ KX_AVX512 void round_avx512(Rounding r, int64_t n, const float* x, float* y) {
 }
 #pragma GCC diagnostic pop
 
-bool has_avx512() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-         __builtin_cpu_supports("avx512dq");
-}
 #else
-bool has_avx512() { return false; }
 void round_avx512(Rounding, int64_t, const float*, float*) {}
 #endif
 
@@ -40,7 +35,7 @@ void round_span(Rounding r, int64_t n, const float* x, float* y) {
       for (int64_t i = 0; i < n; ++i) y[i] = x[i];
     return;
   }
-  if (has_avx512()) return round_avx512(r, n, x, y);
+  if (cpu_has_avx512()) return round_avx512(r, n, x, y);
   if (r == Rounding::BFloat16)
     for (int64_t i = 0; i < n; ++i) y[i] = round_bfloat16(x[i]);
   else
