@@ -74,6 +74,19 @@ int64_t source(int64_t i, int64_t stride, int64_t a, int64_t pad, int64_t extent
   return v >= 0 && v < extent ? v : -1;
 }
 
+// f(tap, input position) for each tap of output position (i, j) inside the input, in window order.
+template <class F>
+inline void for_each_tap(const Window2d& g, int64_t i, int64_t j, F f) {
+  for (int64_t a = 0; a < g.k_h; ++a) {
+    const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
+    if (yy < 0) continue;
+    for (int64_t b = 0; b < g.k_w; ++b) {
+      const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
+      if (xx >= 0) f(a * g.k_w + b, yy * g.in_w + xx);
+    }
+  }
+}
+
 // Output positions [p0, p1) of y (positions counted over samples, rows and columns): each sums its
 // taps in window order.
 void forward_positions(const Window2d& g, int64_t m, const float* x, const float* w, const float* bias, float* y,
@@ -84,15 +97,7 @@ void forward_positions(const Window2d& g, int64_t m, const float* x, const float
     const float* sample = x + r * g.in_h * g.in_w * C;
     float* out = y + p * O;
     std::fill(out, out + O, 0.0f);
-    for (int64_t a = 0; a < g.k_h; ++a) {
-      const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
-      if (yy < 0) continue;
-      for (int64_t b = 0; b < g.k_w; ++b) {
-        const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
-        if (xx < 0) continue;
-        tap_forward(C, m, sample + (yy * g.in_w + xx) * C, w + (a * g.k_w + b) * O, out);
-      }
-    }
+    for_each_tap(g, i, j, [&](int64_t tap, int64_t at) { tap_forward(C, m, sample + at * C, w + tap * O, out); });
     if (bias) {
 #pragma omp simd
       for (int64_t o = 0; o < O; ++o) out[o] += bias[o];
@@ -149,17 +154,10 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
     for (int64_t i = 0; i < g.out_h; ++i)
       for (int64_t j = 0; j < g.out_w; ++j) {
         const float* grad = dy + r * out_size + (i * g.out_w + j) * O;
-        for (int64_t a = 0; a < g.k_h; ++a) {
-          const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
-          if (yy < 0) continue;
-          for (int64_t b = 0; b < g.k_w; ++b) {
-            const int64_t xx = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
-            if (xx < 0) continue;
-            const int64_t tap = a * g.k_w + b, at = (yy * g.in_w + xx) * C;
-            if (d) tap_backward_input(C, m, w + tap * O, grad, d + at);
-            if (part) tap_backward_filter(C, m, sample + at, grad, part + tap * O);
-          }
-        }
+        for_each_tap(g, i, j, [&](int64_t tap, int64_t at) {
+          if (d) tap_backward_input(C, m, w + tap * O, grad, d + at * C);
+          if (part) tap_backward_filter(C, m, sample + at * C, grad, part + tap * O);
+        });
       }
   }
   if (dw) sum_sample_partials(rows, taps * O, partials, dw, nt);
