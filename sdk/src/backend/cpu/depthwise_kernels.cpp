@@ -1,7 +1,5 @@
 #include "backend/cpu/depthwise_kernels.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "backend/cpu/target_clones.hpp"
@@ -117,21 +115,12 @@ void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t m, int64_t ro
                                         RangeDone range_done) {
   const int64_t positions = rows * g.out_h * g.out_w, ranges = (positions + range_positions - 1) / range_positions;
   if (positions == 0) return;
-  const int nt = positions * g.channels * m >= kParallelValues ? static_cast<int>(std::min<int64_t>(threads, ranges)) : 1;
-  // Each thread a contiguous run of ranges. No range_done runs before every thread has written its
-  // first range, so before position 0 is final (column sums shift by it).
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t first = ranges * id / n, last = ranges * (id + 1) / n;
-    for (int64_t k = first; k < last; ++k) {
-      forward_positions(g, m, x, w, bias, y, k * range_positions, std::min(positions, (k + 1) * range_positions));
-      if (k == first) {
-#pragma omp barrier
-      }
-      range_done(k);
-    }
-  }
+  write_by_ranges(
+      ranges, positions * g.channels * m >= kParallelValues ? threads : 1,
+      [&](int64_t k) {
+        forward_positions(g, m, x, w, bias, y, k * range_positions, std::min(positions, (k + 1) * range_positions));
+      },
+      range_done);
 }
 
 void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const float* x, const float* w,

@@ -13,8 +13,7 @@ void depthwise_conv2d_forward(const Window2d& g, int64_t multiplier, int64_t row
                               const float* bias, float* y, int threads);
 // The same values, cut into ranges of range_positions output positions (over samples, rows and
 // columns), each computed by one thread; range_done(k) then runs on that thread while range k's
-// positions of y are in its cache. Position 0 is final before any range_done runs (each thread writes
-// its first range, then they wait for each other).
+// positions of y are in its cache, and position 0 is final before any does (write_by_ranges).
 void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t multiplier, int64_t rows, const float* x,
                                         const float* w, const float* bias, float* y, int threads,
                                         int64_t range_positions, RangeDone range_done);

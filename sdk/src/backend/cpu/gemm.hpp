@@ -70,9 +70,9 @@ struct GemmProblem {
 // decides what a "k" is: a float32 column of A, or (bfloat16 kernels) a pair of packed columns.
 void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace);
 // `p` cut into ranges of range_rows rows of C, each computed whole by one thread with blocked_gemm's
-// sums; range_done(k) then runs on that thread while range k's rows of C are in its cache. Row 0 is
-// final before any range_done runs (each thread writes its first range, then they wait for each other). False, and
-// nothing done, for a product whose K blocked_gemm slices (few tiles, long K).
+// sums; range_done(k) then runs on that thread while range k's rows of C are in its cache, and row 0
+// is final before any does (write_by_ranges). False, and nothing done, for a product whose K
+// blocked_gemm slices (few tiles, long K).
 bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, int64_t range_rows,
                         RangeDone range_done);
 // `p` on the calling thread, tile by tile in blocked_gemm's order and sums (never sliced over K): for

@@ -3,12 +3,11 @@
 // and for bfloat16 products the CPU's bfloat16 dot products (AVX512_BF16, AArch64's BFDOT) or float32 FMAs.
 #pragma once
 #include <cstdint>
-
-#include "backend/cpu/range_done.hpp"
 #include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/cpu/range_done.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "kx/tensor.hpp"
 

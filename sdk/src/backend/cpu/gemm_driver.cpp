@@ -147,22 +147,10 @@ bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, in
     sub.C = p.C + i0 * p.ldc;
     run_passes(sub, plan_rows(sub, whole), kernel, 0, ceil_div(sub.M, kTileRows) * whole.grid.panels);
   };
-  const int64_t ranges = ceil_div(p.M, range_rows);
-  const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::min<int64_t>(threads, ranges)) : 1;
-  // Each thread a contiguous run of ranges, as blocked_gemm shares its tiles. No range_done runs before
-  // every thread has written its first range, so before row 0 is final (column sums shift by it).
-#pragma omp parallel num_threads(nt) if (nt > 1)
-  {
-    const int64_t id = omp_get_thread_num(), n = omp_get_num_threads();
-    const int64_t first = ranges * id / n, last = ranges * (id + 1) / n;
-    for (int64_t k = first; k < last; ++k) {
-      rows(k * range_rows, std::min(p.M, (k + 1) * range_rows));
-      if (k == first) {
-#pragma omp barrier
-      }
-      range_done(k);
-    }
-  }
+  // Each thread a contiguous run of ranges, as blocked_gemm shares its tiles.
+  write_by_ranges(
+      ceil_div(p.M, range_rows), p.M * p.N * p.K >= kParallelFlops ? threads : 1,
+      [&](int64_t k) { rows(k * range_rows, std::min(p.M, (k + 1) * range_rows)); }, range_done);
   return true;
 }
 

@@ -34,8 +34,9 @@ namespace {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's _mm512_cvtps_pd
 // The moments of 16 columns at a time, down the rows, their sums held in registers (as the loop below
 // computes them: the same operations, no fused multiply-add). Returns the columns it summed.
-KX_AVX512 int64_t sum_shifted_columns_avx512(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* shift,
-                                             double* p, double* q) {
+KX_AVX512 int64_t sum_shifted_columns_avx512(int64_t r0, int64_t r1, int64_t cols, const float* x, double* p,
+                                             double* q) {
+  const float* shift = x;
   int64_t c0 = 0;
   for (; c0 + 16 <= cols; c0 += 16) {
     const __m512d s0 = _mm512_cvtps_pd(_mm256_loadu_ps(shift + c0)), s1 = _mm512_cvtps_pd(_mm256_loadu_ps(shift + c0 + 8));
@@ -59,19 +60,19 @@ KX_AVX512 int64_t sum_shifted_columns_avx512(int64_t r0, int64_t r1, int64_t col
 }
 #pragma GCC diagnostic pop
 #else
-int64_t sum_shifted_columns_avx512(int64_t, int64_t, int64_t, const float*, const float*, double*, double*) { return 0; }
+int64_t sum_shifted_columns_avx512(int64_t, int64_t, int64_t, const float*, double*, double*) { return 0; }
 #endif
 
-// p[c] += x - shift, p[cols + c] += (x - shift)^2: the moments in one pass. The shift is the column's
-// first value, so E[d^2] - E[d]^2 does not cancel as E[x^2] - E[x]^2 does far from zero: a value of
+// p[c] += x - shift, p[cols + c] += (x - shift)^2 for rows [r0, r1) of x: the moments in one pass. The
+// shift is the column's first value (x's row 0), so E[d^2] - E[d]^2 does not cancel as E[x^2] - E[x]^2 does far from zero: a value of
 // the column lies within sqrt(n) spreads of its mean, so at most log2(n) of the 29 bits that double
 // has beyond float are lost to the difference. Row by row, but with AVX-512 down 16 columns at a
 // time: storing the sums after every row bounds the loop by stores once its rows are in cache (a
 // kernel that writes x sums each chunk it has just written).
-KX_CLONES_AVX2 void sum_shifted_moments(bool avx512, int64_t r0, int64_t r1, int64_t cols, const float* x,
-                                        const float* shift, double* p) {
+KX_CLONES_AVX2 void sum_shifted_moments(bool avx512, int64_t r0, int64_t r1, int64_t cols, const float* x, double* p) {
   double* q = p + cols;
-  const int64_t c0 = avx512 ? sum_shifted_columns_avx512(r0, r1, cols, x, shift, p, q) : 0;
+  const float* shift = x;
+  const int64_t c0 = avx512 ? sum_shifted_columns_avx512(r0, r1, cols, x, p, q) : 0;
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
 #pragma omp simd
@@ -126,6 +127,14 @@ KX_CLONES_AVX2 void sum_batch_norm_grads(const RowClip* act, int64_t r0, int64_t
   }
 }
 
+// The chunks' partial sums (each `width` values, chunk after chunk) added in chunk order.
+std::vector<double> add_chunks_in_order(const std::vector<double>& partial, int64_t chunks, int64_t width) {
+  std::vector<double> sums(static_cast<size_t>(width), 0.0);
+  for (int64_t k = 0; k < chunks; ++k)
+    for (int64_t i = 0; i < width; ++i) sums[static_cast<size_t>(i)] += partial[static_cast<size_t>(k * width + i)];
+  return sums;
+}
+
 // K column sums of `cols` columns, in double: add_chunk(r0, r1, p) adds rows [r0, r1) into its chunk's
 // partials p (K * cols), then the chunks are added in order.
 template <int K, class AddChunk>
@@ -136,10 +145,7 @@ std::vector<double> column_sums(int64_t rows, int64_t cols, int threads, AddChun
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t k = 0; k < chunks; ++k)
     add_chunk(k * per_chunk, std::min(rows, (k + 1) * per_chunk), partial.data() + k * K * cols);
-  std::vector<double> sums(static_cast<size_t>(K * cols), 0.0);
-  for (int64_t k = 0; k < chunks; ++k)
-    for (int64_t i = 0; i < K * cols; ++i) sums[static_cast<size_t>(i)] += partial[static_cast<size_t>(k * K * cols + i)];
-  return sums;
+  return add_chunks_in_order(partial, chunks, K * cols);
 }
 
 }  // namespace
@@ -149,15 +155,13 @@ ColumnMomentSums::ColumnMomentSums(int64_t rows, int64_t cols, const float* x)
       partial_(static_cast<size_t>(chunks() * 2 * cols), 0.0) {}
 
 void ColumnMomentSums::add_chunk(int64_t k) {
-  sum_shifted_moments(avx512_, k * chunk_rows_, std::min(rows_, (k + 1) * chunk_rows_), cols_, x_, x_,
+  sum_shifted_moments(avx512_, k * chunk_rows_, std::min(rows_, (k + 1) * chunk_rows_), cols_, x_,
                       partial_.data() + k * 2 * cols_);
 }
 
 void ColumnMomentSums::finish(float* mean, float* var) const {
   const size_t C = static_cast<size_t>(cols_);
-  std::vector<double> s(2 * C, 0.0);
-  for (int64_t k = 0; k < chunks(); ++k)
-    for (size_t i = 0; i < 2 * C; ++i) s[i] += partial_[static_cast<size_t>(k) * 2 * C + i];
+  const std::vector<double> s = add_chunks_in_order(partial_, chunks(), 2 * cols_);
   const double n = static_cast<double>(rows_);
   for (size_t c = 0; c < C; ++c) {
     const double d = s[c] / n;
