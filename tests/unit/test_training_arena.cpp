@@ -275,6 +275,53 @@ TEST(TrainingArena, ResNet50TrainsBitForBitInAFractionOfTheBuffersApart) {
       << memory.step_arena << " bytes against " << memory.step_arena_without_reuse << " apart";
 }
 
+// Batch normalisation writes its input's gradient over its output's: one block for both where it alone
+// writes that gradient, and the bits of a block apart, trainable or frozen, with or without the activation
+// it applies (ReLU6 clips, swish does not); a normalisation whose input another layer reads first keeps
+// a block of its own.
+TEST(TrainingArena, BatchNormalizationWritesItsInputGradientOverItsOutputs) {
+  struct Case {
+    const char* activation;
+    bool frozen;
+  };
+  for (const Case k : {Case{"relu6", false}, Case{"relu6", true}, Case{"swish", false}, Case{"swish", true},
+                       Case{"linear", false}}) {
+    SCOPED_TRACE(std::string(k.activation) + (k.frozen ? " frozen" : ""));
+    auto train = [&](bool in_place) {
+      config::test_hooks().no_in_place_grads = !in_place;
+      Model m = Model::functional(Strategy::default_strategy(), {6, 6, 3}, "x");
+      m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c1", "filters": 4, "kernel_size": 3,
+          "padding": "same"}})", {"x"});
+      m.add_layer(R"({"class_name": "BatchNormalization", "config": {"name": "bn1"}})", {"c1"});
+      m.add_layer(std::string(R"({"class_name": "Activation", "config": {"name": "a1", "activation": ")") +
+                      k.activation + R"("}})",
+                  {"bn1"});
+      m.add_layer(R"({"class_name": "Conv2D", "config": {"name": "c2", "filters": 5, "kernel_size": 1}})", {"a1"});
+      // c2's output is read first by the flatten below, so bn2 does not write its gradient.
+      m.add_layer(R"({"class_name": "Flatten", "config": {"name": "side"}})", {"c2"});
+      m.add_layer(R"({"class_name": "BatchNormalization", "config": {"name": "bn2"}})", {"c2"});
+      m.add_layer(R"({"class_name": "Flatten", "config": {"name": "flat"}})", {"bn2"});
+      m.add_layer(R"({"class_name": "Concatenate", "config": {"name": "both"}})", {"flat", "side"});
+      m.add_layer(R"({"class_name": "Dense", "config": {"name": "out", "units": 3, "activation": "softmax"}})",
+                  {"both"});
+      if (k.frozen) m.set_trainable("bn1", false);
+      m.compile(CompileOptions{});
+      const int64_t n = 4;
+      std::vector<float> x = test::random_floats(n * 6 * 6 * 3, 5), y{0, 1, 2, 1};
+      for (int step = 0; step < 2; ++step) m.train_on_batch(x.data(), y.data(), n);
+      auto trained = std::make_pair(m.get_weights(), m.training_memory(n));
+      config::test_hooks().no_in_place_grads = false;
+      return trained;
+    };
+    const auto [apart, apart_memory] = train(false);
+    const auto [in_place, memory] = train(true);
+    EXPECT_TRUE(same_bits(apart, in_place));
+    for (float w : in_place) ASSERT_TRUE(std::isfinite(w));
+    // Exactly bn1's input gradient (4 samples of 6x6x4) is spared.
+    EXPECT_EQ(apart_memory.layer_gradients - memory.layer_gradients, 4 * 6 * 6 * 4 * 4);
+  }
+}
+
 TEST(TrainingMemory, ReportsWhatFitAllocates) {
   Model m = Model::sequential(Strategy::default_strategy(), {6, 6, 2});
   m.add_conv2d(4, 3, 3, 1, Padding::Valid, Activation::Relu);

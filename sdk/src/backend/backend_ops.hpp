@@ -96,8 +96,9 @@
      const float* gamma, const float* beta, Activation act, float* y),                                           \
     (rows, cols, x, mean, var, epsilon, gamma, beta, act, y))                                                    \
   /* The gradients of batch_norm_apply with mean and var the moments of x itself (training mode):               \
-     dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may not alias dy). dy is the     \
-     gradient of act's output: with act other than None it is overwritten by the gradient at act's input. */  \
+     dgamma, dbeta (overwritten) and, when dx is not null, dx (overwritten; it may be dy, each value of dx      \
+     coming from dy's at its own index). dy is the gradient of act's output: with act other than None it is     \
+     overwritten by the gradient at act's input. */                                                             \
   X(batch_norm_backward,                                                                                         \
     (int64_t rows, int64_t cols, const float* x, float* dy, const float* mean, const float* var, float epsilon,  \
      const float* gamma, const float* beta, Activation act, float* dx, float* dgamma, float* dbeta),              \

@@ -36,6 +36,9 @@ struct TestHooks {
   // normalisation before it (Network::fuse_activations), no padding added by the convolution after it
   // (Network::absorb_paddings): what a test compares fusion with.
   bool no_layer_fusion = false;
+  // Step plans made from now on give every input gradient a block of its own: no layer writes it over
+  // its output's gradient (Layer::writes_input_grad_in_place). What a test compares that with.
+  bool no_in_place_grads = false;
   // Written by kx, read by tests: the bytes of the arena a step plan allocated last.
   std::atomic<int64_t> training_arena_bytes{0};
 };

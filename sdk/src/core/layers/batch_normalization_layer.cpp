@@ -23,6 +23,7 @@ class BatchNormalizationLayer final : public Layer {
     // ReLU6 or swish after a batch normalisation is one pass each way instead of two (Keras's mobile
     // models have one after almost every normalisation).
     applies_fused_activation_ = true;
+    writes_input_grad_in_place_ = true;
   }
 
   Shape build(const Shape& in) override {
@@ -72,9 +73,10 @@ class BatchNormalizationLayer final : public Layer {
     if (!trainable() || !c.dw) {
       if (!c.dx) return;
       if (c.fused_activation != Activation::None) {
-        // dy at the activation's input: its gradient at forward's values, formed again in dx.
-        c.be->batch_norm_apply(rows, C, c.x, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta, Activation::None, c.dx);
-        c.be->pointwise_activation_backward(c.fused_activation, rows * C, c.dx, c.dy, c.dy);
+        // dy at the activation's input, in place (dx may be dy): the training backward's first pass,
+        // with the moving statistics, its sums landing in the batch statistics' scratch, unused here.
+        c.be->batch_norm_backward(rows, C, c.x, c.dy, c.w + 2 * C, c.w + 3 * C, eps(), gamma, beta,
+                                  c.fused_activation, nullptr, c.scratch, c.scratch + C);
       }
       // The moving statistics are constants: y = gamma * (x - mean) / sqrt(var + eps) + beta is affine.
       c.be->batch_norm_apply(rows, C, c.dy, c.scratch + 2 * C, c.w + 3 * C, eps(), gamma, nullptr, Activation::None,

@@ -169,6 +169,10 @@ class Layer {
   // Moment sharing: whether forward writes its output's column moments when the plan asks it to
   // (LayerContext::output_moments).
   bool writes_output_moments() const { return writes_output_moments_; }
+  // Whether backward may write dx over dy, one buffer for both (plan_step_arena gives them one block):
+  // each value of dx comes from the values of dy and x at its own index alone. Writing over a gradient
+  // just read spares the memory traffic of a third buffer.
+  bool writes_input_grad_in_place() const { return writes_input_grad_in_place_; }
 
   // Mixed precision (the plan rounds every tensor between layers to the 16-bit type). Whether the
   // layer reads its weights as that type (Keras's autocast variables); batch normalisation computes
@@ -208,6 +212,7 @@ class Layer {
   Activation fusable_activation_ = Activation::None;
   bool absorbs_input_padding_ = false;
   bool writes_output_moments_ = false;
+  bool writes_input_grad_in_place_ = false;
 };
 
 // For a layer that writes its output's moments with no faster way at hand: column_moments of y

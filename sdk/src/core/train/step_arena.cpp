@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "config/test_hooks.hpp"
 #include "core/checked_size.hpp"
 #include "kx/error.hpp"
 
@@ -143,13 +144,23 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
     out.scratch_floats += out.scratch[i];
     edge[i].assign(net.inputs[i].size(), -1);
   }
+  // A layer that writes its input's gradient over its output's (Layer::writes_input_grad_in_place)
+  // gets one block for both, where it alone writes that input's gradient (its first reader, whose
+  // backward runs last) and the two are the same size: the block of the input's gradient, else -1.
+  auto in_place_grad = [&](size_t i) {
+    const Layer& layer = *net.layers[i];
+    if (!layer.writes_input_grad_in_place() || net.inputs[i].size() != 1 || config::test_hooks().no_in_place_grads)
+      return -1;
+    const size_t s = static_cast<size_t>(net.inputs[i].front());
+    return edge[i][0] == grad[s] && floats_of(s) == floats_of(i + 1) ? grad[s] : -1;
+  };
   // Tensors in order: a tensor's gradient block is known before the edges that read into it.
   for (size_t t = 0; t < T; ++t) {
     if (t > 0) {
       if (net.passes_input_through(t - 1))
         grad[t] = edge[t - 1][0];  // a reshape's gradient is its input's (none if not needed)
       else if (needs_grad[t])
-        grad[t] = block(floats_of(t), gradient_floats);
+        grad[t] = in_place_grad(t - 1) >= 0 ? in_place_grad(t - 1) : block(floats_of(t), gradient_floats);
     }
     if (grad[t] < 0) continue;
     // The first reader writes the gradient itself; later readers write their own blocks, added to
