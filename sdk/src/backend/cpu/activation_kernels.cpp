@@ -109,6 +109,8 @@ inline void backward_span<Activation::Silu>(int64_t n, const float* x, const flo
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12's intrinsics read _mm512_undefined_ps values
 // The logistic function of 16 lanes as vector_sigmoid forms it, exp(-|x|) by the same reduction and
 // Taylor polynomial but with fused multiply-adds and the power of two applied by VSCALEFPS (which rounds
 // subnormal results once): about half the instructions, within an ulp or two of vector_sigmoid.
@@ -159,6 +161,7 @@ KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, cons
     }
   }
 }
+#pragma GCC diagnostic pop
 #else
 void silu_avx512(int64_t, const float*, const float*, float*) {}
 void swish_of_affine_avx512(int64_t, int64_t, int64_t, const float*, const float*, const float*, float*, bool) {}

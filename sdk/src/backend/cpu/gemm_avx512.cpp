@@ -7,7 +7,9 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // GCC 12's own intrinsics header trips -Wmaybe-uninitialized in masked loads (_mm512_undefined_ps).
 #pragma GCC diagnostic push
+#ifndef __clang__  // clang has no such warning, and warns about the name
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include "backend/cpu/avx512_common.hpp"
 

@@ -31,7 +31,9 @@ namespace {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #pragma GCC diagnostic push
+#ifndef __clang__  // clang has no such warning, and warns about the name
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's _mm512_cvtps_pd
+#endif
 // The moments of 16 columns at a time, down the rows, their sums held in registers (as the loop below
 // computes them: the same operations, no fused multiply-add). Returns the columns it summed.
 KX_AVX512 int64_t sum_shifted_columns_avx512(int64_t r0, int64_t r1, int64_t cols, const float* x, double* p,

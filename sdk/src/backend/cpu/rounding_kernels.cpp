@@ -12,7 +12,9 @@ namespace {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #pragma GCC diagnostic push
+#ifndef __clang__  // clang has no such warning, and warns about the name
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 KX_AVX512 void round_avx512(Rounding r, int64_t n, const float* x, float* y) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, round_vector(_mm512_loadu_ps(x + i), r));
