@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "backend/cpu/range_done.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/range_done.hpp"
 #include "kx/tensor.hpp"
 
 namespace kx::backend::cpu {

@@ -159,8 +159,8 @@ ArenaLayout plan_step_arena(const backend::Backend& be, const Network& net, int6
     if (t > 0) {
       if (net.passes_input_through(t - 1))
         grad[t] = edge[t - 1][0];  // a reshape's gradient is its input's (none if not needed)
-      else if (needs_grad[t])
-        grad[t] = in_place_grad(t - 1) >= 0 ? in_place_grad(t - 1) : block(floats_of(t), gradient_floats);
+      else if (needs_grad[t] && (grad[t] = in_place_grad(t - 1)) < 0)
+        grad[t] = block(floats_of(t), gradient_floats);
     }
     if (grad[t] < 0) continue;
     // The first reader writes the gradient itself; later readers write their own blocks, added to
