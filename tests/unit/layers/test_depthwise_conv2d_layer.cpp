@@ -68,6 +68,10 @@ TEST(DepthwiseConv2dLayer, MatchesTheReferenceAndFiniteDifferences) {
       // along the row as MobileNet's downsampling depthwise convolutions are.
       {R"({"kernel_size": 3, "strides": 2, "padding": "same"})", 5, 7, 70, 3, 3, 2, 2, 1, true, true},
       {R"({"kernel_size": [3, 2], "strides": [1, 2], "use_bias": false})", 4, 9, 67, 3, 2, 1, 2, 1, false, false},
+      // EfficientNet's 5x5 window and a dilated one over a block of sixteen channels and a rest.
+      {R"({"kernel_size": 5, "strides": 2, "padding": "same"})", 7, 6, 18, 5, 5, 2, 2, 1, true, true},
+      {R"({"kernel_size": 3, "dilation_rate": 2, "padding": "same", "use_bias": false})", 6, 5, 19, 3, 3, 1, 1, 1,
+       true, false, false, 2, 2},
       // Dilated (strides 1, as Keras requires): "same" pads by the dilated span, "valid" shrinks by it.
       {R"({"kernel_size": 3, "dilation_rate": 2, "padding": "same"})", 7, 6, 3, 3, 3, 1, 1, 1, true, true, false, 2, 2},
       {R"({"kernel_size": [2, 3], "dilation_rate": [3, 2], "depth_multiplier": 2, "activation": "tanh"})", 8, 7, 2, 2,

@@ -1,6 +1,7 @@
 #include "backend/cpu/depthwise_kernels.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/target_clones.hpp"
 
@@ -9,6 +10,30 @@ namespace {
 
 // Below this many output values a parallel region costs more than it saves.
 constexpr int64_t kParallelValues = 1 << 14;
+
+// Sixteen channels as one value: GCC and clang compile its arithmetic at the vector width of the
+// function it is inlined into (one AVX-512 register, two AVX2 ones, four SSE or NEON ones), so a
+// block's sum stays in registers across all the taps that feed it.
+using Block = float __attribute__((vector_size(64)));
+constexpr int64_t kLanes = sizeof(Block) / sizeof(float);
+// The most taps a window may have for the blocked kernels, which list a position's taps on the stack.
+constexpr int kMaxTaps = 49;
+
+// Offsets (in floats) of the pairs of vectors whose products one value sums, in the order it adds them.
+struct TapPairs {
+  int n = 0;
+  int64_t first[kMaxTaps], second[kMaxTaps];
+  void add(int64_t a, int64_t b) {
+    first[n] = a;
+    second[n] = b;
+    ++n;
+  }
+};
+
+// The start of each block of kLanes channels: whole blocks, the last one ending at the last channel
+// (overlapping the one before it when channels is not a multiple of kLanes: it writes there what that
+// block wrote, the same sums in the same order).
+inline int64_t block_start(int64_t c, int64_t channels) { return std::min(c, channels - kLanes); }
 
 // out[o] += x[o / m] * w[o] for o < channels * m: one tap of one output position. With one filter
 // per channel (MobileNet's case) the three arrays run in step and the loop vectorises plainly.
@@ -72,6 +97,17 @@ int64_t source(int64_t i, int64_t stride, int64_t a, int64_t pad, int64_t extent
   return v >= 0 && v < extent ? v : -1;
 }
 
+// The output index whose tap reads the input at offset t (the input's index plus the padding less the
+// tap's offset), or -1 where none does. Strides 1 and 2, nearly every layer's, without a division.
+int64_t reader(int64_t t, int64_t stride, int64_t extent) {
+  if (t < 0) return -1;
+  int64_t i = -1;
+  if (stride == 1) i = t;
+  else if (stride == 2) i = t % 2 ? -1 : t / 2;
+  else if (t % stride == 0) i = t / stride;
+  return i < extent ? i : -1;
+}
+
 // f(tap, input position) for each tap of output position (i, j) inside the input, in window order.
 template <class F>
 inline void for_each_tap(const Window2d& g, int64_t i, int64_t j, F f) {
@@ -103,6 +139,135 @@ void forward_positions(const Window2d& g, int64_t m, const float* x, const float
   }
 }
 
+// With one filter per channel, at least kLanes channels and at most kMaxTaps taps: the blocked kernels.
+bool by_blocks(const Window2d& g, int64_t m) { return m == 1 && g.channels >= kLanes && g.k_h * g.k_w <= kMaxTaps; }
+
+// Lists site k's pairs of offsets into p and q (sum_listed_products).
+using ListTaps = void (*)(const Window2d& g, int64_t site, TapPairs& taps);
+
+// out[k * channels + c] = 0 + p[first[0] + c] * q[second[0] + c] + ... (+ bias[c]), the pairs listed
+// for site k in list order, for sites [k0, k1). Four blocks of channels at a time: four sums in
+// registers, each a chain of additions the others overlap. Serves the forward pass and the input
+// gradient, which differ only in what they list.
+KX_CLONES void sum_listed_products(const Window2d& g, ListTaps list, int64_t k0, int64_t k1, const float* p,
+                                   const float* q, const float* bias, float* out) {
+  constexpr int64_t kGroup = 4;
+  const int64_t C = g.channels;
+  for (int64_t k = k0; k < k1; ++k) {
+    TapPairs taps;
+    list(g, k, taps);
+    for (int64_t c = 0; c < C; c += kGroup * kLanes) {
+      // The group's n blocks: up to four, the last ending at the last channel.
+      const int64_t n = std::min(kGroup, (C - c + kLanes - 1) / kLanes);
+      int64_t at[kGroup];
+      for (int64_t u = 0; u < kGroup; ++u) at[u] = block_start(c + u * kLanes, C);
+      Block s[kGroup] = {};
+      for (int t = 0; t < taps.n; ++t) {
+        const float* pt = p + taps.first[t];
+        const float* qt = q + taps.second[t];
+#pragma GCC unroll 4
+        for (int64_t u = 0; u < kGroup; ++u) {
+          if (u == n) break;
+          Block a, b;
+          std::memcpy(&a, pt + at[u], sizeof a);
+          std::memcpy(&b, qt + at[u], sizeof b);
+          s[u] += a * b;
+        }
+      }
+#pragma GCC unroll 4
+      for (int64_t u = 0; u < n; ++u) {
+        if (bias) {
+          Block v;
+          std::memcpy(&v, bias + at[u], sizeof v);
+          s[u] += v;
+        }
+        std::memcpy(out + k * C + at[u], &s[u], sizeof s[u]);
+      }
+    }
+  }
+}
+
+// Output position k (over samples, rows and columns): its taps inside the input in window order, as
+// (offset into x, offset into w): forward_positions's order, so the same bits.
+void list_forward_taps(const Window2d& g, int64_t k, TapPairs& taps) {
+  const int64_t C = g.channels, per_sample = g.out_h * g.out_w;
+  const int64_t r = k / per_sample, i = k % per_sample / g.out_w, j = k % g.out_w;
+  const int64_t sample = r * g.in_h * g.in_w * C;
+  for_each_tap(g, i, j, [&](int64_t tap, int64_t at) { taps.add(sample + at * C, tap * C); });
+}
+
+// Input position k of one sample: the output positions that read it, as (offset into w, offset into
+// the sample's dy), in the order of those positions (a later tap row reads from an earlier output row,
+// a later tap column from an earlier column): the order in which backward_positions scatters them, so
+// the same bits.
+void list_input_gradient_taps(const Window2d& g, int64_t k, TapPairs& taps) {
+  const int64_t C = g.channels, yy = k / g.in_w, xx = k % g.in_w;
+  for (int64_t a = g.k_h - 1; a >= 0; --a) {
+    const int64_t i = reader(yy + g.pad_top - a * g.dilation_h, g.stride_h, g.out_h);
+    if (i < 0) continue;
+    for (int64_t b = g.k_w - 1; b >= 0; --b) {
+      const int64_t j = reader(xx + g.pad_left - b * g.dilation_w, g.stride_w, g.out_w);
+      if (j >= 0) taps.add((a * g.k_w + b) * C, (i * g.out_w + j) * C);
+    }
+  }
+}
+
+// acc[c] = acc[c] + x0[c] * dy0[c] + x1[c] * dy1[c]: one tap's share of two output positions' filter
+// gradient, in their order, with one load and store of the partial sums for both.
+KX_CLONES void tap_pair_backward_filter(int64_t channels, const float* x0, const float* dy0, const float* x1,
+                                        const float* dy1, float* acc) {
+#pragma omp simd
+  for (int64_t c = 0; c < channels; ++c) acc[c] = acc[c] + x0[c] * dy0[c] + x1[c] * dy1[c];
+}
+
+// One sample's filter-gradient partials with one filter per channel, two neighbouring output
+// positions of a row at a time (backward_positions's order of additions: the same bits).
+void filter_partials_in_pairs(const Window2d& g, const float* x, const float* dy, float* part) {
+  const int64_t C = g.channels;
+  std::fill(part, part + g.k_h * g.k_w * C, 0.0f);
+  for (int64_t i = 0; i < g.out_h; ++i)
+    for (int64_t j = 0; j < g.out_w; j += 2) {
+      const bool second = j + 1 < g.out_w;
+      const float* d0 = dy + (i * g.out_w + j) * C;
+      const float* d1 = d0 + C;
+      for (int64_t a = 0; a < g.k_h; ++a) {
+        const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
+        if (yy < 0) continue;
+        for (int64_t b = 0; b < g.k_w; ++b) {
+          const int64_t x0 = source(j, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w);
+          const int64_t x1 = second ? source(j + 1, g.stride_w, b * g.dilation_w, g.pad_left, g.in_w) : -1;
+          float* acc = part + (a * g.k_w + b) * C;
+          const float* v0 = x0 >= 0 ? x + (yy * g.in_w + x0) * C : nullptr;
+          const float* v1 = x1 >= 0 ? x + (yy * g.in_w + x1) * C : nullptr;
+          if (v0 && v1) {
+            tap_pair_backward_filter(C, v0, d0, v1, d1, acc);
+          } else if (v0) {
+            tap_backward_filter(C, 1, v0, d0, acc);
+          } else if (v1) {
+            tap_backward_filter(C, 1, v1, d1, acc);
+          }
+        }
+      }
+    }
+}
+
+// One sample's dx and filter-gradient partials (either may be null) in one pass over its output
+// gradient: each output position scatters its taps into dx and adds them into the partials.
+void backward_positions(const Window2d& g, int64_t m, const float* sample, const float* w, const float* dy, float* d,
+                        float* part) {
+  const int64_t C = g.channels, O = C * m;
+  if (d) std::fill(d, d + g.in_h * g.in_w * C, 0.0f);
+  if (part) std::fill(part, part + g.k_h * g.k_w * O, 0.0f);
+  for (int64_t i = 0; i < g.out_h; ++i)
+    for (int64_t j = 0; j < g.out_w; ++j) {
+      const float* grad = dy + (i * g.out_w + j) * O;
+      for_each_tap(g, i, j, [&](int64_t tap, int64_t at) {
+        if (d) tap_backward_input(C, m, w + tap * O, grad, d + at * C);
+        if (part) tap_backward_filter(C, m, sample + at * C, grad, part + tap * O);
+      });
+    }
+}
+
 }  // namespace
 
 void depthwise_conv2d_forward(const Window2d& g, int64_t m, int64_t rows, const float* x, const float* w,
@@ -117,8 +282,10 @@ void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t m, int64_t ro
   if (positions == 0) return;
   write_by_ranges(
       ranges, positions * g.channels * m >= kParallelValues ? threads : 1,
-      [&](int64_t k) {
-        forward_positions(g, m, x, w, bias, y, k * range_positions, std::min(positions, (k + 1) * range_positions));
+      [&, blocks = by_blocks(g, m)](int64_t k) {
+        const int64_t p0 = k * range_positions, p1 = std::min(positions, p0 + range_positions);
+        if (blocks) return sum_listed_products(g, list_forward_taps, p0, p1, x, w, bias, y);
+        forward_positions(g, m, x, w, bias, y, p0, p1);
       },
       range_done);
 }
@@ -129,25 +296,22 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
   const int64_t taps = g.k_h * g.k_w;
   if (!dx && !dw) return;
   const int nt = rows * out_size >= kParallelValues ? threads : 1;
-  // Sample by sample, one pass over its output gradient for both: each output position scatters its
-  // taps into the sample's dx and adds them into the sample's filter-gradient partials (float32 sums
-  // over one sample's positions, as short as a GEMM's over that sample would be). The partials are then
-  // summed over the samples in order, in double: no result depends on the thread count.
+  const bool blocks = by_blocks(g, m);
+  // Sample by sample: dx, and the filter gradient's partials (float32 sums over one sample's
+  // positions, as short as a GEMM's over that sample would be). The partials are then summed over the
+  // samples in order, in double: no result depends on the thread count.
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; ++r) {
     const float* sample = x + r * in_size;
+    const float* grad = dy + r * out_size;
     float* d = dx ? dx + r * in_size : nullptr;
     float* part = dw ? partials + r * taps * O : nullptr;
-    if (d) std::fill(d, d + in_size, 0.0f);
-    if (part) std::fill(part, part + taps * O, 0.0f);
-    for (int64_t i = 0; i < g.out_h; ++i)
-      for (int64_t j = 0; j < g.out_w; ++j) {
-        const float* grad = dy + r * out_size + (i * g.out_w + j) * O;
-        for_each_tap(g, i, j, [&](int64_t tap, int64_t at) {
-          if (d) tap_backward_input(C, m, w + tap * O, grad, d + at * C);
-          if (part) tap_backward_filter(C, m, sample + at * C, grad, part + tap * O);
-        });
-      }
+    if (!blocks) {
+      backward_positions(g, m, sample, w, grad, d, part);
+      continue;
+    }
+    if (d) sum_listed_products(g, list_input_gradient_taps, 0, g.in_h * g.in_w, w, grad, nullptr, d);
+    if (part) filter_partials_in_pairs(g, sample, grad, part);
   }
   if (dw) sum_sample_partials(rows, taps * O, partials, dw, nt);
 }
