@@ -1,6 +1,8 @@
 // CPU kernels of the depthwise convolution (Keras's DepthwiseConv2D) over NHWC samples: direct loops
 // over the window taps with the channel loop innermost, never im2col and a GEMM (each output reads
-// k_h * k_w inputs of its own channel: a dense GEMM would multiply mostly zeros).
+// k_h * k_w inputs of its own channel: a dense GEMM would multiply mostly zeros). With one filter per
+// channel and at least sixteen channels, each output (or input-gradient) value sums its taps in
+// registers and is stored once; every kernel adds in the same order, so which one runs changes no bit.
 #pragma once
 #include <cstdint>
 
