@@ -253,7 +253,7 @@ TEST(FashionMnist, CnnLearnsOnASubset) {
   // A path built from a named one: GCC 12 warns (-Warray-bounds) about its own inlined move of a temporary.
   const std::filesystem::path images = std::filesystem::path(dir) / "train-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(images)) GTEST_SKIP() << "dataset-fashion-mnist missing";
-  Dataset train = Dataset::from_idx(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz").take(8000);
+  Dataset train = Dataset::from_idx(images.string(), dir + "/train-labels-idx1-ubyte.gz").take(8000);
   train.shuffle(8000, 2);
   train.batch(64, false);
   Dataset test = Dataset::from_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz").take(2000);

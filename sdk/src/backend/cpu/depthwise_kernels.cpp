@@ -36,7 +36,8 @@ struct TapPairs {
 inline int64_t block_start(int64_t c, int64_t channels) { return std::min(c, channels - kLanes); }
 
 // out[o] += x[o / m] * w[o] for o < channels * m: one tap of one output position. With one filter
-// per channel (MobileNet's case) the three arrays run in step and the loop vectorises plainly.
+// per channel the three arrays run in step and the loop vectorises plainly (the blocked kernels take
+// that case from sixteen channels up).
 KX_CLONES void tap_forward(int64_t channels, int64_t m, const float* x, const float* w, float* out) {
   if (m == 1) {
 #pragma omp simd
