@@ -52,7 +52,7 @@ void check_all_shapes(CpuGemm choice) {
   for (Trans ta : {Trans::No, Trans::Yes})
     for (Trans tb : {Trans::No, Trans::Yes})
       for (int64_t M : {1, 7, 8, 9, 33})
-        for (int64_t N : {1, 10, 16, 17, 32, 45})
+        for (int64_t N : {1, 10, 16, 17, 32, 45, 48, 49})
           for (int64_t K : {1, 5, 31, 32, 70}) {
             check_gemm(*be, ta, tb, M, N, K, 0.0f, false, false, seed++);
             if (::testing::Test::HasFatalFailure()) return;
@@ -67,13 +67,14 @@ void check_all_shapes(CpuGemm choice) {
 
 TEST(Gemm, BuiltinKernelMatchesFloat64) { check_all_shapes(CpuGemm::Builtin); }
 
-// A long K is cut into passes (small C) or, with too few tiles to share, into slices summed afterwards:
-// the convolution weight gradients' shapes. Both must match float64 and not depend on the thread count.
+// A long K is cut into passes (a C to revisit) or, longer still over a small C, into slices summed
+// afterwards: the convolution weight gradients' shapes. Both must match float64 and not depend on the
+// thread count.
 TEST(Gemm, LongProductsMatchFloat64AndDoNotDependOnTheThreadCount) {
   const auto one = backend::make_cpu_backend(1, CpuGemm::Builtin);
   const auto two = backend::make_cpu_backend(2, CpuGemm::Builtin);
   uint32_t seed = 500;
-  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{40, 64, 3000}, {9, 32, 9000}, {17, 5, 8193}}) {
+  for (auto [M, N, K] : {std::tuple<int64_t, int64_t, int64_t>{40, 64, 3000}, {9, 32, 9000}, {17, 5, 8193}, {50, 100, 4500}}) {
     check_gemm(*two, Trans::Yes, Trans::No, M, N, K, 0.0f, false, false, seed);
     check_gemm(*two, Trans::No, Trans::No, M, N, K, 1.0f, true, true, seed + 1);
     const auto A = test::random_floats(K * M, seed + 2), B = test::random_floats(K * N, seed + 3);
@@ -115,12 +116,12 @@ TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas)
 // kernel cuts a tile into column chunks of 12, 8 and 4 and leaves the rest to the portable loops).
 void check_tile_kernel(backend::cpu::TileKernel fast) {
   for (int rows = 1; rows <= backend::cpu::kTileRows; ++rows)
-    for (int cols : {1, 3, 4, 5, 8, 11, 12, 13, 16, 17, 20, 24, 27, 28, 31, 32})
+    for (int cols : {1, 3, 4, 5, 8, 11, 12, 13, 16, 17, 20, 24, 27, 28, 31, 32, 33, 40, 45, 47, 48})
       for (float beta : {0.0f, 1.0f}) {
-        const int64_t K = 23, lda = K, ldb = 40, ldc = 40;
+        const int64_t K = 23, lda = K, ldb = 56, ldc = 56;
         const auto A = test::random_floats(rows * lda, rows * 100 + cols);
         const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
-        const auto bias = test::random_floats(32, 3);
+        const auto bias = test::random_floats(backend::cpu::kTileCols, 3);
         auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
         backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, beta, bias.data(), true,
                               backend::Rounding::None};

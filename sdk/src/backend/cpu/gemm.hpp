@@ -26,7 +26,7 @@ struct Tile {
 };
 
 inline constexpr int kTileRows = 8;
-inline constexpr int kTileCols = 32;
+inline constexpr int kTileCols = 48;
 
 using TileKernel = void (*)(const Tile&);
 

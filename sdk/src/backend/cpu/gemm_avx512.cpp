@@ -1,4 +1,4 @@
-// AVX-512 register-tile kernel: up to 8 rows x 32 columns of C held in 16 zmm accumulators. Built with
+// AVX-512 register-tile kernel: 8 rows x up to 48 columns of C held in up to 24 zmm accumulators. Built with
 // per-function target attributes (not file-wide flags) so nothing else in this file needs AVX-512, and
 // chosen at run time only on CPUs that have it.
 #include "backend/cpu/gemm.hpp"
@@ -18,67 +18,96 @@ namespace {
 
 constexpr int64_t kPrefetchRows = 32;
 
-template <int MR, int NV>
+// One register tile of kTileRows rows, NV vectors wide. A tile with fewer rows repeats its last row of
+// A in the rest, computes them and stores only its own: one kernel per width serves every tile.
+template <int NV>
 KX_AVX512 void tile_kernel(const Tile& t) {
+  constexpr int MR = kTileRows;
   // Columns beyond t.cols are masked off in the last vector; NV * 16 >= t.cols > (NV - 1) * 16.
   const int tail = t.cols - (NV - 1) * 16;
   const __mmask16 last = static_cast<__mmask16>(tail >= 16 ? 0xFFFF : (1u << tail) - 1u);
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
 
-  const float* a = t.A;
+  const float* rows[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(r, t.rows - 1) * t.rsa;
+  const int64_t K = t.K, ldb = t.ldb, csa = t.csa, rsa = t.rsa;
+  // A read transposed (rsa 1) walks a column of A and B's rows a stride apart, which the hardware
+  // prefetcher loses at page boundaries: ask for those kPrefetchRows ahead. Rows of A read along
+  // (csa 1) are short streams the prefetcher finds too late: ask for those of the tiles two row
+  // blocks on, and for their lines of C, which are about to be written.
+  const bool transposed = csa != 1;
+  constexpr int64_t kAhead = 2 * MR;
+  if (!transposed) {
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) _m_prefetchw(t.C + (r + kAhead) * t.ldc + 16 * v);
+  }
   const float* b = t.B;
-  for (int64_t k = 0; k < t.K; ++k, a += t.csa, b += t.ldb) {
-    // B's rows (and A's columns, when A is read transposed) lie a stride apart that the hardware
-    // prefetcher loses at page boundaries: ask for the rows kPrefetchRows ahead.
-    _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * t.ldb), _MM_HINT_T0);
-    if (NV == 2) _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * t.ldb + 16), _MM_HINT_T0);
-    if (t.csa != 1) _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchRows * t.csa), _MM_HINT_T0);
+  const auto step = [&](const float* const* a_rows, int64_t ka) KX_AVX512 {
     __m512 bv[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v)
       bv[v] = (v == NV - 1) ? _mm512_maskz_loadu_ps(last, b + 16 * v) : _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * t.rsa]);
-#pragma GCC unroll 2
+      const __m512 av = _mm512_set1_ps(a_rows[r][ka]);
+#pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  };
+  const auto prefetch_ahead = [&](const float* a) KX_AVX512 {
+    _mm_prefetch(reinterpret_cast<const char*>(a + kPrefetchRows * csa), _MM_HINT_T0);
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v)
+      _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchRows * ldb + 16 * v), _MM_HINT_T0);
+  };
+  if (!transposed) {
+    for (int64_t k = 0; k < K; ++k, b += ldb) {
+      if ((k & 15) == 0) {
+#pragma GCC unroll 8
+        for (int r = 0; r < MR; ++r)
+          _mm_prefetch(reinterpret_cast<const char*>(rows[r] + kAhead * rsa + k), _MM_HINT_T0);
+      }
+      step(rows, k);
+    }
+  } else if (t.rows == MR && rsa == 1) {  // a whole tile's rows of a k side by side: one pointer
+    for (const float* a = t.A; b != t.B + K * ldb; a += csa, b += ldb) {
+      prefetch_ahead(a);
+      const float* a_rows[MR];
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) a_rows[r] = a + r;
+      step(a_rows, 0);
+    }
+  } else {
+    for (int64_t ka = 0; ka < K * csa; ka += csa, b += ldb) {
+      prefetch_ahead(rows[0] + ka);
+      step(rows, ka);
     }
   }
 
   __m512 bias[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
   for (int v = 0; v < NV; ++v)
     bias[v] = t.bias ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, t.bias + 16 * v) : _mm512_setzero_ps();
   const TileStore store{t.beta, t.relu, t.rounding};
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+  for (int r = 0; r < MR; ++r) {
+    if (r == t.rows) break;
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) store(t.C + r * t.ldc + 16 * v, v == NV - 1 ? last : 0xFFFF, acc[r][v], bias[v]);
-}
-
-template <int MR>
-KX_AVX512 void tile_rows(const Tile& t) {
-  if (t.cols > 16)
-    tile_kernel<MR, 2>(t);
-  else
-    tile_kernel<MR, 1>(t);
+  }
 }
 
 KX_AVX512 void tile_any(const Tile& t) {
-  switch (t.rows) {
-    case 8: return tile_rows<8>(t);
-    case 7: return tile_rows<7>(t);
-    case 6: return tile_rows<6>(t);
-    case 5: return tile_rows<5>(t);
-    case 4: return tile_rows<4>(t);
-    case 3: return tile_rows<3>(t);
-    case 2: return tile_rows<2>(t);
-    default: return tile_rows<1>(t);
-  }
+  if (t.cols > 32) return tile_kernel<3>(t);
+  if (t.cols > 16) return tile_kernel<2>(t);
+  tile_kernel<1>(t);
 }
 
 // C's values of a dot-product tile from their sums [rows, cols]: beta, bias, ReLU, rounding. One loop

@@ -88,61 +88,53 @@ KX_AVX512_BF16 void pack_transposed(int64_t k, int64_t cols, const float* src, i
         for (int64_t j = j0; j < std::min(cols, j0 + kB); ++j) dst[p * cols + j] = rows[static_cast<size_t>(j * pairs + p)];
 }
 
-template <int MR, int NV>
+// One tile of kTileRows rows, NV vectors wide; a tile with fewer rows repeats its last row of A in the
+// rest and stores only its own (as the float32 kernel).
+template <int NV>
 KX_AVX512_BF16 void bf16_kernel(const Tile& t) {
+  constexpr int MR = kTileRows;
   const int tail = t.cols - (NV - 1) * 16;
   const __mmask16 last = lanes(tail);
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_setzero_ps();
-  const float* a = t.A;
+  const float* rows[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(r, t.rows - 1) * t.rsa;
   const float* b = t.B;
-  for (int64_t k = 0; k < t.K; ++k, a += t.csa, b += t.ldb) {
+  for (int64_t k = 0, ka = 0; k < t.K; ++k, ka += t.csa, b += t.ldb) {
     __m512bh bv[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v)
       bv[v] = reinterpret_cast<__m512bh>(v == NV - 1 ? _mm512_maskz_loadu_epi32(last, b + 16 * v)
                                                      : _mm512_loadu_si512(b + 16 * v));
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       // The pair's bits broadcast as they are (a float load moves bits, it computes nothing).
-      const __m512bh av = reinterpret_cast<__m512bh>(_mm512_set1_ps(a[r * t.rsa]));
-#pragma GCC unroll 2
+      const __m512bh av = reinterpret_cast<__m512bh>(_mm512_set1_ps(rows[r][ka]));
+#pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], av, bv[v]);
     }
   }
   __m512 bias[NV];
-#pragma GCC unroll 2
+#pragma GCC unroll 3
   for (int v = 0; v < NV; ++v)
     bias[v] = t.bias ? _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xFFFF, t.bias + 16 * v) : _mm512_setzero_ps();
   const TileStore store{t.beta, t.relu, t.rounding};
 #pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r)
-#pragma GCC unroll 2
+  for (int r = 0; r < MR; ++r) {
+    if (r == t.rows) break;
+#pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) store(t.C + r * t.ldc + 16 * v, v == NV - 1 ? last : 0xFFFF, acc[r][v], bias[v]);
-}
-
-template <int MR>
-KX_AVX512_BF16 void bf16_rows(const Tile& t) {
-  if (t.cols > 16)
-    bf16_kernel<MR, 2>(t);
-  else
-    bf16_kernel<MR, 1>(t);
+  }
 }
 
 KX_AVX512_BF16 void bf16_any(const Tile& t) {
-  switch (t.rows) {
-    case 8: return bf16_rows<8>(t);
-    case 7: return bf16_rows<7>(t);
-    case 6: return bf16_rows<6>(t);
-    case 5: return bf16_rows<5>(t);
-    case 4: return bf16_rows<4>(t);
-    case 3: return bf16_rows<3>(t);
-    case 2: return bf16_rows<2>(t);
-    default: return bf16_rows<1>(t);
-  }
+  if (t.cols > 32) return bf16_kernel<3>(t);
+  if (t.cols > 16) return bf16_kernel<2>(t);
+  bf16_kernel<1>(t);
 }
 
 }  // namespace

@@ -24,10 +24,12 @@ constexpr int64_t kRevisitableC = 128 * 1024;  // floats of C (512 KB) worth rea
 // B's rows of one pass that fit in a core's L2 cache: then every row block sweeps all panels while
 // its rows of A are in L1; otherwise each panel sweeps all row blocks while the panel is in cache.
 constexpr int64_t kCachedB = 128 * 1024;  // floats (512 KB)
-// Too few tiles to keep the threads busy: K is cut into slices of this depth, computed in parallel
-// into a workspace and summed in slice order.
-constexpr int64_t kFewTiles = 8;
-constexpr int64_t kSliceDepth = 4096;
+// A long K over a small C: K is cut into slices of about this depth (their number fixed by K, at most
+// kMaxSlices), each computed whole by one thread into a workspace block, tile after tile while the
+// slice's rows of A and B stay in cache; then the blocks are summed in slice order. The threads share
+// K instead of C, and each reads its rows from memory once.
+constexpr int64_t kSliceDepth = 1024;
+constexpr int64_t kMaxSlices = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -65,35 +67,6 @@ void run_tiles(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, in
   }
 }
 
-// C = A B with K cut into slices: slice s goes to workspace block s, then the blocks are summed in order.
-void sliced_gemm(const GemmProblem& p, const TileGrid& grid, TileKernel kernel, int threads,
-                 FloatBuffer& workspace) {
-  const int64_t slices = ceil_div(p.K, kSliceDepth), depth = ceil_div(p.K, slices), block = p.M * p.N;
-  if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
-  float* parts = workspace.data();
-  const int64_t items = slices * grid.tiles();
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-  for (int64_t item = 0; item < items; ++item) {
-    const int64_t s = item / grid.tiles(), t = item % grid.tiles();
-    const int64_t k0 = s * depth;
-    const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, depth);
-    run_tiles(p, grid, kernel, t, t + 1, k0, kn, parts + s * block, p.N, 0.0f, false);
-  }
-  const int64_t rows = p.M;
-#pragma omp parallel for num_threads(threads) schedule(static) if (rows * p.N * slices >= kParallelFlops)
-  for (int64_t i = 0; i < rows; ++i) {
-    float* c = p.C + i * p.ldc;
-    for (int64_t j = 0; j < p.N; ++j) {
-      float v = parts[i * p.N + j];
-      for (int64_t s = 1; s < slices; ++s) v += parts[s * block + i * p.N + j];
-      if (p.beta != 0.0f) v += p.beta * c[j];
-      if (p.bias) v += p.bias[j];
-      if (p.relu) v = relu(v);
-      c[j] = round_value(v, p.rounding);
-    }
-  }
-}
-
 // The tile grid of `p`, and the passes its K is cut into.
 struct Plan {
   TileGrid grid;
@@ -115,8 +88,8 @@ Plan plan_rows(const GemmProblem& sub, const Plan& whole) {
   return {{ceil_div(sub.M, kTileRows), whole.grid.panels, whole.grid.rows_outer}, whole.passes, whole.depth};
 }
 
-// Too few tiles for the threads and a long K: K is sliced, whatever the thread count (the same sums).
-bool slices_k(const GemmProblem& p, const TileGrid& grid) { return grid.tiles() < kFewTiles && p.K >= 2 * kSliceDepth; }
+// A long K over a small C is sliced, whatever the thread count (the same sums).
+bool slices_k(const GemmProblem& p) { return p.M * p.N <= kRevisitableC && p.K >= 4 * kSliceDepth; }
 
 // Tiles [first, last) of the plan through every pass.
 void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t first, int64_t last) {
@@ -124,6 +97,35 @@ void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t
     const int64_t k0 = pass * pl.depth;
     const int64_t kn = std::clamp<int64_t>(p.K - k0, 0, pl.depth);
     run_tiles(p, pl.grid, kernel, first, last, k0, kn, p.C, p.ldc, pass == 0 ? p.beta : 1.0f, pass + 1 == pl.passes);
+  }
+}
+
+// C = A B with K cut into slices: slice s goes to workspace block s, then the blocks are summed in order.
+void sliced_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
+  const int64_t slices = std::min(kMaxSlices, ceil_div(p.K, kSliceDepth)), depth = ceil_div(p.K, slices);
+  const int64_t block = p.M * p.N;
+  if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
+  float* parts = workspace.data();
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+  for (int64_t s = 0; s < slices; ++s) {
+    const int64_t k0 = s * depth;
+    GemmProblem slice{p.M, p.N, std::clamp<int64_t>(p.K - k0, 0, depth), p.A + k0 * p.csa, p.rsa, p.csa,
+                      p.B + k0 * p.ldb, p.ldb, 0.0f, parts + s * block, p.N, nullptr, false, Rounding::None};
+    const Plan pl = plan(slice);
+    run_passes(slice, pl, kernel, 0, pl.grid.tiles());
+  }
+  const int64_t rows = p.M;
+#pragma omp parallel for num_threads(threads) schedule(static) if (rows * p.N * slices >= kParallelFlops)
+  for (int64_t i = 0; i < rows; ++i) {
+    float* c = p.C + i * p.ldc;
+    for (int64_t j = 0; j < p.N; ++j) {
+      float v = parts[i * p.N + j];
+      for (int64_t s = 1; s < slices; ++s) v += parts[s * block + i * p.N + j];
+      if (p.beta != 0.0f) v += p.beta * c[j];
+      if (p.bias) v += p.bias[j];
+      if (p.relu) v = relu(v);
+      c[j] = round_value(v, p.rounding);
+    }
   }
 }
 
@@ -139,7 +141,7 @@ bool gemm_by_row_ranges(const GemmProblem& p, TileKernel kernel, int threads, in
                         RangeDone range_done) {
   if (p.M <= 0 || p.N <= 0) return true;
   const Plan whole = plan(p);
-  if (slices_k(p, whole.grid)) return false;
+  if (slices_k(p)) return false;
   const auto rows = [&](int64_t i0, int64_t i1) {
     GemmProblem sub = p;
     sub.M = i1 - i0;
@@ -160,8 +162,7 @@ void blocked_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuf
   const TileGrid& grid = pl.grid;
   const int nt = p.M * p.N * p.K >= kParallelFlops ? static_cast<int>(std::max<int64_t>(1, threads)) : 1;
 
-  if (slices_k(p, grid))
-    return sliced_gemm(p, grid, kernel, nt, workspace);
+  if (slices_k(p)) return sliced_gemm(p, kernel, nt, workspace);
   const int threads_used = static_cast<int>(std::min<int64_t>(nt, grid.tiles()));
   // Each thread owns a contiguous range of tiles through every pass: no barrier between passes.
 #pragma omp parallel num_threads(threads_used) if (threads_used > 1)
