@@ -5,6 +5,7 @@
 #include "backend/activation_math.hpp"
 #include "backend/cpu/avx512_common.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/prefetch_rows.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/cpu/vector_math.hpp"
 #include "backend/pointwise_activation_math.hpp"
@@ -153,6 +154,8 @@ KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, cons
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
     float* o = out + (r - r0) * cols;
+    prefetch_row(xr + prefetch_offset(cols), cols);
+    if (gradient) prefetch_row(o + prefetch_offset(cols), cols, true);
     for (int64_t c = 0; c < cols; c += 16) {
       const __mmask16 m = tail_mask(cols - c);
       const __m512 v = _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + c), _mm512_maskz_loadu_ps(m, scale + c)),

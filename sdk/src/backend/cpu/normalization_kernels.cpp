@@ -7,6 +7,7 @@
 #include "backend/cpu/activation_kernels.hpp"
 #include "backend/cpu/avx512_common.hpp"
 #include "backend/cpu/gemm.hpp"
+#include "backend/cpu/prefetch_rows.hpp"
 #include "backend/cpu/target_clones.hpp"
 #include "backend/layer_norm_math.hpp"
 
@@ -111,6 +112,8 @@ KX_CLONES_AVX2 void sum_batch_norm_grads(const RowClip* act, int64_t r0, int64_t
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
     float* gr = dy + r * cols;
+    prefetch_row(xr + prefetch_offset(cols), cols);
+    prefetch_row(gr + prefetch_offset(cols), cols);
     if (act) {
       const float low = act->low, high = act->high;
       const bool clips = act->clips_high;
@@ -199,6 +202,7 @@ KX_CLONES_AVX2 void scale_shift_rows(const RowClip& clip, int64_t r0, int64_t r1
   for (int64_t r = r0; r < r1; ++r) {
     const float* xr = x + r * cols;
     float* yr = y + (r - r0) * cols;
+    prefetch_row(xr + prefetch_offset(cols), cols);
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) {
       const float v = xr[c] * scale[c] + shift[c];
@@ -214,6 +218,8 @@ KX_CLONES_AVX2 void input_grad_rows(int64_t r0, int64_t r1, int64_t cols, const 
   for (int64_t r = r0; r < r1; ++r) {
     const float *xr = x + r * cols, *gr = dy + r * cols;
     float* dr = dx + r * cols;
+    prefetch_row(xr + prefetch_offset(cols), cols);
+    prefetch_row(gr + prefetch_offset(cols), cols);
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) dr[c] = k[c] * gr[c] + a[c] * xr[c] + b[c];
   }
