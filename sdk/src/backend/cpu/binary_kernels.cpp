@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "backend/cpu/prefetch_rows.hpp"
 #include "backend/cpu/target_clones.hpp"
 
 namespace kx::backend::cpu {
@@ -127,11 +128,15 @@ KX_CLONES_AVX2 void multiply_partials(int64_t n, RowOperand other, const float* 
 
 void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const float* b, float* out, int threads) {
   const RowShape r = row_shape(s);
-  const int64_t n = r.inner(), row_count = rows * r.outer;
+  const int64_t n = r.inner(), row_count = rows * r.outer, out_size = r.outer * n;
 #pragma omp parallel for num_threads(threads) if (row_count * n >= kParallelValues)
   for (int64_t i = 0; i < row_count; ++i) {
     const int64_t sample = i / r.outer, o = i % r.outer;
-    forward_row(s.op, n, row_operand(s, r, 0, a, sample, o), row_operand(s, r, 1, b, sample, o), out + i * n);
+    const RowOperand av = row_operand(s, r, 0, a, sample, o), bv = row_operand(s, r, 1, b, sample, o);
+    // An operand as large as the output streams through it: its rows ahead (prefetch_rows.hpp).
+    if (av.values && r.operand_size[0] == out_size) prefetch_row(av.values + prefetch_offset(n), n);
+    if (bv.values && r.operand_size[1] == out_size) prefetch_row(bv.values + prefetch_offset(n), n);
+    forward_row(s.op, n, av, bv, out + i * n);
   }
 }
 
@@ -149,6 +154,9 @@ void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const fl
       const RowOperand av = reads ? row_operand(s, r, 0, a, sample, o) : RowOperand{nullptr, 0.0f};
       const RowOperand bv = reads ? row_operand(s, r, 1, b, sample, o) : RowOperand{nullptr, 0.0f};
       const float* g = dy + sample * out_size + o * n;
+      prefetch_row(g + prefetch_offset(n), n);
+      if (av.values && r.operand_size[0] == out_size) prefetch_row(av.values + prefetch_offset(n), n);
+      if (bv.values && r.operand_size[1] == out_size) prefetch_row(bv.values + prefetch_offset(n), n);
       const bool whole_row = size == out_size || r.inner_full(which);
       if (s.op == BinaryOp::Multiply && whole_row) {
         multiply_partials(n, which == 0 ? bv : av, g, size == out_size ? d + sample * size + o * n : nullptr,

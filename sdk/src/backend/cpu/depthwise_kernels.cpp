@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backend/cpu/prefetch_rows.hpp"
 #include "backend/cpu/target_clones.hpp"
 
 namespace kx::backend::cpu {
@@ -145,6 +146,7 @@ bool by_blocks(const Window2d& g, int64_t m) { return m == 1 && g.channels >= kL
 
 // Lists site k's pairs of offsets into p and q (sum_listed_products).
 using ListTaps = void (*)(const Window2d& g, int64_t site, TapPairs& taps);
+void list_forward_taps(const Window2d& g, int64_t k, TapPairs& taps);
 
 // out[k * channels + c] = 0 + p[first[0] + c] * q[second[0] + c] + ... (+ bias[c]), the pairs listed
 // for site k in list order, for sites [k0, k1). Four blocks of channels at a time: four sums in
@@ -154,9 +156,14 @@ KX_CLONES void sum_listed_products(const Window2d& g, ListTaps list, int64_t k0,
                                    const float* q, const float* bias, float* out) {
   constexpr int64_t kGroup = 4;
   const int64_t C = g.channels;
+  // The tensor streamed through (x forward, dy for the input gradient; the other operand is the
+  // filter): the values its last-listed tap reads, about kPrefetchAhead values on.
+  const bool stream_p = list == list_forward_taps;
   for (int64_t k = k0; k < k1; ++k) {
     TapPairs taps;
     list(g, k, taps);
+    if (taps.n > 0)
+      prefetch_row((stream_p ? p + taps.first[taps.n - 1] : q + taps.second[taps.n - 1]) + kPrefetchAhead, C);
     for (int64_t c = 0; c < C; c += kGroup * kLanes) {
       // The group's n blocks: up to four, the last ending at the last channel.
       const int64_t n = std::min(kGroup, (C - c + kLanes - 1) / kLanes);
@@ -231,6 +238,10 @@ void filter_partials_in_pairs(const Window2d& g, const float* x, const float* dy
       const bool second = j + 1 < g.out_w;
       const float* d0 = dy + (i * g.out_w + j) * C;
       const float* d1 = d0 + C;
+      // Both streams about kPrefetchAhead values on: dy, and x along the window's last row.
+      prefetch_row(d0 + kPrefetchAhead, 2 * C);
+      const int64_t last_row = std::min(i * g.stride_h + (g.k_h - 1) * g.dilation_h - g.pad_top, g.in_h - 1);
+      prefetch_row(x + (std::max<int64_t>(last_row, 0) * g.in_w + j * g.stride_w) * C + kPrefetchAhead, 2 * C);
       for (int64_t a = 0; a < g.k_h; ++a) {
         const int64_t yy = source(i, g.stride_h, a * g.dilation_h, g.pad_top, g.in_h);
         if (yy < 0) continue;
