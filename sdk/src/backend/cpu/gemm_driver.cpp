@@ -24,11 +24,13 @@ constexpr int64_t kRevisitableC = 128 * 1024;  // floats of C (512 KB) worth rea
 // B's rows of one pass that fit in a core's L2 cache: then every row block sweeps all panels while
 // its rows of A are in L1; otherwise each panel sweeps all row blocks while the panel is in cache.
 constexpr int64_t kCachedB = 128 * 1024;  // floats (512 KB)
-// A long K over a small C: K is cut into slices of about this depth (their number fixed by K, at most
-// kMaxSlices), each computed whole by one thread into a workspace block, tile after tile while the
-// slice's rows of A and B stay in cache; then the blocks are summed in slice order. The threads share
-// K instead of C, and each reads its rows from memory once.
+// A long K over a small C: K is cut into slices of about this depth, each computed whole by one thread
+// into a workspace block, tile after tile while the slice's rows of A and B stay in cache; then the
+// blocks are summed in slice order. The threads share K instead of C, and each reads its rows from
+// memory once. The number of slices is fixed by K (so are the sums), a multiple of kSliceMultiple so
+// that two or four threads get as many each, and at most kMaxSlices.
 constexpr int64_t kSliceDepth = 1024;
+constexpr int64_t kSliceMultiple = 4;
 constexpr int64_t kMaxSlices = 64;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -102,7 +104,8 @@ void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t
 
 // C = A B with K cut into slices: slice s goes to workspace block s, then the blocks are summed in order.
 void sliced_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
-  const int64_t slices = std::min(kMaxSlices, ceil_div(p.K, kSliceDepth)), depth = ceil_div(p.K, slices);
+  const int64_t slices = std::min(kMaxSlices, ceil_div(ceil_div(p.K, kSliceDepth), kSliceMultiple) * kSliceMultiple);
+  const int64_t depth = ceil_div(p.K, slices);
   const int64_t block = p.M * p.N;
   if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
   float* parts = workspace.data();
