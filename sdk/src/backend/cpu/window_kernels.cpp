@@ -246,18 +246,27 @@ void avg_pool_backward(const Window2d& g, int64_t rows, const float* dy, float* 
   const float inv = 1.0f / static_cast<float>(g.k_h * g.k_w);
   const int nt = rows * sample_size >= kParallelValues ? threads : 1;
   // One sample per iteration: windows of a sample may overlap, those of different samples do not.
+  // Windows that tile the input (global pooling's one window among them) give each input value one
+  // share: written once, as the sum from zero below would be (0 + share), with no zeroing pass first.
+  const bool tiles = g.stride_h == g.k_h && g.stride_w == g.k_w && g.out_h * g.k_h == g.in_h &&
+                     g.out_w * g.k_w == g.in_w && g.pad_top == 0 && g.pad_left == 0;
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
   for (int64_t r = 0; r < rows; ++r) {
     float* dxs = dx + r * sample_size;
-    std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
+    if (!tiles) std::memset(dxs, 0, static_cast<size_t>(sample_size) * sizeof(float));
     for (int64_t i = 0; i < g.out_h; ++i)
       for (int64_t j = 0; j < g.out_w; ++j) {
         const float* d = dy + ((r * g.out_h + i) * g.out_w + j) * C;
         for (int64_t a = 0; a < g.k_h; ++a)
           for (int64_t b = 0; b < g.k_w; ++b) {
             float* out = dxs + ((i * g.stride_h + a) * g.in_w + j * g.stride_w + b) * C;
+            if (tiles) {
 #pragma omp simd
-            for (int64_t c = 0; c < C; ++c) out[c] += d[c] * inv;
+              for (int64_t c = 0; c < C; ++c) out[c] = 0.0f + d[c] * inv;
+            } else {
+#pragma omp simd
+              for (int64_t c = 0; c < C; ++c) out[c] += d[c] * inv;
+            }
           }
       }
   }
