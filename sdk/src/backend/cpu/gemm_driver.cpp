@@ -27,11 +27,13 @@ constexpr int64_t kCachedB = 128 * 1024;  // floats (512 KB)
 // A long K over a small C: K is cut into slices of about this depth, each computed whole by one thread
 // into a workspace block, tile after tile while the slice's rows of A and B stay in cache; then the
 // blocks are summed in slice order. The threads share K instead of C, and each reads its rows from
-// memory once. The number of slices is fixed by K (so are the sums), a multiple of kSliceMultiple so
-// that two or four threads get as many each, and at most kMaxSlices.
+// memory once. The number of slices is fixed by the shape (so are the sums), a multiple of
+// kSliceMultiple so that two or four threads get as many each, at most kMaxSlices and, for a larger C,
+// as many as kSliceWorkspace floats hold.
 constexpr int64_t kSliceDepth = 1024;
 constexpr int64_t kSliceMultiple = 4;
 constexpr int64_t kMaxSlices = 64;
+constexpr int64_t kSliceWorkspace = 1 << 20;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -104,9 +106,10 @@ void run_passes(const GemmProblem& p, const Plan& pl, TileKernel kernel, int64_t
 
 // C = A B with K cut into slices: slice s goes to workspace block s, then the blocks are summed in order.
 void sliced_gemm(const GemmProblem& p, TileKernel kernel, int threads, FloatBuffer& workspace) {
-  const int64_t slices = std::min(kMaxSlices, ceil_div(ceil_div(p.K, kSliceDepth), kSliceMultiple) * kSliceMultiple);
-  const int64_t depth = ceil_div(p.K, slices);
   const int64_t block = p.M * p.N;
+  const int64_t most = std::max(kSliceMultiple, std::min(kMaxSlices, kSliceWorkspace / block) / kSliceMultiple * kSliceMultiple);
+  const int64_t slices = std::min(most, ceil_div(ceil_div(p.K, kSliceDepth), kSliceMultiple) * kSliceMultiple);
+  const int64_t depth = ceil_div(p.K, slices);
   if (workspace.size() < static_cast<size_t>(slices * block)) workspace.resize(static_cast<size_t>(slices * block));
   float* parts = workspace.data();
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
