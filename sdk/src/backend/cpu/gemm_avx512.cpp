@@ -18,10 +18,13 @@ namespace {
 
 constexpr int64_t kPrefetchRows = 32;
 
+// The tile kernel also asks for lines it is about to write (PREFETCHW, which every CPU with AVX-512 has).
+#define KX_AVX512_PREFETCHW __attribute__((target("avx512f,avx512vl,avx512dq,fma,prfchw")))
+
 // One register tile of kTileRows rows, NV vectors wide. A tile with fewer rows repeats its last row of
 // A in the rest, computes them and stores only its own: one kernel per width serves every tile.
 template <int NV>
-KX_AVX512 void tile_kernel(const Tile& t) {
+KX_AVX512_PREFETCHW void tile_kernel(const Tile& t) {
   constexpr int MR = kTileRows;
   // Columns beyond t.cols are masked off in the last vector; NV * 16 >= t.cols > (NV - 1) * 16.
   const int tail = t.cols - (NV - 1) * 16;
@@ -46,7 +49,7 @@ KX_AVX512 void tile_kernel(const Tile& t) {
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) _m_prefetchw(t.C + (r + kAhead) * t.ldc + 16 * v);
+      for (int v = 0; v < NV; ++v) __builtin_prefetch(t.C + (r + kAhead) * t.ldc + 16 * v, 1);
   }
   const float* b = t.B;
   const auto step = [&](const float* const* a_rows, int64_t ka) KX_AVX512 {
@@ -104,7 +107,7 @@ KX_AVX512 void tile_kernel(const Tile& t) {
   }
 }
 
-KX_AVX512 void tile_any(const Tile& t) {
+KX_AVX512_PREFETCHW void tile_any(const Tile& t) {
   if (t.cols > 32) return tile_kernel<3>(t);
   if (t.cols > 16) return tile_kernel<2>(t);
   tile_kernel<1>(t);
