@@ -103,6 +103,13 @@ void forward_row(BinaryOp op, int64_t n, RowOperand a, RowOperand b, float* out)
 
 float at(const RowOperand& x, int64_t l) { return x.values ? x.values[l] : x.broadcast; }
 
+// An operand as large as the output streams through it: the rows ahead of each such one
+// (prefetch_rows.hpp); a broadcast operand's few values stay in cache.
+void prefetch_full_operands(const RowShape& r, RowOperand a, RowOperand b, int64_t out_size, int64_t n) {
+  if (a.values && r.operand_size[0] == out_size) prefetch_row(a.values + prefetch_offset(n), n);
+  if (b.values && r.operand_size[1] == out_size) prefetch_row(b.values + prefetch_offset(n), n);
+}
+
 // Multiply's partials over one output row, dy times the other operand: stored (out), or added into
 // the double sums of the operand's row (full_sum). Squeeze-and-excite's and gating's products train
 // through here; without the generic loop's per-element choices the loops vectorise.
@@ -133,9 +140,7 @@ void binary_forward(const BinaryShape& s, int64_t rows, const float* a, const fl
   for (int64_t i = 0; i < row_count; ++i) {
     const int64_t sample = i / r.outer, o = i % r.outer;
     const RowOperand av = row_operand(s, r, 0, a, sample, o), bv = row_operand(s, r, 1, b, sample, o);
-    // An operand as large as the output streams through it: its rows ahead (prefetch_rows.hpp).
-    if (av.values && r.operand_size[0] == out_size) prefetch_row(av.values + prefetch_offset(n), n);
-    if (bv.values && r.operand_size[1] == out_size) prefetch_row(bv.values + prefetch_offset(n), n);
+    prefetch_full_operands(r, av, bv, out_size, n);
     forward_row(s.op, n, av, bv, out + i * n);
   }
 }
@@ -155,8 +160,7 @@ void binary_backward(const BinaryShape& s, int64_t rows, int32_t which, const fl
       const RowOperand bv = reads ? row_operand(s, r, 1, b, sample, o) : RowOperand{nullptr, 0.0f};
       const float* g = dy + sample * out_size + o * n;
       prefetch_row(g + prefetch_offset(n), n);
-      if (av.values && r.operand_size[0] == out_size) prefetch_row(av.values + prefetch_offset(n), n);
-      if (bv.values && r.operand_size[1] == out_size) prefetch_row(bv.values + prefetch_offset(n), n);
+      prefetch_full_operands(r, av, bv, out_size, n);
       const bool whole_row = size == out_size || r.inner_full(which);
       if (s.op == BinaryOp::Multiply && whole_row) {
         multiply_partials(n, which == 0 ? bv : av, g, size == out_size ? d + sample * size + o * n : nullptr,
