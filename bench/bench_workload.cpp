@@ -3,7 +3,7 @@
 // each peer alike (it also takes each process's peak RSS from the kernel, as for the peers).
 //
 //   bench_workload --workload mlp|cnn|resnet50|mobilenetv2|efficientnetb0|transformer|lstm --batch B [--steps N]
-//                  [--warmup W] [--threads T]
+//                  [--warmup W] [--threads T] [--gemm auto|builtin|blas]
 //
 // The workloads: the Fashion-MNIST MLP (784-256-256-10) and CNN of bench_common.hpp, ResNet50 at
 // 64x64x3, MobileNetV2 (alpha 1.0) and EfficientNetB0 (its dropout and drop-connect included) at
@@ -118,6 +118,7 @@ int main(int argc, char** argv) {
   std::string workload = "mlp";
   int64_t batch = 32, steps = 100, warmup = 20;
   int threads = 2;
+  kx::CpuGemm gemm = kx::CpuGemm::Auto;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i], v = argv[i + 1];
     if (a == "--workload") workload = v;
@@ -125,10 +126,12 @@ int main(int argc, char** argv) {
     else if (a == "--steps") steps = std::atoll(v.c_str());
     else if (a == "--warmup") warmup = std::atoll(v.c_str());
     else if (a == "--threads") threads = std::atoi(v.c_str());
+    else if (a == "--gemm" && (v == "auto" || v == "builtin" || v == "blas"))
+      gemm = v == "auto" ? kx::CpuGemm::Auto : v == "builtin" ? kx::CpuGemm::Builtin : kx::CpuGemm::Blas;
     else {
       std::fprintf(stderr,
                    "usage: %s --workload mlp|cnn|resnet50|mobilenetv2|efficientnetb0|transformer|lstm --batch B [--steps N] [--warmup W] "
-                   "[--threads T]\n",
+                   "[--threads T] [--gemm auto|builtin|blas]\n",
                    argv[0]);
       return 2;
     }
@@ -140,6 +143,7 @@ int main(int argc, char** argv) {
   try {
     kx::Strategy s = kx::Strategy::default_strategy();
     s.set_num_threads(threads);
+    s.set_cpu_gemm(gemm);
     kx::Shape sample;
     kx::Model model = build(workload, s, sample);
     int64_t per_sample = 1;

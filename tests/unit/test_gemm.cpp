@@ -113,18 +113,22 @@ TEST(Gemm, TheBiasGradientBesideAProductIsTheColumnSumOfB) {
 TEST(Gemm, CblasMatchesFloat64WhenBuiltWithIt) { check_all_shapes(CpuGemm::Blas); }
 
 // A SIMD tile kernel against the portable loops on every tile shape the driver hands out (the NEON
-// kernel cuts a tile into column chunks of 12, 8 and 4 and leaves the rest to the portable loops).
+// kernel cuts a tile into column chunks of 12, 8 and 4 and leaves the rest to the portable loops; the
+// AVX2 one into chunks of 4 rows by 24, 16 or 8 columns, the last vector masked).
 void check_tile_kernel(backend::cpu::TileKernel fast) {
   for (int rows = 1; rows <= backend::cpu::kTileRows; ++rows)
-    for (int cols : {1, 3, 4, 5, 8, 11, 12, 13, 16, 17, 20, 24, 27, 28, 31, 32, 33, 40, 45, 47, 48})
+    for (int cols : {1, 3, 4, 5, 8, 9, 11, 12, 13, 16, 17, 20, 24, 25, 27, 28, 31, 32, 33, 40, 45, 47, 48})
       for (float beta : {0.0f, 1.0f}) {
-        const int64_t K = 23, lda = K, ldb = 56, ldc = 56;
-        const auto A = test::random_floats(rows * lda, rows * 100 + cols);
+        // A read along its rows (a forward product), and down its columns (a weight gradient's A^T),
+        // with strides wider than the tile.
+        const bool transposed = beta != 0.0f;
+        const int64_t K = 23, lda = transposed ? 11 : K + 3, ldb = 56, ldc = 56;
+        const auto A = test::random_floats(transposed ? K * lda : rows * lda, rows * 100 + cols);
         const auto B = test::random_floats(K * ldb, rows * 100 + cols + 1);
         const auto bias = test::random_floats(backend::cpu::kTileCols, 3);
         auto C1 = test::random_floats(rows * ldc, 4), C2 = C1;
-        backend::cpu::Tile t{K, A.data(), lda, 1, B.data(), ldb, C1.data(), ldc, rows, cols, beta, bias.data(), true,
-                              backend::Rounding::None};
+        backend::cpu::Tile t{K, A.data(), transposed ? 1 : lda, transposed ? lda : 1, B.data(), ldb, C1.data(), ldc,
+                              rows, cols, beta, bias.data(), true, backend::Rounding::None};
         backend::cpu::tile_portable(t);
         t.C = C2.data();
         fast(t);
@@ -136,6 +140,12 @@ void check_tile_kernel(backend::cpu::TileKernel fast) {
 TEST(Gemm, PortableTileKernelMatchesAvx512TileKernel) {
   const backend::cpu::TileKernel fast = backend::cpu::tile_avx512();
   if (!fast) GTEST_SKIP() << "no AVX-512 on this CPU";
+  check_tile_kernel(fast);
+}
+
+TEST(Gemm, PortableTileKernelMatchesAvx2TileKernel) {
+  const backend::cpu::TileKernel fast = backend::cpu::tile_avx2();
+  if (!fast) GTEST_SKIP() << "no AVX2 and FMA on this CPU";
   check_tile_kernel(fast);
 }
 

@@ -210,7 +210,7 @@ class Model {
   // (before training, without allocating). Throws Misuse before compile, InvalidArgument for batch < 1.
   TrainingMemory training_memory(int64_t batch) const;
 
-  // Which CPU GEMM kernel this model's backend uses ("avx512", "cblas", "portable"; with a mixed
+  // Which CPU GEMM kernel this model's backend uses ("builtin avx512", "builtin avx2", "cblas (...)"; with a mixed
   // precision, the kernel of its 16-bit products too).
   std::string gemm_kernel() const;
   // The dynamic loss scale the next MixedFloat16 step multiplies the loss by; 1 for other precisions.

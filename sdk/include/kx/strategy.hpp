@@ -15,8 +15,8 @@ class WorkerGroup;        // internal: sdk/src/distribute/worker_group.hpp
 class PsCluster;          // internal: sdk/src/core/train/parameter_server/ps_cluster.hpp
 }
 
-// Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 kernel where the CPU has it, else
-// CBLAS when kx was built with it, else the portable built-in kernel.
+// Which GEMM the CPU backend uses: Auto picks the built-in AVX-512 or AVX2 kernel where the CPU has
+// one, else CBLAS when kx was built with it, else the built-in kernel (NEON, or portable loops).
 enum class CpuGemm { Auto = 0, Builtin = 1, Blas = 2 };
 // How the CPU computes the products of a mixed_bfloat16 model. Dot: AVX512_BF16's vdpbf16ps, on aarch64
 // FEAT_BF16's BFDOT (two bfloat16 products per float32 lane). Fma: float32 FMAs over the bfloat16 values

@@ -34,12 +34,15 @@ GemmDispatch::GemmDispatch(int threads, CpuGemm choice, CpuBf16Gemm bf16) : thre
     require(cblas_available(), Status::Unsupported, "this build of kx has no CBLAS");
     use_blas_ = true;
   } else if (choice == CpuGemm::Auto) {
-    // The built-in AVX-512 kernel beats OpenBLAS on kx's step shapes; else prefer a tuned BLAS.
+    // The built-in AVX-512 and AVX2 kernels beat OpenBLAS on kx's step shapes (and let the layers
+    // fuse their epilogues into the products); elsewhere prefer a tuned BLAS.
     tile_ = tile_avx512();
+    if (!tile_) tile_ = tile_avx2();
     use_blas_ = !tile_ && cblas_available();
   }
   if (!tile_) tile_ = tile_avx512();
   if (tile_) dot_ = dot_avx512();
+  if (!tile_) tile_ = tile_avx2();
   if (!tile_) tile_ = tile_neon();
   if (!tile_) tile_ = &tile_portable;
   if (bf16 == CpuBf16Gemm::Dot)
@@ -53,6 +56,7 @@ std::string GemmDispatch::kernel_name() const {
   std::string name = use_blas_ ? std::string("cblas (") + cblas_core_name() + ")"
                                : tile_ == &tile_portable ? "builtin portable"
                                : tile_ == tile_neon()    ? "builtin neon"
+                               : tile_ == tile_avx2()    ? "builtin avx2"
                                                          : "builtin avx512";
   return name + (bf16_dot_ ? " + bf16 dot" : " + bf16 fma");
 }

@@ -1,0 +1,102 @@
+// AVX2 register-tile kernel, for x86-64 CPUs with AVX2 and FMA but no AVX-512 (AMD before Zen 4, most
+// Intel desktop parts). Sixteen ymm registers cannot hold the driver's 8-row tile: it is computed as
+// chunks of 4 rows by up to 24 columns (12 accumulators, B's 3 vectors and A's broadcast). A chunk of
+// fewer rows repeats the tile's last row of A and stores only its own rows, as the AVX-512 kernel does.
+// Built with per-function target attributes and chosen at run time only on CPUs that have AVX2 and FMA.
+#include <algorithm>
+
+#include "backend/cpu/gemm.hpp"
+#include "backend/rounding_math.hpp"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define KX_AVX2_FMA __attribute__((target("avx2,fma")))
+
+namespace kx::backend::cpu {
+namespace {
+
+constexpr int kChunkRows = 4;
+constexpr int kLanes = 8;
+
+// C[row0 .. row0 + 4, col0 .. col0 + NV * 8) of the tile, the last vector masked to the tile's columns.
+template <int NV>
+KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
+  constexpr int MR = kChunkRows;
+  const int tail = std::min(t.cols - col0, NV * kLanes) - (NV - 1) * kLanes;  // 1 .. 8 columns
+  const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i all = _mm256_set1_epi32(-1);
+  const float* rows[MR];
+  for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(row0 + r, t.rows - 1) * t.rsa;
+
+  __m256 acc[MR][NV];
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_setzero_ps();
+  const float* b = t.B + col0;
+  const int64_t K = t.K, ldb = t.ldb, csa = t.csa;
+  for (int64_t ka = 0; ka < K * csa; ka += csa, b += ldb) {
+    __m256 bv[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v)
+      bv[v] = v == NV - 1 ? _mm256_maskload_ps(b + kLanes * v, last) : _mm256_loadu_ps(b + kLanes * v);
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(rows[r] + ka);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+
+  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU, then the rounding.
+  __m256 bias[NV];
+#pragma GCC unroll 3
+  for (int v = 0; v < NV; ++v)
+    bias[v] = t.bias ? _mm256_maskload_ps(t.bias + col0 + kLanes * v, v == NV - 1 ? last : all) : _mm256_setzero_ps();
+  const __m256 beta = _mm256_set1_ps(t.beta);
+  const int cols = (NV - 1) * kLanes + tail;
+  for (int r = 0; r < MR && row0 + r < t.rows; ++r) {
+    float* c = t.C + (row0 + r) * t.ldc + col0;
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      const __m256i m = v == NV - 1 ? last : all;
+      __m256 x = _mm256_add_ps(acc[r][v], bias[v]);
+      if (t.beta != 0.0f) x = _mm256_fmadd_ps(beta, _mm256_maskload_ps(c + kLanes * v, m), x);
+      // MAXPS returns its second operand when either is NaN: x second keeps a NaN (relu(NaN) is NaN).
+      if (t.relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);
+      _mm256_maskstore_ps(c + kLanes * v, m, x);
+    }
+    if (t.rounding != Rounding::None)  // a mixed-precision layer's output is stored as a 16-bit value
+      for (int j = 0; j < cols; ++j) c[j] = round_value(c[j], t.rounding);
+  }
+}
+
+KX_AVX2_FMA void tile_any(const Tile& t) {
+  constexpr int kChunkCols = 3 * kLanes;
+  for (int col0 = 0; col0 < t.cols; col0 += kChunkCols) {
+    const int left = t.cols - col0;
+    for (int row0 = 0; row0 < t.rows; row0 += kChunkRows) {
+      if (left > 2 * kLanes) chunk_kernel<3>(t, row0, col0);
+      else if (left > kLanes) chunk_kernel<2>(t, row0, col0);
+      else chunk_kernel<1>(t, row0, col0);
+    }
+  }
+}
+
+}  // namespace
+
+TileKernel tile_avx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &tile_any : nullptr;
+}
+
+}  // namespace kx::backend::cpu
+
+#else
+
+namespace kx::backend::cpu {
+TileKernel tile_avx2() { return nullptr; }
+}  // namespace kx::backend::cpu
+
+#endif
