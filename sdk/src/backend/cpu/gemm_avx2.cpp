@@ -19,14 +19,17 @@ namespace {
 constexpr int kChunkRows = 4;
 constexpr int kLanes = 8;
 
-// C[row0 .. row0 + 4, col0 .. col0 + NV * 8) of the tile, the last vector masked to the tile's columns.
-template <int NV>
+// C[row0 .. row0 + 4, col0 .. col0 + NV * 8) of the tile, the last vector masked to the tile's columns
+// when Masked. The mask would be a seventeenth register in the k loop: chunks whose columns fill their
+// vectors (every one of a width that is a multiple of 8) run without it.
+template <int NV, bool Masked>
 KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
   constexpr int MR = kChunkRows;
   const int tail = std::min(t.cols - col0, NV * kLanes) - (NV - 1) * kLanes;  // 1 .. 8 columns
   const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i all = _mm256_set1_epi32(-1);
   const float* rows[MR];
+#pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(row0 + r, t.rows - 1) * t.rsa;
 
   __m256 acc[MR][NV];
@@ -40,7 +43,7 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
     __m256 bv[NV];
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v)
-      bv[v] = v == NV - 1 ? _mm256_maskload_ps(b + kLanes * v, last) : _mm256_loadu_ps(b + kLanes * v);
+      bv[v] = Masked && v == NV - 1 ? _mm256_maskload_ps(b + kLanes * v, last) : _mm256_loadu_ps(b + kLanes * v);
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       const __m256 av = _mm256_broadcast_ss(rows[r] + ka);
@@ -49,14 +52,18 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
     }
   }
 
-  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU, then the rounding.
+  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU, then the rounding. The loops
+  // are unrolled whole so that every accumulator stays a register (an index known only at run time
+  // would keep the array in memory, stored on every k).
   __m256 bias[NV];
 #pragma GCC unroll 3
   for (int v = 0; v < NV; ++v)
     bias[v] = t.bias ? _mm256_maskload_ps(t.bias + col0 + kLanes * v, v == NV - 1 ? last : all) : _mm256_setzero_ps();
   const __m256 beta = _mm256_set1_ps(t.beta);
   const int cols = (NV - 1) * kLanes + tail;
-  for (int r = 0; r < MR && row0 + r < t.rows; ++r) {
+#pragma GCC unroll 4
+  for (int r = 0; r < MR; ++r) {
+    if (row0 + r >= t.rows) break;
     float* c = t.C + (row0 + r) * t.ldc + col0;
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) {
@@ -72,14 +79,20 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
   }
 }
 
+template <int NV>
+KX_AVX2_FMA void chunk_columns(const Tile& t, int row0, int col0) {
+  if (t.cols - col0 >= NV * kLanes) chunk_kernel<NV, false>(t, row0, col0);
+  else chunk_kernel<NV, true>(t, row0, col0);
+}
+
 KX_AVX2_FMA void tile_any(const Tile& t) {
   constexpr int kChunkCols = 3 * kLanes;
   for (int col0 = 0; col0 < t.cols; col0 += kChunkCols) {
     const int left = t.cols - col0;
     for (int row0 = 0; row0 < t.rows; row0 += kChunkRows) {
-      if (left > 2 * kLanes) chunk_kernel<3>(t, row0, col0);
-      else if (left > kLanes) chunk_kernel<2>(t, row0, col0);
-      else chunk_kernel<1>(t, row0, col0);
+      if (left > 2 * kLanes) chunk_columns<3>(t, row0, col0);
+      else if (left > kLanes) chunk_columns<2>(t, row0, col0);
+      else chunk_columns<1>(t, row0, col0);
     }
   }
 }
