@@ -27,7 +27,6 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
   constexpr int MR = kChunkRows;
   const int tail = std::min(t.cols - col0, NV * kLanes) - (NV - 1) * kLanes;  // 1 .. 8 columns
   const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  const __m256i all = _mm256_set1_epi32(-1);
   const float* rows[MR];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(row0 + r, t.rows - 1) * t.rsa;
@@ -56,9 +55,12 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
   // are unrolled whole so that every accumulator stays a register (an index known only at run time
   // would keep the array in memory, stored on every k).
   __m256 bias[NV];
+  // Masked loads and stores only where the columns end: AMD's masked store is many times slower.
+  const auto load = [&](const float* p, int v) KX_AVX2_FMA {
+    return Masked && v == NV - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
+  };
 #pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v)
-    bias[v] = t.bias ? _mm256_maskload_ps(t.bias + col0 + kLanes * v, v == NV - 1 ? last : all) : _mm256_setzero_ps();
+  for (int v = 0; v < NV; ++v) bias[v] = t.bias ? load(t.bias + col0 + kLanes * v, v) : _mm256_setzero_ps();
   const __m256 beta = _mm256_set1_ps(t.beta);
   const int cols = (NV - 1) * kLanes + tail;
 #pragma GCC unroll 4
@@ -67,12 +69,12 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
     float* c = t.C + (row0 + r) * t.ldc + col0;
 #pragma GCC unroll 3
     for (int v = 0; v < NV; ++v) {
-      const __m256i m = v == NV - 1 ? last : all;
       __m256 x = _mm256_add_ps(acc[r][v], bias[v]);
-      if (t.beta != 0.0f) x = _mm256_fmadd_ps(beta, _mm256_maskload_ps(c + kLanes * v, m), x);
+      if (t.beta != 0.0f) x = _mm256_fmadd_ps(beta, load(c + kLanes * v, v), x);
       // MAXPS returns its second operand when either is NaN: x second keeps a NaN (relu(NaN) is NaN).
       if (t.relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);
-      _mm256_maskstore_ps(c + kLanes * v, m, x);
+      if (Masked && v == NV - 1) _mm256_maskstore_ps(c + kLanes * v, last, x);
+      else _mm256_storeu_ps(c + kLanes * v, x);
     }
     if (t.rounding != Rounding::None)  // a mixed-precision layer's output is stored as a 16-bit value
       for (int j = 0; j < cols; ++j) c[j] = round_value(c[j], t.rounding);
