@@ -21,17 +21,22 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-using Vec16 = float __attribute__((vector_size(64)));
 constexpr int kChains = 12;  // independent accumulators: more than the FMA latency times the ports
 
-// `iterations` rounds of kChains FMAs on 16 lanes; returns a value that depends on them all, so the
-// compiler keeps the work.
-KX_CLONES float fma_rounds(int64_t iterations, float seed) {
-  Vec16 acc[kChains];
+// `iterations` rounds of kChains FMAs on Lanes lanes; returns a value that depends on them all, so the
+// compiler keeps the work. Inlined into a function built for the vector width it is meant for, where
+// the chains fit the register file (16 lanes in 8-lane registers would spill).
+using Vec16 = float __attribute__((vector_size(64)));
+using Vec8 = float __attribute__((vector_size(32)));
+using Vec4 = float __attribute__((vector_size(16)));
+
+template <typename Vec, int Lanes = sizeof(Vec) / sizeof(float)>
+[[gnu::always_inline]] inline float fma_rounds(int64_t iterations, float seed) {
+  Vec acc[kChains];
   for (int c = 0; c < kChains; ++c)
-    for (int l = 0; l < 16; ++l) acc[c][l] = seed + static_cast<float>(c * 16 + l) * 1e-3f;
-  Vec16 scale, shift;
-  for (int l = 0; l < 16; ++l) {
+    for (int l = 0; l < Lanes; ++l) acc[c][l] = seed + static_cast<float>(c * Lanes + l) * 1e-3f;
+  Vec scale, shift;
+  for (int l = 0; l < Lanes; ++l) {
     scale[l] = 0.999999f;
     shift[l] = 1e-7f;
   }
@@ -39,25 +44,45 @@ KX_CLONES float fma_rounds(int64_t iterations, float seed) {
     for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * scale + shift;
   float sum = 0;
   for (int c = 0; c < kChains; ++c)
-    for (int l = 0; l < 16; ++l) sum += acc[c][l];
+    for (int l = 0; l < Lanes; ++l) sum += acc[c][l];
   return sum;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx512f,fma"))) float fma_rounds_avx512(int64_t n, float seed) { return fma_rounds<Vec16>(n, seed); }
+__attribute__((target("avx2,fma"))) float fma_rounds_avx2(int64_t n, float seed) { return fma_rounds<Vec8>(n, seed); }
+#endif
+
+// The widest FMAs this CPU has, and the floats each multiplies.
+struct FmaRounds {
+  float (*run)(int64_t, float);
+  int lanes;
+};
+FmaRounds widest_fma_rounds() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return {&fma_rounds_avx512, 16};
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return {&fma_rounds_avx2, 8};
+#endif
+  return {[](int64_t n, float seed) { return fma_rounds<Vec4>(n, seed); }, 4};
 }
 
 // GFLOP/s of `threads` threads each running fma_rounds at once.
 double fma_peak_gflops(int threads) {
   const int64_t iterations = 20'000'000;
+  const FmaRounds rounds = widest_fma_rounds();
   std::vector<float> sink(static_cast<size_t>(threads));
-  fma_rounds(iterations / 20, 1.0f);  // wake the core up
+  rounds.run(iterations / 20, 1.0f);  // wake the core up
   const auto t0 = Clock::now();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] { sink[static_cast<size_t>(t)] = fma_rounds(iterations, static_cast<float>(t)); });
+    pool.emplace_back([&, t] { sink[static_cast<size_t>(t)] = rounds.run(iterations, static_cast<float>(t)); });
   for (std::thread& t : pool) t.join();
   const double s = seconds_since(t0);
   float all = 0;
   for (float v : sink) all += v;
   if (all != all) std::printf("(the FMA chains overflowed)\n");
-  return 2.0 * kChains * 16 * static_cast<double>(iterations) * threads / s / 1e9;
+  return 2.0 * kChains * rounds.lanes * static_cast<double>(iterations) * threads / s / 1e9;
 }
 
 struct GemmShape {
