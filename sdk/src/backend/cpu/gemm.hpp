@@ -85,6 +85,8 @@ void tile_portable(const Tile& t);
 bool cpu_has_avx512();
 // Null when this build or this CPU has no AVX-512.
 TileKernel tile_avx512();
+// Whether this CPU runs the functions built for AVX2 and FMA; false off x86-64.
+bool cpu_has_avx2_fma();
 // Null when this build or this CPU has no AVX2 and FMA.
 TileKernel tile_avx2();
 // Null when this build is not for AArch64 (where every CPU has NEON).

@@ -19,6 +19,34 @@ namespace {
 constexpr int kChunkRows = 4;
 constexpr int kLanes = 8;
 
+// C's values of a chunk from its sums [4 rows][nv vectors], as the AVX-512 kernel forms them: (sum +
+// bias), then + beta * C fused, then ReLU, then the rounding; the last vector's first `tail` columns
+// only. One loop for every chunk shape, out of line: unrolled into each kernel it cost libkx kilobytes.
+// Masked loads and stores only where the columns end: AMD's masked store is many times slower.
+[[gnu::noinline]] KX_AVX2_FMA void store_chunk(const Tile& t, int row0, int col0, const __m256* sums, int nv,
+                                               int tail) {
+  const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const auto masked = [&](int v) { return v == nv - 1 && tail < kLanes; };
+  const auto load = [&](const float* p, int v) KX_AVX2_FMA {
+    return masked(v) ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
+  };
+  const __m256 beta = _mm256_set1_ps(t.beta);
+  const int rows = std::min(kChunkRows, t.rows - row0), cols = (nv - 1) * kLanes + tail;
+  for (int r = 0; r < rows; ++r) {
+    float* c = t.C + (row0 + r) * t.ldc + col0;
+    for (int v = 0; v < nv; ++v) {
+      __m256 x = _mm256_add_ps(sums[r * nv + v], t.bias ? load(t.bias + col0 + kLanes * v, v) : _mm256_setzero_ps());
+      if (t.beta != 0.0f) x = _mm256_fmadd_ps(beta, load(c + kLanes * v, v), x);
+      // MAXPS returns its second operand when either is NaN: x second keeps a NaN (relu(NaN) is NaN).
+      if (t.relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);
+      if (masked(v)) _mm256_maskstore_ps(c + kLanes * v, last, x);
+      else _mm256_storeu_ps(c + kLanes * v, x);
+    }
+    if (t.rounding != Rounding::None)  // a mixed-precision layer's output is stored as a 16-bit value
+      for (int j = 0; j < cols; ++j) c[j] = round_value(c[j], t.rounding);
+  }
+}
+
 // C[row0 .. row0 + 4, col0 .. col0 + NV * 8) of the tile, the last vector masked to the tile's columns
 // when Masked. The mask would be a seventeenth register in the k loop: chunks whose columns fill their
 // vectors (every one of a width that is a multiple of 8) run without it.
@@ -51,34 +79,13 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
     }
   }
 
-  // As the AVX-512 kernel: (sum + bias), then + beta * C fused, then ReLU, then the rounding. The loops
-  // are unrolled whole so that every accumulator stays a register (an index known only at run time
-  // would keep the array in memory, stored on every k).
-  __m256 bias[NV];
-  // Masked loads and stores only where the columns end: AMD's masked store is many times slower.
-  const auto load = [&](const float* p, int v) KX_AVX2_FMA {
-    return Masked && v == NV - 1 ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
-  };
-#pragma GCC unroll 3
-  for (int v = 0; v < NV; ++v) bias[v] = t.bias ? load(t.bias + col0 + kLanes * v, v) : _mm256_setzero_ps();
-  const __m256 beta = _mm256_set1_ps(t.beta);
-  const int cols = (NV - 1) * kLanes + tail;
+  // The accumulators leave their registers once, for the shared epilogue.
+  __m256 sums[MR * NV];
 #pragma GCC unroll 4
-  for (int r = 0; r < MR; ++r) {
-    if (row0 + r >= t.rows) break;
-    float* c = t.C + (row0 + r) * t.ldc + col0;
+  for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 3
-    for (int v = 0; v < NV; ++v) {
-      __m256 x = _mm256_add_ps(acc[r][v], bias[v]);
-      if (t.beta != 0.0f) x = _mm256_fmadd_ps(beta, load(c + kLanes * v, v), x);
-      // MAXPS returns its second operand when either is NaN: x second keeps a NaN (relu(NaN) is NaN).
-      if (t.relu) x = _mm256_max_ps(_mm256_setzero_ps(), x);
-      if (Masked && v == NV - 1) _mm256_maskstore_ps(c + kLanes * v, last, x);
-      else _mm256_storeu_ps(c + kLanes * v, x);
-    }
-    if (t.rounding != Rounding::None)  // a mixed-precision layer's output is stored as a 16-bit value
-      for (int j = 0; j < cols; ++j) c[j] = round_value(c[j], t.rounding);
-  }
+    for (int v = 0; v < NV; ++v) sums[r * NV + v] = acc[r][v];
+  store_chunk(t, row0, col0, sums, NV, Masked ? tail : kLanes);
 }
 
 template <int NV>
@@ -101,16 +108,19 @@ KX_AVX2_FMA void tile_any(const Tile& t) {
 
 }  // namespace
 
-TileKernel tile_avx2() {
+bool cpu_has_avx2_fma() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? &tile_any : nullptr;
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
+
+TileKernel tile_avx2() { return cpu_has_avx2_fma() ? &tile_any : nullptr; }
 
 }  // namespace kx::backend::cpu
 
 #else
 
 namespace kx::backend::cpu {
+bool cpu_has_avx2_fma() { return false; }
 TileKernel tile_avx2() { return nullptr; }
 }  // namespace kx::backend::cpu
 
