@@ -26,7 +26,7 @@ void pointwise_activation_backward_span(Activation act, int64_t n, const float* 
 // rounded apart as batch_norm_apply rounds them), for rows [r0, r1) of x [rows, cols]: forward writes
 // swish(v) into out's rows from r0; with `gradient`, out holds dy at those rows and becomes dy * swish'(v).
 // In one pass over each row, with pointwise_activation_span's values. False, and nothing done, on a CPU
-// without AVX-512 (then the caller forms v and applies the span).
+// with neither AVX-512 nor AVX2 and FMA (then the caller forms v and applies the span).
 bool swish_of_affine_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, const float* scale, const float* shift,
                           float* out, bool gradient);
 
