@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/activation_math.hpp"
+#include "backend/cpu/avx2_common.hpp"
 #include "backend/cpu/avx512_common.hpp"
 #include "backend/cpu/gemm.hpp"
 #include "backend/cpu/prefetch_rows.hpp"
@@ -169,7 +170,6 @@ KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, cons
 
 // The same on CPUs with AVX2 and FMA but no AVX-512: 8 lanes, and 2^n applied as two powers built in
 // the exponent bits (n >= -159 here: each half is a normal float), as vector_exp applies it.
-#define KX_AVX2_FMA __attribute__((target("avx2,fma")))
 KX_AVX2_FMA __m256 sigmoid_avx2(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 minus_abs = _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
@@ -193,11 +193,6 @@ KX_AVX2_FMA __m256 swish_avx2(__m256 v, __m256 dy, bool gradient) {
   if (!gradient) return _mm256_mul_ps(v, s);
   // TensorFlow's: dy * s * (1 + x * (1 - s))
   return _mm256_mul_ps(dy, _mm256_mul_ps(s, _mm256_add_ps(one, _mm256_mul_ps(v, _mm256_sub_ps(one, s)))));
-}
-// Lanes [0, left) of 8; masked loads and stores only for a span's last values (AMD's are slow).
-KX_AVX2_FMA __m256i tail_mask_avx2(int64_t left) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(left, 8))),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 KX_AVX2_FMA void silu_avx2(int64_t n, const float* x, const float* dy, float* out) {
   int64_t i = 0;

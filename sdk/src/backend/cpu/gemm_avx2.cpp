@@ -9,9 +9,7 @@
 #include "backend/rounding_math.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-#define KX_AVX2_FMA __attribute__((target("avx2,fma")))
+#include "backend/cpu/avx2_common.hpp"
 
 namespace kx::backend::cpu {
 namespace {
@@ -25,7 +23,7 @@ constexpr int kLanes = 8;
 // Masked loads and stores only where the columns end: AMD's masked store is many times slower.
 [[gnu::noinline]] KX_AVX2_FMA void store_chunk(const Tile& t, int row0, int col0, const __m256* sums, int nv,
                                                int tail) {
-  const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i last = tail_mask_avx2(tail);
   const auto masked = [&](int v) { return v == nv - 1 && tail < kLanes; };
   const auto load = [&](const float* p, int v) KX_AVX2_FMA {
     return masked(v) ? _mm256_maskload_ps(p, last) : _mm256_loadu_ps(p);
@@ -54,7 +52,7 @@ template <int NV, bool Masked>
 KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
   constexpr int MR = kChunkRows;
   const int tail = std::min(t.cols - col0, NV * kLanes) - (NV - 1) * kLanes;  // 1 .. 8 columns
-  const __m256i last = _mm256_cmpgt_epi32(_mm256_set1_epi32(tail), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256i last = tail_mask_avx2(tail);
   const float* rows[MR];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) rows[r] = t.A + std::min(row0 + r, t.rows - 1) * t.rsa;
@@ -79,7 +77,15 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
     }
   }
 
-  // The accumulators leave their registers once, for the shared epilogue.
+  // A whole chunk with nothing to add or apply (a convolution before batch normalisation, most gradients)
+  // is stored straight from the registers; any other leaves them once, for the shared epilogue.
+  if (!Masked && row0 + MR <= t.rows && t.beta == 0.0f && !t.bias && !t.relu && t.rounding == Rounding::None) {
+#pragma GCC unroll 4
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) _mm256_storeu_ps(t.C + (row0 + r) * t.ldc + col0 + kLanes * v, acc[r][v]);
+    return;
+  }
   __m256 sums[MR * NV];
 #pragma GCC unroll 4
   for (int r = 0; r < MR; ++r)
