@@ -126,6 +126,7 @@ KX_AVX512 __m512 sigmoid_avx512(__m512 x) {
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), t);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-6f), r);
   __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+#pragma GCC unroll 7  // else GCC loads each constant in a loop
   for (const float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
   const __m512 e = _mm512_scalef_ps(p, n);
@@ -170,7 +171,7 @@ KX_AVX512 void swish_of_affine_avx512(int64_t r0, int64_t r1, int64_t cols, cons
 
 // The same on CPUs with AVX2 and FMA but no AVX-512: 8 lanes, and 2^n applied as two powers built in
 // the exponent bits (n >= -159 here: each half is a normal float), as vector_exp applies it.
-KX_AVX2_FMA __m256 sigmoid_avx2(__m256 x) {
+[[gnu::always_inline]] KX_AVX2_FMA inline __m256 sigmoid_avx2(__m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   const __m256 minus_abs = _mm256_or_ps(x, _mm256_set1_ps(-0.0f));
   const __m256 t = _mm256_max_ps(_mm256_set1_ps(-110.0f), minus_abs);  // exp is 0 below; NaN stays NaN
@@ -179,6 +180,7 @@ KX_AVX2_FMA __m256 sigmoid_avx2(__m256 x) {
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), t);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
   __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+#pragma GCC unroll 7  // else GCC loads each constant in a loop
   for (const float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f})
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
   const __m256i ni = _mm256_cvtps_epi32(n), n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
@@ -188,7 +190,7 @@ KX_AVX2_FMA __m256 sigmoid_avx2(__m256 x) {
   const __m256 num = _mm256_blendv_ps(e, one, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
   return _mm256_div_ps(num, _mm256_add_ps(one, e));
 }
-KX_AVX2_FMA __m256 swish_avx2(__m256 v, __m256 dy, bool gradient) {
+[[gnu::always_inline]] KX_AVX2_FMA inline __m256 swish_avx2(__m256 v, __m256 dy, bool gradient) {
   const __m256 one = _mm256_set1_ps(1.0f), s = sigmoid_avx2(v);
   if (!gradient) return _mm256_mul_ps(v, s);
   // TensorFlow's: dy * s * (1 + x * (1 - s))

@@ -69,11 +69,10 @@ int64_t sum_shifted_columns_avx512(int64_t, int64_t, int64_t, const float*, doub
 // p[c] += x - shift, p[cols + c] += (x - shift)^2 for rows [r0, r1) of x: the moments in one pass. The
 // shift is the column's first value (x's row 0), so E[d^2] - E[d]^2 does not cancel as E[x^2] - E[x]^2
 // does far from zero: a value of the column lies within sqrt(n) spreads of its mean, so at most log2(n)
-// of the 29 bits that double has beyond float are lost to the difference. Row by row, but with AVX-512
-// down 16 columns at a time: storing the sums after every row bounds the loop by stores once its rows
-// are in cache (a kernel that writes x sums each chunk it has just written).
-// Without AVX-512: 8 columns at a time down the rows, as the AVX-512 kernel does 16 (two AVX2 registers
-// of double per sum). The same operations in the same order per column: the same bits.
+// of the 29 bits that double has beyond float are lost to the difference. Down 16 columns at a time with
+// AVX-512, else 8 (two AVX2 registers of double per sum), the last columns row by row: storing the sums
+// after every row bounds the loop by stores once its rows are in cache (a kernel that writes x sums
+// each chunk it has just written). The same operations in the same order per column: the same bits.
 KX_CLONES_AVX2 void sum_shifted_moments(bool avx512, int64_t r0, int64_t r1, int64_t cols, const float* x, double* p) {
   double* q = p + cols;
   const float* shift = x;
