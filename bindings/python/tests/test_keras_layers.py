@@ -231,12 +231,18 @@ class KerasLayers(unittest.TestCase):
     def test_each_layer_gives_keras_forward_and_gradients(self):
         only = json.loads(os.environ.get(CASES_VARIABLE, "null"))
         in_child = set() if only is not None or os.environ["TF_ENABLE_ONEDNN_OPTS"] == "0" else EIGEN_REFERENCE
-        for name, (shape, layer, scale) in layer_cases().items():
+        cases = layer_cases()
+        self.assertLessEqual(set(only or ()) | in_child, set(cases), "a case named for the child does not exist")
+        ran = set()
+        for name, (shape, layer, scale) in cases.items():
             if (only is not None and name not in only) or name in in_child:
                 continue
             with self.subTest(layer=name):
                 keras.utils.set_random_seed(3)
+                ran.add(name)
                 self.check_against_keras(name, wrapped(shape, layer), shape, scale)
+        if only is not None:
+            self.assertEqual(ran, set(only))
         if in_child:
             # TensorFlow reads TF_ENABLE_ONEDNN_OPTS once, when it loads: Eigen's kernels need a new process.
             test = f"{type(self).__name__}.{self._testMethodName}"
@@ -245,6 +251,8 @@ class KerasLayers(unittest.TestCase):
                                    capture_output=True, text=True, timeout=600)
             print(child.stdout, child.stderr, sep="", end="")
             self.assertEqual(child.returncode, 0, f"{sorted(in_child)} against Eigen's kernels failed")
+            self.assertIn("Ran 1 test", child.stderr)  # not skipped: a child without Keras would pass
+            self.assertNotIn("skipped", child.stderr)
 
     def test_dense_activations_give_keras_forward_and_gradients(self):
         for act in ("swish", "hard_swish", "hard_sigmoid", "gelu", "elu", "leaky_relu", "softplus", "relu6"):

@@ -83,7 +83,8 @@ KX_AVX2_FMA void chunk_kernel(const Tile& t, int row0, int col0) {
 #pragma GCC unroll 4
     for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 3
-      for (int v = 0; v < NV; ++v) _mm256_storeu_ps(t.C + (row0 + r) * t.ldc + col0 + kLanes * v, acc[r][v]);
+      for (int v = 0; v < NV; ++v)  // + 0 as store_chunk adds it: a sum of -0 is stored as +0
+        _mm256_storeu_ps(t.C + (row0 + r) * t.ldc + col0 + kLanes * v, _mm256_add_ps(acc[r][v], _mm256_setzero_ps()));
     return;
   }
   __m256 sums[MR * NV];
