@@ -150,6 +150,16 @@ bool by_blocks(const Window2d& g, int64_t m) { return m == 1 && g.channels >= kL
 using ListTaps = void (*)(const Window2d& g, int64_t site, TapPairs& taps);
 void list_forward_taps(const Window2d& g, int64_t k, TapPairs& taps);
 
+// Lists site k's pairs into taps and prefetches the tensor streamed through (x forward, dy for the input
+// gradient; the other operand is the filter): the values its last-listed tap reads, about
+// kPrefetchAhead values on.
+inline void list_site(const Window2d& g, ListTaps list, int64_t k, const float* p, const float* q, TapPairs& taps) {
+  list(g, k, taps);
+  if (taps.n == 0) return;
+  const float* last = list == list_forward_taps ? p + taps.first[taps.n - 1] : q + taps.second[taps.n - 1];
+  prefetch_row(last + kPrefetchAhead, g.channels);
+}
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // N vectors of 8 channels starting at at[0 .. N) of site k: sum_listed_products's sums, kept in
 // registers (GCC keeps the 64-byte Block of an AVX2 clone on the stack). The same products and
@@ -180,12 +190,9 @@ KX_AVX2_FMA void sum_listed_products_avx2(const Window2d& g, ListTaps list, int6
                                           const float* q, const float* bias, float* out) {
   constexpr int64_t kWidth = 8;
   const int64_t C = g.channels, vectors = (C + kWidth - 1) / kWidth;
-  const bool stream_p = list == list_forward_taps;
   for (int64_t k = k0; k < k1; ++k) {
     TapPairs taps;
-    list(g, k, taps);
-    if (taps.n > 0)
-      prefetch_row((stream_p ? p + taps.first[taps.n - 1] : q + taps.second[taps.n - 1]) + kPrefetchAhead, C);
+    list_site(g, list, k, p, q, taps);
     float* o = out + k * C;
     const float* b = bias;
     for (int64_t v = 0; v < vectors;) {
@@ -210,14 +217,9 @@ KX_CLONES void sum_listed_products(const Window2d& g, ListTaps list, int64_t k0,
                                    const float* q, const float* bias, float* out) {
   constexpr int64_t kGroup = 4;
   const int64_t C = g.channels;
-  // The tensor streamed through (x forward, dy for the input gradient; the other operand is the
-  // filter): the values its last-listed tap reads, about kPrefetchAhead values on.
-  const bool stream_p = list == list_forward_taps;
   for (int64_t k = k0; k < k1; ++k) {
     TapPairs taps;
-    list(g, k, taps);
-    if (taps.n > 0)
-      prefetch_row((stream_p ? p + taps.first[taps.n - 1] : q + taps.second[taps.n - 1]) + kPrefetchAhead, C);
+    list_site(g, list, k, p, q, taps);
     for (int64_t c = 0; c < C; c += kGroup * kLanes) {
       // The group's n blocks: up to four, the last ending at the last channel.
       const int64_t n = std::min(kGroup, (C - c + kLanes - 1) / kLanes);
