@@ -194,16 +194,15 @@ KX_AVX2_FMA void sum_listed_products_avx2(const Window2d& g, ListTaps list, int6
     TapPairs taps;
     list_site(g, list, k, p, q, taps);
     float* o = out + k * C;
-    const float* b = bias;
     for (int64_t v = 0; v < vectors;) {
+      const int64_t left = vectors - v, n = left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
       int64_t at[8];
-      const int64_t n = std::min<int64_t>(8, vectors - v);
       for (int64_t u = 0; u < n; ++u) at[u] = std::min((v + u) * kWidth, C - kWidth);
-      if (n == 8) sum_listed_vectors<8>(taps, at, p, q, b, o);
-      else if (n >= 4) sum_listed_vectors<4>(taps, at, p, q, b, o);
-      else if (n >= 2) sum_listed_vectors<2>(taps, at, p, q, b, o);
-      else sum_listed_vectors<1>(taps, at, p, q, b, o);
-      v += n == 8 ? 8 : n >= 4 ? 4 : n >= 2 ? 2 : 1;
+      if (n == 8) sum_listed_vectors<8>(taps, at, p, q, bias, o);
+      else if (n == 4) sum_listed_vectors<4>(taps, at, p, q, bias, o);
+      else if (n == 2) sum_listed_vectors<2>(taps, at, p, q, bias, o);
+      else sum_listed_vectors<1>(taps, at, p, q, bias, o);
+      v += n;
     }
   }
 }
@@ -251,13 +250,14 @@ KX_CLONES void sum_listed_products(const Window2d& g, ListTaps list, int64_t k0,
   }
 }
 
-// sum_listed_products through the kernel that suits this CPU.
-void sum_listed(const Window2d& g, ListTaps list, int64_t k0, int64_t k1, const float* p, const float* q,
-                const float* bias, float* out) {
+// sum_listed_products or its AVX2 twin: the kernel that suits this CPU, chosen once per call of a pass.
+using SumListed = void (*)(const Window2d& g, ListTaps list, int64_t k0, int64_t k1, const float* p, const float* q,
+                           const float* bias, float* out);
+SumListed sum_listed_kernel() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (!cpu_has_avx512() && cpu_has_avx2_fma()) return sum_listed_products_avx2(g, list, k0, k1, p, q, bias, out);
+  if (!cpu_has_avx512() && cpu_has_avx2_fma()) return &sum_listed_products_avx2;
 #endif
-  sum_listed_products(g, list, k0, k1, p, q, bias, out);
+  return &sum_listed_products;
 }
 
 // Output position k (over samples, rows and columns): its taps inside the input in window order, as
@@ -359,7 +359,7 @@ void depthwise_conv2d_forward_by_ranges(const Window2d& g, int64_t m, int64_t ro
   if (positions == 0) return;
   write_by_ranges(
       ranges, positions * g.channels * m >= kParallelValues ? threads : 1,
-      [&, blocks = by_blocks(g, m)](int64_t k) {
+      [&, blocks = by_blocks(g, m), sum_listed = sum_listed_kernel()](int64_t k) {
         const int64_t p0 = k * range_positions, p1 = std::min(positions, p0 + range_positions);
         if (blocks) return sum_listed(g, list_forward_taps, p0, p1, x, w, bias, y);
         forward_positions(g, m, x, w, bias, y, p0, p1);
@@ -374,6 +374,7 @@ void depthwise_conv2d_backward(const Window2d& g, int64_t m, int64_t rows, const
   if (!dx && !dw) return;
   const int nt = rows * out_size >= kParallelValues ? threads : 1;
   const bool blocks = by_blocks(g, m);
+  const SumListed sum_listed = sum_listed_kernel();
   // Sample by sample: dx, and the filter gradient's partials (float32 sums over one sample's
   // positions, as short as a GEMM's over that sample would be). The partials are then summed over the
   // samples in order, in double: no result depends on the thread count.
